@@ -1,0 +1,50 @@
+"""draspeed: Kubernetes DRA device allocation, exactly as upstream decides it, fast.
+
+The names below are imported lazily, so ``import draspeed`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from draspeed.allocator import Allocator
+    from draspeed.errors import (
+        AllocationError,
+        AllocationTimeout,
+        DraspeedError,
+        InputError,
+        NodeAllocationError,
+    )
+    from draspeed.features import Features
+    from draspeed.load import Objects, load
+    from draspeed.quantity import Quantity
+    from draspeed.snapshot import Snapshot
+
+_EXPORTS = {
+    "Allocator": "draspeed.allocator",
+    "AllocationError": "draspeed.errors",
+    "AllocationTimeout": "draspeed.errors",
+    "DraspeedError": "draspeed.errors",
+    "InputError": "draspeed.errors",
+    "NodeAllocationError": "draspeed.errors",
+    "Features": "draspeed.features",
+    "Objects": "draspeed.load",
+    "load": "draspeed.load",
+    "Quantity": "draspeed.quantity",
+    "Snapshot": "draspeed.snapshot",
+}
+
+__all__ = [*sorted(_EXPORTS), "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'draspeed' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
