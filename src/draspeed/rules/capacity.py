@@ -1,0 +1,186 @@
+"""Consumable capacity (KEP-5075): how much of a device a request consumes, and whether it fits.
+
+Follows upstream ``structured/internal/experimental/consumable_capacity.go``:
+
+* every capacity of the device is consumed, requested or not: an unrequested
+  capacity consumes its ``requestPolicy.default``, or the whole value;
+* a requested amount is rounded up by the policy: ``validRange`` to ``min``, then
+  to ``min + k*step``; ``validValues`` to the first value >= the request;
+* the consumed amount must not violate the policy (``default`` always passes);
+* what is already consumed, plus what this call is allocating, plus this
+  request must not exceed the capacity's value.
+
+The range arithmetic uses Go's int64 ``Value()`` (rounded up to an integer), as
+the snapshot does; the later ``DRAFractionalCapacityRange`` milli-unit arithmetic
+is not part of this variant. Sums of those integers are exact Python integers
+where Go's int64 arithmetic could wrap (only for values near 2**63).
+
+Capacity names: the model keys a device's capacities by fully qualified name
+(``<driver>/memory`` for a bare ``memory``), like its attributes. Upstream
+compares the names literally as written; here claim requests and committed
+consumption are qualified with the driver the same way before comparing
+(``qualified_capacity_name``), and results print a name in the driver's own
+domain bare again (``result_capacity_name``). The only difference: a request
+that spells out the driver's domain matches a capacity written bare, where
+upstream would find no such capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from draspeed.api.model import CapacityRequestPolicy, CapacityRequestPolicyRange, DeviceCapacity
+from draspeed.errors import DraspeedError
+from draspeed.quantity import Quantity
+
+
+class UnknownCapacityError(DraspeedError, ValueError):
+    """The request names a capacity the device does not have (device is then unsuitable)."""
+
+    def __init__(self) -> None:
+        super().__init__("some requested capacity has not been defined")
+
+
+def qualified_capacity_name(name: str, driver: str) -> str:
+    """A capacity name as the model keys it: bare names belong to the driver's domain."""
+    return name if "/" in name else f"{driver}/{name}"
+
+
+def result_capacity_name(name: str, driver: str) -> str:
+    """The name a result prints for a model capacity key (bare within the driver's domain)."""
+    domain, _, ident = name.rpartition("/")
+    return ident if domain == driver else name
+
+
+def _qualified(requests: Mapping[str, Quantity], driver: str | None) -> Mapping[str, Quantity]:
+    if driver is None:
+        return requests
+    return {qualified_capacity_name(name, driver): amount for name, amount in requests.items()}
+
+
+def _go_div(a: int, b: int) -> int:
+    """Go integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _go_mod(a: int, b: int) -> int:
+    """Go ``%`` (result has the sign of the dividend)."""
+    return a - b * _go_div(a, b)
+
+
+def _range_bounds(valid_range: CapacityRequestPolicyRange) -> tuple[int, int]:
+    # API validation requires min, and a positive step; a missing min counts as 0
+    # and a zero step as "no step" instead of crashing as Go would.
+    minimum = valid_range.min.go_value() if valid_range.min is not None else 0
+    step = valid_range.step.go_value() if valid_range.step is not None else 0
+    return minimum, step
+
+
+def _round_up_range(requested: Quantity, valid_range: CapacityRequestPolicyRange) -> Quantity:
+    assert valid_range.min is not None
+    if requested.cmp(valid_range.min) < 0:
+        return valid_range.min
+    minimum, step = _range_bounds(valid_range)
+    if valid_range.step is None or step == 0:
+        return requested
+    added = requested.go_value() - minimum
+    steps = _go_div(added, step)
+    if _go_mod(added, step) != 0:
+        steps += 1
+    return Quantity.from_int(minimum + step * steps, "BinarySI")
+
+
+def _round_up_valid_values(requested: Quantity, valid_values: list[Quantity]) -> Quantity:
+    for candidate in valid_values:
+        if requested.cmp(candidate) <= 0:
+            return candidate
+    return requested
+
+
+def consumed_amount(requested: Quantity | None, capacity: DeviceCapacity) -> Quantity:
+    """What one allocation consumes of one device capacity, given the request (or None)."""
+    policy = capacity.request_policy
+    if requested is None:
+        if policy is not None and policy.default is not None:
+            return policy.default
+        return capacity.value
+    if policy is None:
+        return requested
+    if policy.valid_range is not None and policy.valid_range.min is not None:
+        return _round_up_range(requested, policy.valid_range)
+    if policy.valid_values:
+        return _round_up_valid_values(requested, policy.valid_values)
+    return requested
+
+
+def violates_policy(consumed: Quantity, policy: CapacityRequestPolicy | None) -> bool:
+    """Whether a consumed amount is not allowed by the capacity's request policy.
+
+    The default passes only when it is the *same representation* (Go struct
+    ``==`` on Quantity), which is what upstream compares; any other amount is
+    checked against the range (max, step from min) or the list of valid values.
+    """
+    if policy is None:
+        return False
+    if policy.default is not None and consumed.same_representation(policy.default):
+        return False
+    if policy.valid_range is not None:
+        valid_range = policy.valid_range
+        if valid_range.max is not None and consumed.cmp(valid_range.max) > 0:
+            return True
+        if valid_range.step is not None:
+            minimum, step = _range_bounds(valid_range)
+            if step != 0 and _go_mod(consumed.go_value() - minimum, step) != 0:
+                return True
+        return False
+    if policy.valid_values:
+        return not any(consumed.cmp(v) == 0 for v in policy.valid_values)
+    return False
+
+
+def request_fits(
+    already_consumed: Mapping[str, Quantity],
+    requests: Mapping[str, Quantity],
+    device_capacity: Mapping[str, DeviceCapacity],
+    allocating: Mapping[str, Quantity],
+    *,
+    driver: str | None = None,
+) -> bool:
+    """Upstream's CmpRequestOverCapacity.
+
+    ``already_consumed`` is what committed allocations consume of the device,
+    ``allocating`` what this call has tentatively allocated (both keyed like the
+    device's capacities); raises UnknownCapacityError when ``requests`` names a
+    capacity the device lacks. With ``driver``, bare request names are qualified
+    with it first (claims write names as the slice did; the model qualifies them).
+    """
+    requests = _qualified(requests, driver)
+    if any(name not in device_capacity for name in requests):
+        raise UnknownCapacityError()
+    for name, capacity in device_capacity.items():
+        consumed = consumed_amount(requests.get(name), capacity)
+        if violates_policy(consumed, capacity.request_policy):
+            return False
+        total = consumed
+        if name in already_consumed:
+            total = already_consumed[name].add(total)
+        if name in allocating:
+            total = total.add(allocating[name])
+        if total.cmp(capacity.value) > 0:
+            return False
+    return True
+
+
+def consumed_capacity(
+    requests: Mapping[str, Quantity],
+    device_capacity: Mapping[str, DeviceCapacity],
+    *,
+    driver: str | None = None,
+) -> dict[str, Quantity]:
+    """The consumedCapacity of one share: an entry for every capacity of the device.
+
+    Keyed like the device's capacities; ``driver`` qualifies bare request names.
+    """
+    requests = _qualified(requests, driver)
+    return {name: consumed_amount(requests.get(name), cap) for name, cap in device_capacity.items()}
