@@ -1,0 +1,761 @@
+"""A plain-Python DRA allocator that decides exactly as upstream's newest allocator.
+
+It follows ``structured/internal/experimental/allocator_experimental.go`` of
+kubernetes/dynamic-resource-allocation (the snapshot described in
+spec/upstream-allocator.md §2) step by step, so that a reader can check it
+against the spec, with the allocation-state fixes merged upstream after the
+snapshot (spec §6.3):
+
+* kubernetes#140431: a candidate rejected by a taint, a constraint or its
+  capacity gives back the counters it reserved; backtracking over an
+  allow-multiple device gives back its counters too;
+* kubernetes#140437: a device with a committed share (shareID, maybe without
+  consumedCapacity) does not pay its counters again;
+* kubernetes#140798: such a device is not handed out exclusively;
+* kubernetes#140435: counters are kept per (driver, pool);
+* kubernetes#140326 / #140438: constraints restore their state on backtrack
+  (see ``constraints.py``);
+* kubernetes#140769: ``allocationMode: All`` collects devices by static
+  capacity, so a matching but exhausted device makes the request fail.
+
+The search is depth-first and returns the first solution: claims in order,
+requests in order, a prioritized list's subrequests in order, and within one
+request the devices as combinations in pool/slice/device order. Its work is
+counted in ``last_stats.num_allocate_one_invocations`` like upstream's
+``NumAllocateOneInvocations``.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from draspeed.api.model import (
+    AllocationResult,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    DeviceSelector,
+    DeviceSubRequest,
+    DeviceToleration,
+    Node,
+    ResourceClaim,
+    ResourceSlice,
+)
+from draspeed.cel import DeviceInput, compile_selector, device_input
+from draspeed.errors import (
+    AllocationError,
+    AllocationTimeout,
+    CELCompileError,
+    CELRuntimeError,
+    NodeAllocationError,
+)
+from draspeed.features import Features
+from draspeed.quantity import Quantity
+from draspeed.reference.constraints import Constraint, DistinctAttribute, MatchAttribute
+from draspeed.reference.counters import CounterBook
+from draspeed.rules.allocated_state import AllocatedState
+from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
+from draspeed.rules.ids import DeviceID
+from draspeed.rules.node_selection import NodeSelectorError, node_matches
+from draspeed.rules.pools import Pool, PoolGatheringError, gather_pools
+from draspeed.rules.results import ChosenDevice, ResultError, build_allocation_result
+from draspeed.rules.tolerations import taint_blocks
+
+# resource.k8s.io/v1 AllocationResultsMaxSize: devices per claim.
+MAX_DEVICES_PER_CLAIM = 32
+
+TIMEOUT_MESSAGE = "filter operation aborted: context deadline exceeded"
+
+
+@dataclass(slots=True)
+class Stats:
+    """Work done by the last ``allocate`` call."""
+
+    num_allocate_one_invocations: int = 0
+
+
+class _Step(enum.Enum):
+    """How one step of the search ended."""
+
+    FOUND = "found"
+    NOT_FOUND = "not found"
+    # The claim would get more than 32 devices: callers backtrack further (upstream's
+    # errAllocationResultMaxSizeExceeded), a prioritized list tries its next subrequest.
+    TOO_MANY = "too many devices"
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """A request or a subrequest, seen through the fields the allocator needs."""
+
+    name: str
+    class_name: str
+    mode: str
+    count: int
+    admin_access: bool
+    admin_access_set: bool
+    selectors: list[DeviceSelector]
+    tolerations: list[DeviceToleration]
+    capacity_set: bool
+    capacity: dict[str, Quantity]
+
+    @classmethod
+    def of_request(cls, request: DeviceRequest) -> _Request:
+        exact = request.exactly
+        if exact is None:  # neither exactly nor firstAvailable: a shape this version lacks
+            return cls(request.name, "", "ExactCount", 0, False, False, [], [], False, {})
+        return cls(
+            request.name,
+            exact.device_class_name,
+            exact.allocation_mode,
+            exact.count,
+            bool(exact.admin_access),
+            exact.admin_access is not None,
+            exact.selectors,
+            exact.tolerations,
+            exact.capacity is not None,
+            dict(exact.capacity.requests) if exact.capacity is not None else {},
+        )
+
+    @classmethod
+    def of_subrequest(cls, sub: DeviceSubRequest) -> _Request:
+        return cls(
+            sub.name,
+            sub.device_class_name,
+            sub.allocation_mode,
+            sub.count,
+            False,
+            False,
+            sub.selectors,
+            sub.tolerations,
+            sub.capacity is not None,
+            dict(sub.capacity.requests) if sub.capacity is not None else {},
+        )
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A device together with where it lives."""
+
+    device_id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    pool: Pool
+
+
+@dataclass(slots=True)
+class _RequestData:
+    """What pre-flight learned about one request or subrequest."""
+
+    request: _Request
+    parent: str | None  # name of the request owning this subrequest
+    device_class: DeviceClass
+    num_devices: int = 0
+    all_devices: list[_Candidate] | None = None  # allocationMode All: the devices to take
+    selected_subrequest: int = 0  # on the entry of subrequest 0: which one was used
+
+
+RequestKey = tuple[int, int, int]  # claim, request, subrequest
+
+
+class ReferenceAllocator:
+    """Allocates devices for the claims of one pod on one node, like upstream ``Allocate``.
+
+    The allocator is built once from the cluster state (slices, classes, claims
+    that are already allocated) and can then be asked about any node.
+    """
+
+    def __init__(
+        self,
+        slices: Sequence[ResourceSlice],
+        classes: Sequence[DeviceClass],
+        allocated_claims: Sequence[ResourceClaim] = (),
+        features: Features = Features(),  # noqa: B008 - immutable record
+    ) -> None:
+        self.slices = list(slices)
+        self.classes: dict[str, DeviceClass] = {}
+        for device_class in classes:
+            self.classes.setdefault(device_class.metadata.name, device_class)
+        self.features = features
+        self.allocated = AllocatedState.from_claims(
+            allocated_claims, consumable_capacity=features.consumable_capacity
+        )
+        self.last_stats = Stats()
+
+    def allocate(
+        self, claims: Sequence[ResourceClaim], node: Node, *, deadline: float | None = None
+    ) -> list[AllocationResult] | None:
+        """One AllocationResult per claim, in order, or None when the claims do not fit.
+
+        Raises AllocationError with upstream's message for fatal problems,
+        NodeAllocationError when nothing fits and some pool was invalid, and
+        AllocationTimeout once ``deadline`` (a ``time.monotonic()`` value) passes.
+        """
+        run = _Allocation(self, list(claims), node, deadline)
+        try:
+            return run.run()
+        finally:
+            self.last_stats = Stats(run.invocations)
+
+
+class _Allocation:
+    """The state of one ``allocate`` call (upstream's ``allocator``)."""
+
+    def __init__(
+        self,
+        owner: ReferenceAllocator,
+        claims: list[ResourceClaim],
+        node: Node,
+        deadline: float | None,
+    ) -> None:
+        self.features = owner.features
+        self.classes = owner.classes
+        self.allocated = owner.allocated
+        self.all_slices = owner.slices
+        self.claims = claims
+        self.node = node
+        self.deadline = deadline
+        self.invocations = 0
+        self.pools: list[Pool] = []
+        self.request_data: dict[RequestKey, _RequestData] = {}
+        self.constraints: list[list[Constraint]] = [[] for _ in claims]
+        self.results: list[list[ChosenDevice]] = [[] for _ in claims]
+        self.counters = CounterBook(owner.allocated)
+        # Devices tentatively allocated exclusively, and for which claims.
+        self.allocating: dict[DeviceID, set[int]] = {}
+        # Tentative shares of multi-allocatable devices: what each one consumes.
+        self.live_shares: dict[DeviceID, list[dict[str, Quantity]]] = {}
+        self.match_cache: dict[tuple[DeviceID, RequestKey], bool] = {}
+        self.cel_inputs: dict[DeviceID, DeviceInput] = {}
+
+    # ----------------------------------------------------------------------------------
+    # Driver
+    # ----------------------------------------------------------------------------------
+
+    def run(self) -> list[AllocationResult] | None:
+        try:
+            self.pools = gather_pools(self.all_slices, self.node, self.features)
+        except PoolGatheringError as err:
+            raise AllocationError(f"gather pool information: {err}") from err
+        for claim_index in range(len(self.claims)):
+            self._prepare_claim(claim_index)
+
+        if self._allocate_one((0, 0, 0, 0), False, (0, 0, 0)) is not _Step.FOUND:
+            if any(pool.invalid for pool in self.pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return None
+        return [self._claim_result(i) for i in range(len(self.claims))]
+
+    def _claim_result(self, claim_index: int) -> AllocationResult:
+        claim = self.claims[claim_index]
+        classes: list[DeviceClass | None] = []
+        selected: list[int | None] = []
+        for request_index in range(len(claim.spec.devices.requests)):
+            data = self.request_data[(claim_index, request_index, 0)]
+            if data.parent is not None:
+                index = data.selected_subrequest
+                classes.append(self.request_data[(claim_index, request_index, index)].device_class)
+                selected.append(index)
+            else:
+                classes.append(data.device_class)
+                selected.append(None)
+        try:
+            return build_allocation_result(
+                claim, self.results[claim_index], classes, selected, self.node.name, self.features
+            )
+        except ResultError as err:
+            raise AllocationError(str(err)) from err
+
+    # ----------------------------------------------------------------------------------
+    # Pre-flight: validate requests, count devices, build constraints
+    # ----------------------------------------------------------------------------------
+
+    def _prepare_claim(self, claim_index: int) -> None:
+        claim = self.claims[claim_index]
+        key = claim.key
+        min_devices = 0
+        for request_index, request in enumerate(claim.spec.devices.requests):
+            subrequests = request.first_available
+            if subrequests and not self.features.prioritized_list:
+                raise AllocationError(
+                    f"claim {key}, request {request.name}: has subrequests, "
+                    "but the DRAPrioritizedList feature is disabled"
+                )
+            if not self.features.consumable_capacity:
+                if request.exactly is not None and request.exactly.capacity is not None:
+                    raise AllocationError(
+                        f"claim {key}, request {request.name}: has capacity requests, "
+                        "but the DRAConsumableCapacity feature is disabled"
+                    )
+                for sub in subrequests:
+                    if sub.capacity is not None:
+                        raise AllocationError(
+                            f"claim {key}, subrequest {sub.name}: has capacity requests, "
+                            "but the DRAConsumableCapacity feature is disabled"
+                        )
+            if subrequests:
+                fewest = None
+                for sub_index, sub in enumerate(subrequests):
+                    data = self._validate_request(
+                        claim_index,
+                        (claim_index, request_index, sub_index),
+                        _Request.of_subrequest(sub),
+                        request.name,
+                    )
+                    self.request_data[(claim_index, request_index, sub_index)] = data
+                    fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
+                min_devices += fewest or 0
+            else:
+                data = self._validate_request(
+                    claim_index, (claim_index, request_index, 0), _Request.of_request(request), None
+                )
+                self.request_data[(claim_index, request_index, 0)] = data
+                min_devices += data.num_devices
+        if min_devices > MAX_DEVICES_PER_CLAIM:
+            raise AllocationError(
+                f"claim {key}: number of requested devices {min_devices} "
+                f"exceeds the claim limit of {MAX_DEVICES_PER_CLAIM}"
+            )
+
+        constraints: list[Constraint] = []
+        for index, spec in enumerate(claim.spec.devices.constraints):
+            list_mode = self.features.list_type_attributes
+            if spec.match_attribute is not None:
+                constraints.append(MatchAttribute(spec.match_attribute, spec.requests, list_mode))
+            elif spec.distinct_attribute is not None:
+                constraints.append(
+                    DistinctAttribute(spec.distinct_attribute, spec.requests, list_mode)
+                )
+            else:
+                raise AllocationError(
+                    f"claim {key}, constraint #{index}: "
+                    "empty constraint (unsupported constraint type?)"
+                )
+        self.constraints[claim_index] = constraints
+
+    def _validate_request(
+        self, claim_index: int, request_key: RequestKey, request: _Request, parent: str | None
+    ) -> _RequestData:
+        key = self.claims[claim_index].key
+        for index, selector in enumerate(request.selectors):
+            if selector.cel is None:
+                raise AllocationError(
+                    f"claim {key}, request {request.name}, selector #{index}: "
+                    "CEL expression empty (unsupported selector type?)"
+                )
+        if not self.features.admin_access and request.admin_access_set:
+            raise AllocationError(
+                f"claim {key}, request {request.name}: "
+                "admin access is requested, but the feature is disabled"
+            )
+        if not request.class_name:
+            raise AllocationError(
+                f"claim {key}, request {request.name}: "
+                "missing device class name (unsupported request type?)"
+            )
+        device_class = self.classes.get(request.class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {key}, request {request.name}: could not retrieve device class "
+                f"{request.class_name}: "
+                f'deviceclass.resource.k8s.io "{request.class_name}" not found'
+            )
+        data = _RequestData(request, parent, device_class)
+
+        if request.mode == "ExactCount":
+            data.num_devices = request.count
+        elif request.mode == "All":
+            data.all_devices = self._all_devices(claim_index, request_key, data)
+            data.num_devices = len(data.all_devices)
+        else:
+            raise AllocationError(
+                f"claim {key}, request {request.name}: unsupported count mode {request.mode}"
+            )
+        return data
+
+    def _all_devices(
+        self, claim_index: int, request_key: RequestKey, data: _RequestData
+    ) -> list[_Candidate]:
+        """Every device of the node that matches an ``All`` request (all pools must be usable)."""
+        key = self.claims[claim_index].key
+        name = data.request.name
+        devices: list[_Candidate] = []
+        for pool in self.pools:
+            if pool.incomplete:
+                raise AllocationError(
+                    f"claim {key}, request {name}: asks for all devices, "
+                    f"but resource pool {pool.id} is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"claim {key}, request {name}: asks for all devices, "
+                    f"but resource pool {pool.id} is currently invalid"
+                )
+            for slice_ in pool.slices:
+                for device in slice_.spec.devices:
+                    device_id = DeviceID(slice_.spec.driver, slice_.spec.pool.name, device.name)
+                    if not self._is_selectable(request_key, data, slice_, device, device_id):
+                        continue
+                    # Static capacity only (kubernetes#140769): a device that would match but
+                    # is used up must make the request fail later, not vanish from "all".
+                    if self.features.consumable_capacity:
+                        try:
+                            if not request_fits(
+                                {},
+                                data.request.capacity,
+                                device.capacity,
+                                {},
+                                driver=device_id.driver,
+                            ):
+                                continue
+                        except UnknownCapacityError:
+                            continue
+                    devices.append(_Candidate(device_id, device, slice_, pool))
+        return devices
+
+    # ----------------------------------------------------------------------------------
+    # Selection
+    # ----------------------------------------------------------------------------------
+
+    def _is_selectable(
+        self,
+        request_key: RequestKey,
+        data: _RequestData,
+        slice_: ResourceSlice,
+        device: Device,
+        device_id: DeviceID,
+    ) -> bool:
+        """Class selectors, request selectors and per-device node selection (cached)."""
+        if not self.features.device_binding_and_status and device.binding_conditions:
+            return False
+        cache_key = (device_id, request_key)
+        cached = self.match_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        selectable = (
+            self._selectors_match(request_key[0], device, device_id, data.device_class)
+            and self._selectors_match(
+                request_key[0], device, device_id, None, data.request.selectors
+            )
+            and self._device_on_node(slice_, device)
+        )
+        self.match_cache[cache_key] = selectable
+        return selectable
+
+    def _device_on_node(self, slice_: ResourceSlice, device: Device) -> bool:
+        if not slice_.spec.per_device_node_selection:
+            return True
+        try:
+            return node_matches(
+                self.node, device.node_name or "", bool(device.all_nodes), device.node_selector
+            )
+        except NodeSelectorError as err:
+            raise AllocationError(str(err)) from err
+
+    def _selectors_match(
+        self,
+        claim_index: int,
+        device: Device,
+        device_id: DeviceID,
+        device_class: DeviceClass | None,
+        selectors: Sequence[DeviceSelector] | None = None,
+    ) -> bool:
+        if device_class is not None:
+            owner = f"class {device_class.metadata.name}"
+            selectors = device_class.spec.selectors
+        else:
+            owner = f"claim {self.claims[claim_index].key}"
+        for index, selector in enumerate(selectors or ()):
+            if selector.cel is None:
+                # Requests were checked in pre-flight; a class cannot get here through
+                # API validation. Upstream would crash, so say what is wrong instead.
+                raise AllocationError(
+                    f"{owner}: selector #{index}: CEL expression empty (unsupported selector type?)"
+                )
+            try:
+                compiled = compile_selector(selector.cel.expression)
+            except CELCompileError as err:
+                raise AllocationError(
+                    f"{owner}: selector #{index}: CEL compile error: {err}"
+                ) from err
+            try:
+                matches = compiled.matches(self._cel_input(device, device_id))
+            except CELRuntimeError as err:
+                raise AllocationError(
+                    f"{owner}: selector #{index} on device {device_id}: CEL runtime error: {err}"
+                ) from err
+            if not matches:
+                return False
+        return True
+
+    def _cel_input(self, device: Device, device_id: DeviceID) -> DeviceInput:
+        cel_input = self.cel_inputs.get(device_id)
+        if cel_input is None:
+            cel_input = device_input(
+                device_id.driver,
+                device,
+                list_type_attributes=self.features.list_type_attributes,
+                consumable_capacity=self.features.consumable_capacity,
+            )
+            self.cel_inputs[device_id] = cel_input
+        return cel_input
+
+    # ----------------------------------------------------------------------------------
+    # Availability and capacity
+    # ----------------------------------------------------------------------------------
+
+    def _allocating_for_claim(self, device_id: DeviceID, claim_index: int) -> bool:
+        return claim_index in self.allocating.get(device_id, ())
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.allocated.devices or bool(self.allocating.get(device_id))
+
+    def _shared(self, device_id: DeviceID) -> bool:
+        """Whether the device has a committed or tentative share (its counters are paid)."""
+        return (
+            device_id in self.allocated.consumed_capacity
+            or self.allocated.has_share(device_id)
+            or bool(self.live_shares.get(device_id))
+        )
+
+    def _allocating_capacity(self, device_id: DeviceID) -> dict[str, Quantity]:
+        totals: dict[str, Quantity] = {}
+        for share in self.live_shares.get(device_id, ()):
+            for name, amount in share.items():
+                totals[name] = totals[name].add(amount) if name in totals else amount
+        return totals
+
+    def _capacity_fits(self, request: _Request, device: Device, device_id: DeviceID) -> bool:
+        """Upstream's CmpRequestOverCapacity; a request for an unknown capacity does not fit."""
+        try:
+            return request_fits(
+                self.allocated.consumed_capacity.get(device_id, {}),
+                request.capacity,
+                device.capacity,
+                self._allocating_capacity(device_id),
+                driver=device_id.driver,
+            )
+        except UnknownCapacityError:
+            return False
+
+    # ----------------------------------------------------------------------------------
+    # The search
+    # ----------------------------------------------------------------------------------
+
+    def _allocate_one(
+        self, position: tuple[int, int, int, int], in_subrequest: bool, start: tuple[int, int, int]
+    ) -> _Step:
+        """Find a device for ``position`` = (claim, request, subrequest, device index), then
+        everything after it. ``start`` is where the device search resumes (pool, slice,
+        device) so that one request tries combinations, not permutations."""
+        self.invocations += 1
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise AllocationTimeout(TIMEOUT_MESSAGE)
+
+        claim_index, request_index, sub_index, device_index = position
+        if claim_index >= len(self.claims):
+            return _Step.FOUND
+        requests = self.claims[claim_index].spec.devices.requests
+        if request_index >= len(requests):
+            step = self._allocate_one((claim_index + 1, 0, 0, 0), False, (0, 0, 0))
+            # Too many devices in a later claim is no reason to give up on this one.
+            return _Step.NOT_FOUND if step is _Step.TOO_MANY else step
+
+        request_key = (claim_index, request_index, sub_index)
+        data = self.request_data[request_key]
+
+        if not in_subrequest and data.parent is not None:
+            return self._try_subrequests(claim_index, request_index)
+
+        request = data.request
+        take_all = request.mode == "All"
+        if take_all and not data.all_devices:
+            return _Step.NOT_FOUND
+        if device_index >= data.num_devices:
+            return self._allocate_one((claim_index, request_index + 1, 0, 0), False, (0, 0, 0))
+        if len(self.results[claim_index]) + data.num_devices - device_index > MAX_DEVICES_PER_CLAIM:
+            return _Step.TOO_MANY
+
+        next_position = (claim_index, request_index, sub_index, device_index + 1)
+        if take_all:
+            assert data.all_devices is not None
+            undo = self._allocate_device(position, data.all_devices[device_index], must=True)
+            if undo is None:
+                return _Step.NOT_FOUND
+            step = self._allocate_one(next_position, in_subrequest, (0, 0, 0))
+            if step is not _Step.FOUND:
+                undo()
+            return step
+
+        first_pool, first_slice, first_device = start
+        for pool_index in range(first_pool, len(self.pools)):
+            pool = self.pools[pool_index]
+            if not pool.usable:
+                continue
+            slice_start = first_slice if pool_index == first_pool else 0
+            for slice_index in range(slice_start, len(pool.slices)):
+                slice_ = pool.slices[slice_index]
+                same_slice = pool_index == first_pool and slice_index == first_slice
+                devices = slice_.spec.devices
+                for index in range(first_device if same_slice else 0, len(devices)):
+                    device = devices[index]
+                    device_id = DeviceID(pool.driver, pool.name, device.name)
+                    # Being in use is cheap to check, so it comes first.
+                    if request.admin_access:
+                        if self._allocating_for_claim(device_id, claim_index):
+                            continue
+                    elif self._in_use(device_id):
+                        continue
+                    if not self._is_selectable(request_key, data, slice_, device, device_id):
+                        continue
+                    if self.features.consumable_capacity and not self._capacity_fits(
+                        request, device, device_id
+                    ):
+                        continue
+                    undo = self._allocate_device(
+                        position, _Candidate(device_id, device, slice_, pool), must=False
+                    )
+                    if undo is None:
+                        continue
+                    step = self._allocate_one(
+                        next_position, in_subrequest, (pool_index, slice_index, index + 1)
+                    )
+                    if step is _Step.FOUND:
+                        return step
+                    undo()
+                    if step is _Step.TOO_MANY:
+                        return step
+        return _Step.NOT_FOUND
+
+    def _try_subrequests(self, claim_index: int, request_index: int) -> _Step:
+        """A prioritized list: the first subrequest that leads to a solution wins."""
+        all_too_many = True
+        sub_index = 0
+        while (claim_index, request_index, sub_index) in self.request_data:
+            step = self._allocate_one((claim_index, request_index, sub_index, 0), True, (0, 0, 0))
+            if step is _Step.FOUND:
+                self.request_data[(claim_index, request_index, 0)].selected_subrequest = sub_index
+                return step
+            if step is _Step.NOT_FOUND:
+                all_too_many = False
+            sub_index += 1
+        return _Step.TOO_MANY if all_too_many else _Step.NOT_FOUND
+
+    def _allocate_device(
+        self, position: tuple[int, int, int, int], candidate: _Candidate, must: bool
+    ) -> Callable[[], None] | None:
+        """Tentatively allocate a selectable device; return how to undo it, or None.
+
+        Checks, in upstream's order: availability, counters, taints, constraints,
+        capacity. With ``must`` (allocationMode All) a violated constraint is an error.
+        Whatever a rejected candidate reserved is given back before returning.
+        """
+        claim_index, request_index, sub_index, _ = position
+        data = self.request_data[(claim_index, request_index, sub_index)]
+        request = data.request
+        device, device_id, pool = candidate.device, candidate.device_id, candidate.pool
+        allow_multiple = (
+            self.features.consumable_capacity and device.allow_multiple_allocations is True
+        )
+
+        if (
+            not allow_multiple
+            and request.admin_access
+            and self._allocating_for_claim(device_id, claim_index)
+        ):
+            return None
+        if not request.admin_access:
+            if self._in_use(device_id):
+                return None
+            if not allow_multiple and self._shared(device_id):
+                return None  # a committed share blocks exclusive use (kubernetes#140798)
+        if not self.features.partitionable_devices and device.consumes_counters:
+            return None
+
+        # Counters are paid once per physical device, by its first share.
+        pays_counters = bool(device.consumes_counters) and not (
+            allow_multiple and self._shared(device_id)
+        )
+        if pays_counters and not self.counters.reserve(pool, device):
+            return None
+
+        def give_back_counters() -> None:
+            if pays_counters:
+                self.counters.release(pool, device)
+
+        if data.parent is None:
+            base_name, sub_name = request.name, None
+        else:
+            base_name, sub_name = data.parent, request.name
+
+        if self.features.device_taints and taint_blocks(device.taints, request.tolerations):
+            give_back_counters()
+            return None
+
+        constraints = self.constraints[claim_index]
+        for index, constraint in enumerate(constraints):
+            if constraint.add(base_name, sub_name, device, device_id):
+                continue
+            for earlier in reversed(constraints[:index]):
+                earlier.remove(base_name, sub_name, device, device_id)
+            give_back_counters()
+            if must:
+                raise AllocationError(
+                    f"claim {self.claims[claim_index].key}, request {request.name}: cannot add "
+                    f"device {device_id} because a claim constraint would not be satisfied"
+                )
+            return None
+
+        def remove_from_constraints() -> None:
+            for constraint in reversed(constraints):
+                constraint.remove(base_name, sub_name, device, device_id)
+
+        share_id: str | None = None
+        consumed: dict[str, Quantity] | None = None
+        if self.features.consumable_capacity:
+            if not self._capacity_fits(request, device, device_id):
+                remove_from_constraints()
+                give_back_counters()
+                return None
+            if allow_multiple:
+                consumed = consumed_capacity(
+                    request.capacity, device.capacity, driver=device_id.driver
+                )
+                share_id = str(uuid.uuid4())
+                self.live_shares.setdefault(device_id, []).append(consumed)
+
+        if not allow_multiple:
+            self.allocating.setdefault(device_id, set()).add(claim_index)
+        results = self.results[claim_index]
+        results.append(
+            ChosenDevice(
+                request=request.name,
+                parent_request=data.parent,
+                device_id=device_id,
+                device=device,
+                slice=candidate.slice,
+                share_id=share_id,
+                consumed_capacity=consumed or None,
+                admin_access=request.admin_access,
+            )
+        )
+        previous_length = len(results) - 1
+
+        def undo() -> None:
+            remove_from_constraints()
+            if allow_multiple:
+                if consumed is not None:
+                    self.live_shares[device_id].pop()
+            else:
+                self.allocating[device_id].discard(claim_index)
+            give_back_counters()
+            del results[previous_length:]
+
+        return undo
+
+
+__all__ = ["MAX_DEVICES_PER_CLAIM", "TIMEOUT_MESSAGE", "ReferenceAllocator", "Stats"]
