@@ -1,0 +1,60 @@
+"""Bulk decoding: a 12,500-slice ResourceSliceList (100,000 GPUs) from JSON to the model.
+
+Run with ``pytest bench --benchmark-only -k decode``. The JSON-only benchmark is the
+floor (msgspec parsing the same bytes) so the model-building share can be read off.
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import msgspec
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+from draspeed.load import load
+
+pytestmark = pytest.mark.benchmark(group="decode")
+
+
+def _extra(benchmark: BenchmarkFixture, path: Path) -> None:
+    info = benchmark.extra_info
+    info["bytes"] = path.stat().st_size
+    info["megabytes"] = round(path.stat().st_size / 1e6, 1)
+    info["slices"] = 12_500
+    info["devices"] = 100_000
+
+
+def test_bench_load_resource_slice_list(benchmark: BenchmarkFixture, slice_list_json: Path) -> None:
+    """Parse, decode, validate: bytes on disk to 12,500 ResourceSlice models."""
+    _extra(benchmark, slice_list_json)
+    data = slice_list_json.read_bytes()
+    objects = benchmark.pedantic(load, args=(data,), rounds=3, iterations=1, warmup_rounds=1)
+    assert len(objects.slices) == 12_500
+    assert sum(len(s.spec.devices) for s in objects.slices) == 100_000
+
+
+def test_bench_load_without_validation(benchmark: BenchmarkFixture, slice_list_json: Path) -> None:
+    _extra(benchmark, slice_list_json)
+    data = slice_list_json.read_bytes()
+    objects = benchmark.pedantic(
+        load, args=(data,), kwargs={"validate": False}, rounds=3, iterations=1, warmup_rounds=1
+    )
+    assert len(objects.slices) == 12_500
+
+
+def _json_only(data: bytes) -> object:
+    gc.disable()
+    try:
+        return msgspec.json.decode(data)
+    finally:
+        gc.enable()
+
+
+def test_bench_json_parse_floor(benchmark: BenchmarkFixture, slice_list_json: Path) -> None:
+    """msgspec alone on the same bytes (GC paused, as load() does)."""
+    _extra(benchmark, slice_list_json)
+    data = slice_list_json.read_bytes()
+    doc = benchmark.pedantic(_json_only, args=(data,), rounds=3, iterations=1, warmup_rounds=1)
+    assert isinstance(doc, dict) and len(doc["items"]) == 12_500

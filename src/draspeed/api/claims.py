@@ -1,0 +1,440 @@
+"""ResourceClaim and ResourceClaimTemplate decoding (v1, v1beta2, v1beta1, v1alpha3),
+and the AllocationResult shared with claim status.
+
+v1 and v1beta2 put a plain request under ``exactly``; v1beta1 and v1alpha3 put its
+fields (``deviceClassName``, ``selectors``, ``allocationMode``, ...) directly on the
+request, next to ``firstAvailable``. Both decode to the same model, with the API
+server's defaulting applied (``allocationMode`` ExactCount, ``count`` 1).
+
+Inputs that upstream's *allocator* rejects with its own error are decoded, not
+refused, so that draspeed can answer with upstream's text: an empty
+``deviceClassName``, a selector without ``cel``, an unknown ``allocationMode``, a
+constraint with neither ``matchAttribute`` nor ``distinctAttribute``, ``adminAccess``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from draspeed.api import limits, names
+from draspeed.api.common import (
+    decode_metadata,
+    decode_node_selector,
+    decode_opaque,
+    decode_selectors,
+    decode_toleration,
+    decode_tolerations,
+)
+from draspeed.api.context import DecodeContext, child, dict_of
+from draspeed.api.messages import (
+    duplicate,
+    invalid,
+    not_supported,
+    required,
+    too_many,
+    wrong_type,
+)
+from draspeed.api.model import (
+    AllocationResult,
+    CapacityRequirements,
+    DeviceAllocationConfiguration,
+    DeviceClaim,
+    DeviceClaimConfiguration,
+    DeviceConstraint,
+    DeviceRequest,
+    DeviceRequestAllocationResult,
+    DeviceSubRequest,
+    ExactDeviceRequest,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+    ResourceClaimSpec,
+    ResourceClaimStatus,
+    ResourceClaimTemplate,
+)
+
+_FLAT_VERSIONS = ("v1beta1", "v1alpha3")
+_CONFIG_SOURCES = ("FromClaim", "FromClass")
+
+
+def decode_resource_claim(
+    ctx: DecodeContext, obj: Mapping[str, Any], version: str
+) -> ResourceClaim:
+    metadata = decode_metadata(ctx, obj, namespaced=True)
+    spec_raw = ctx.mapping(obj, "spec", "") or {}
+    spec = decode_claim_spec(ctx, spec_raw, "spec", flat=version in _FLAT_VERSIONS)
+    status_raw = ctx.mapping(obj, "status", "")
+    status = ResourceClaimStatus()
+    if status_raw:
+        status = _decode_status(ctx, status_raw, version)
+    return ResourceClaim(
+        metadata=metadata,
+        spec=spec,
+        status=status,
+        api_version=f"resource.k8s.io/{version}",
+        raw=dict_of(obj),
+    )
+
+
+def decode_resource_claim_template(
+    ctx: DecodeContext, obj: Mapping[str, Any], version: str
+) -> ResourceClaimTemplate:
+    metadata = decode_metadata(ctx, obj, namespaced=True)
+    outer = ctx.mapping(obj, "spec", "", required=True)
+    assert outer is not None
+    inner = ctx.mapping(outer, "spec", "spec") or {}
+    spec = decode_claim_spec(ctx, inner, "spec.spec", flat=version in _FLAT_VERSIONS)
+    return ResourceClaimTemplate(
+        metadata=metadata, spec=spec, api_version=f"resource.k8s.io/{version}", raw=dict_of(obj)
+    )
+
+
+def decode_claim_spec(
+    ctx: DecodeContext, raw: Mapping[str, Any], path: str, *, flat: bool
+) -> ResourceClaimSpec:
+    if flat and raw.get("controller"):
+        ctx.warn(
+            child(path, "controller"),
+            "the classic DRA control-plane controller is not supported "
+            "by structured allocation; the field is ignored",
+        )
+    devices = ctx.mapping(raw, "devices", path)
+    if devices is None:
+        return ResourceClaimSpec()
+    path = child(path, "devices")
+    return ResourceClaimSpec(devices=_decode_device_claim(ctx, devices, path, flat=flat))
+
+
+def _decode_device_claim(
+    ctx: DecodeContext, raw: Mapping[str, Any], path: str, *, flat: bool
+) -> DeviceClaim:
+    validate = ctx.validate
+    requests_raw = ctx.array(raw, "requests", path) or []
+    rpath = child(path, "requests")
+    if validate and len(requests_raw) > limits.DEVICE_REQUESTS_MAX_SIZE:
+        ctx.fail(rpath, too_many(len(requests_raw), limits.DEVICE_REQUESTS_MAX_SIZE))
+    requests = [_decode_request(ctx, r, f"{rpath}[{i}]", flat) for i, r in enumerate(requests_raw)]
+    if validate:
+        _check_unique(ctx, [r.name for r in requests], rpath)
+    known = _request_names(requests)
+
+    constraints_raw = ctx.array(raw, "constraints", path) or []
+    cpath = child(path, "constraints")
+    if validate and len(constraints_raw) > limits.DEVICE_CONSTRAINTS_MAX_SIZE:
+        ctx.fail(cpath, too_many(len(constraints_raw), limits.DEVICE_CONSTRAINTS_MAX_SIZE))
+    constraints = [
+        _decode_constraint(ctx, c, f"{cpath}[{i}]", known) for i, c in enumerate(constraints_raw)
+    ]
+
+    config_raw = ctx.array(raw, "config", path) or []
+    gpath = child(path, "config")
+    if validate and len(config_raw) > limits.DEVICE_CONFIG_MAX_SIZE:
+        ctx.fail(gpath, too_many(len(config_raw), limits.DEVICE_CONFIG_MAX_SIZE))
+    config = []
+    for i, c in enumerate(config_raw):
+        cfg_path = f"{gpath}[{i}]"
+        if not isinstance(c, Mapping):
+            ctx.fail(cfg_path, wrong_type("object", c))
+        config.append(
+            DeviceClaimConfiguration(
+                requests=_request_refs(ctx, c, cfg_path, known),
+                opaque=decode_opaque(ctx, c, cfg_path),
+            )
+        )
+    return DeviceClaim(requests=requests, constraints=constraints, config=config)
+
+
+def _check_unique(ctx: DecodeContext, values: list[str], path: str) -> None:
+    seen: set[str] = set()
+    for i, v in enumerate(values):
+        if v in seen:
+            ctx.fail(f"{path}[{i}]", duplicate(v))
+        seen.add(v)
+
+
+def _request_names(requests: list[DeviceRequest]) -> dict[str, set[str]]:
+    return {r.name: {s.name for s in r.first_available} for r in requests}
+
+
+def _request_refs(
+    ctx: DecodeContext, d: Mapping[str, Any], path: str, known: dict[str, set[str]]
+) -> list[str]:
+    """``requests`` of a constraint or config: names of requests (``req`` or ``req/sub``)."""
+    refs = ctx.string_list(d, "requests", path)
+    if not ctx.validate or not refs:
+        return refs
+    rpath = child(path, "requests")
+    if len(refs) > limits.DEVICE_REQUESTS_MAX_SIZE:
+        ctx.fail(rpath, too_many(len(refs), limits.DEVICE_REQUESTS_MAX_SIZE))
+    for i, ref in enumerate(refs):
+        parts = ref.split("/")
+        for part in parts[:2]:
+            problem = names.check_dns_label(part)
+            if problem is not None:
+                ctx.fail(f"{rpath}[{i}]", problem)
+        subs = known.get(parts[0])
+        if len(parts) > 2 or subs is None or (len(parts) == 2 and parts[1] not in subs):
+            ctx.fail(
+                f"{rpath}[{i}]",
+                invalid(
+                    ref,
+                    "must be the name of a request in the claim or the "
+                    "name of a request and a subrequest separated by '/'",
+                ),
+            )
+    _check_unique(ctx, refs, rpath)
+    return refs
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def _decode_request(ctx: DecodeContext, raw: Any, path: str, flat: bool) -> DeviceRequest:
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    name = ctx.string(raw, "name", path, required=ctx.validate)
+    if ctx.validate:
+        problem = names.check_dns_label(name)
+        if problem is not None:
+            ctx.fail(child(path, "name"), problem)
+    if flat:
+        exact_raw: Mapping[str, Any] | None = raw if _flat_exact_present(raw) else None
+        exact_path = path
+    else:
+        exact_raw = ctx.mapping(raw, "exactly", path)
+        exact_path = child(path, "exactly")
+    subs_raw = ctx.array(raw, "firstAvailable", path)
+    if ctx.validate:
+        if exact_raw is None and not subs_raw:
+            ctx.fail(path, required("exactly one of `exactly` or `firstAvailable` is required"))
+        if exact_raw is not None and subs_raw:
+            ctx.fail(
+                path,
+                invalid(
+                    None,
+                    "exactly one of `exactly` or `firstAvailable` is required, "
+                    "but multiple fields are set",
+                ),
+            )
+    request = DeviceRequest(name=name)
+    if exact_raw is not None:
+        request.exactly = _decode_exact(ctx, exact_raw, exact_path)
+    if subs_raw:
+        spath = child(path, "firstAvailable")
+        if ctx.validate and len(subs_raw) > limits.FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE:
+            ctx.fail(spath, too_many(len(subs_raw), limits.FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE))
+        request.first_available = [
+            _decode_subrequest(ctx, s, f"{spath}[{i}]") for i, s in enumerate(subs_raw)
+        ]
+        if ctx.validate:
+            _check_unique(ctx, [s.name for s in request.first_available], spath)
+    return request
+
+
+def _flat_exact_present(raw: Mapping[str, Any]) -> bool:
+    """Whether a v1beta1/v1alpha3 request sets any field of a plain request, as the API
+    server's conversion decides it (the zero values of plain fields count as unset:
+    servers print ``deviceClassName: ""`` on requests with ``firstAvailable``)."""
+    return bool(
+        raw.get("deviceClassName")
+        or raw.get("selectors") is not None
+        or raw.get("allocationMode")
+        or raw.get("count")
+        or raw.get("adminAccess") is not None
+        or raw.get("tolerations")
+        or raw.get("capacity") is not None
+    )
+
+
+def _mode_and_count(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> tuple[str, int]:
+    """``allocationMode`` and ``count`` after the API server's defaulting."""
+    mode = ctx.string(raw, "allocationMode", path) or "ExactCount"
+    count = ctx.opt_int(raw, "count", path) or 0
+    if mode == "ExactCount":
+        if count == 0:
+            count = 1
+        elif ctx.validate and count < 0:
+            ctx.fail(child(path, "count"), invalid(count, "must be greater than zero"))
+    elif mode == "All" and ctx.validate and count != 0:
+        ctx.fail(
+            child(path, "count"),
+            invalid(count, "must not be specified when allocationMode is 'All'"),
+        )
+    # Any other mode is left for the allocator ("unsupported count mode").
+    return mode, count
+
+
+def _class_name(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> str:
+    # Empty is the allocator's error ("missing device class name"), not ours.
+    name = ctx.string(raw, "deviceClassName", path)
+    if name and ctx.validate:
+        problem = names.check_dns_subdomain(name)
+        if problem is not None:
+            ctx.fail(child(path, "deviceClassName"), problem)
+    return name
+
+
+def _decode_exact(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> ExactDeviceRequest:
+    mode, count = _mode_and_count(ctx, raw, path)
+    return ExactDeviceRequest(
+        device_class_name=_class_name(ctx, raw, path),
+        selectors=decode_selectors(ctx, raw, path),
+        allocation_mode=mode,
+        count=count,
+        admin_access=ctx.opt_bool(raw, "adminAccess", path),
+        tolerations=decode_tolerations(ctx, raw, path),
+        capacity=_decode_capacity_requirements(ctx, raw, path),
+    )
+
+
+def _decode_subrequest(ctx: DecodeContext, raw: Any, path: str) -> DeviceSubRequest:
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    name = ctx.string(raw, "name", path, required=ctx.validate)
+    if ctx.validate:
+        problem = names.check_dns_label(name)
+        if problem is not None:
+            ctx.fail(child(path, "name"), problem)
+    mode, count = _mode_and_count(ctx, raw, path)
+    return DeviceSubRequest(
+        name=name,
+        device_class_name=_class_name(ctx, raw, path),
+        selectors=decode_selectors(ctx, raw, path),
+        allocation_mode=mode,
+        count=count,
+        tolerations=decode_tolerations(ctx, raw, path),
+        capacity=_decode_capacity_requirements(ctx, raw, path),
+    )
+
+
+def _decode_capacity_requirements(
+    ctx: DecodeContext, raw: Mapping[str, Any], path: str
+) -> CapacityRequirements | None:
+    cap = ctx.mapping(raw, "capacity", path)
+    if cap is None:
+        return None
+    path = child(path, "capacity")
+    requests = ctx.mapping(cap, "requests", path) or {}
+    rpath = child(path, "requests")
+    result = CapacityRequirements()
+    for key, value in requests.items():
+        if ctx.validate:
+            problem = names.check_qualified_name(key)
+            if problem is not None:
+                ctx.fail(child(rpath, key), problem)
+        result.requests[key] = ctx.quantity(value, child(rpath, key))
+    return result
+
+
+def _decode_constraint(
+    ctx: DecodeContext, raw: Any, path: str, known: dict[str, set[str]]
+) -> DeviceConstraint:
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    constraint = DeviceConstraint(
+        requests=_request_refs(ctx, raw, path, known),
+        match_attribute=ctx.opt_string(raw, "matchAttribute", path),
+        distinct_attribute=ctx.opt_string(raw, "distinctAttribute", path),
+    )
+    if ctx.validate:
+        # Neither set is the allocator's error ("empty constraint"), not ours.
+        for key, value in (
+            ("matchAttribute", constraint.match_attribute),
+            ("distinctAttribute", constraint.distinct_attribute),
+        ):
+            if value is not None:
+                problem = names.check_fully_qualified_name(value)
+                if problem is not None:
+                    ctx.fail(child(path, key), problem)
+    return constraint
+
+
+# ----------------------------------------------------------------------------- status
+
+
+def _decode_status(ctx: DecodeContext, raw: Mapping[str, Any], version: str) -> ResourceClaimStatus:
+    status = ResourceClaimStatus()
+    alloc = ctx.mapping(raw, "allocation", "status")
+    if alloc is not None:
+        status.allocation = decode_allocation_result(ctx, alloc, "status.allocation")
+        if version == "v1alpha3" and alloc.get("controller"):
+            ctx.warn(
+                "status.allocation.controller",
+                "the classic DRA control-plane controller is not "
+                "supported by structured allocation; the field is ignored",
+            )
+    reserved = ctx.array(raw, "reservedFor", "status") or []
+    for i, ref in enumerate(reserved):
+        rpath = f"status.reservedFor[{i}]"
+        if not isinstance(ref, Mapping):
+            ctx.fail(rpath, wrong_type("object", ref))
+        status.reserved_for.append(
+            ResourceClaimConsumerReference(
+                resource=ctx.string(ref, "resource", rpath),
+                name=ctx.string(ref, "name", rpath),
+                uid=ctx.string(ref, "uid", rpath),
+                api_group=ctx.string(ref, "apiGroup", rpath),
+            )
+        )
+    devices = ctx.array(raw, "devices", "status") or []
+    for i, d in enumerate(devices):
+        if not isinstance(d, Mapping):
+            ctx.fail(f"status.devices[{i}]", wrong_type("object", d))
+        status.devices.append(dict_of(d))
+    status.deallocation_requested = bool(ctx.opt_bool(raw, "deallocationRequested", "status"))
+    return status
+
+
+def decode_allocation_result(
+    ctx: DecodeContext, raw: Mapping[str, Any], path: str
+) -> AllocationResult:
+    """An AllocationResult (any version from v1alpha3 on: the shape never changed, only grew)."""
+    result = AllocationResult(allocation_timestamp=ctx.timestamp(raw, "allocationTimestamp", path))
+    devices = ctx.mapping(raw, "devices", path)
+    if devices is not None:
+        dpath = child(path, "devices")
+        for i, r in enumerate(ctx.array(devices, "results", dpath) or []):
+            result.devices.results.append(_decode_device_result(ctx, r, f"{dpath}.results[{i}]"))
+        for i, c in enumerate(ctx.array(devices, "config", dpath) or []):
+            cpath = f"{dpath}.config[{i}]"
+            if not isinstance(c, Mapping):
+                ctx.fail(cpath, wrong_type("object", c))
+            source = ctx.string(c, "source", cpath, required=True)
+            if ctx.validate and source not in _CONFIG_SOURCES:
+                ctx.fail(child(cpath, "source"), not_supported(source, _CONFIG_SOURCES))
+            result.devices.config.append(
+                DeviceAllocationConfiguration(
+                    source=source,
+                    requests=ctx.string_list(c, "requests", cpath),
+                    opaque=decode_opaque(ctx, c, cpath),
+                )
+            )
+    selector = raw.get("nodeSelector")
+    if selector is not None:
+        result.node_selector = decode_node_selector(ctx, selector, child(path, "nodeSelector"))
+    return result
+
+
+def _decode_device_result(ctx: DecodeContext, raw: Any, path: str) -> DeviceRequestAllocationResult:
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    result = DeviceRequestAllocationResult(
+        request=ctx.string(raw, "request", path, required=True),
+        driver=ctx.string(raw, "driver", path, required=True),
+        pool=ctx.string(raw, "pool", path, required=True),
+        device=ctx.string(raw, "device", path, required=True),
+        admin_access=ctx.opt_bool(raw, "adminAccess", path),
+        binding_conditions=ctx.string_list(raw, "bindingConditions", path),
+        binding_failure_conditions=ctx.string_list(raw, "bindingFailureConditions", path),
+        share_id=ctx.opt_string(raw, "shareID", path),
+    )
+    tolerations = ctx.array(raw, "tolerations", path) or []
+    tpath = child(path, "tolerations")
+    result.tolerations = [
+        decode_toleration(ctx, t, f"{tpath}[{i}]") for i, t in enumerate(tolerations)
+    ]
+    consumed = ctx.mapping(raw, "consumedCapacity", path) or {}
+    cpath = child(path, "consumedCapacity")
+    for key, value in consumed.items():
+        result.consumed_capacity[key] = ctx.quantity(value, child(cpath, key))
+    return result

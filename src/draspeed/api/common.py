@@ -1,0 +1,310 @@
+"""Decoders for the pieces every kind shares: metadata, node selectors, CEL selectors,
+taints, tolerations and opaque configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from draspeed.api import limits, names
+from draspeed.api.context import DecodeContext, child
+from draspeed.api.messages import (
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+    too_long,
+    too_many,
+    wrong_type,
+)
+from draspeed.api.model import (
+    CELDeviceSelector,
+    DeviceSelector,
+    DeviceTaint,
+    DeviceToleration,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ObjectMeta,
+    OpaqueDeviceConfiguration,
+)
+
+TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+_EXPRESSION_OPERATORS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
+
+
+def object_name(kind: str, obj: Mapping[str, Any], *, namespaced: bool) -> str:
+    """``Kind ns/name`` or ``Kind name``, tolerant of a broken metadata stanza."""
+    meta = obj.get("metadata")
+    name = namespace = ""
+    if isinstance(meta, Mapping):
+        raw_name, raw_ns = meta.get("name"), meta.get("namespace")
+        name = raw_name if isinstance(raw_name, str) else ""
+        namespace = raw_ns if isinstance(raw_ns, str) and namespaced else ""
+    if not name:
+        name = "(unnamed)"
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def _string_map(ctx: DecodeContext, d: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
+    m = ctx.mapping(d, key, path)
+    if not m:
+        return {}
+    for k, v in m.items():
+        if not isinstance(v, str):
+            ctx.fail(child(child(path, key), str(k)), wrong_type("string", v))
+    return dict(m)
+
+
+def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: bool) -> ObjectMeta:
+    meta = ctx.mapping(obj, "metadata", "")
+    if meta is None:
+        if ctx.validate:
+            ctx.fail("metadata.name", required())
+        return ObjectMeta()
+    path = "metadata"
+    result = ObjectMeta(
+        name=ctx.string(meta, "name", path),
+        namespace=ctx.string(meta, "namespace", path) if namespaced else "",
+        uid=ctx.string(meta, "uid", path),
+        labels=_string_map(ctx, meta, "labels", path),
+        annotations=_string_map(ctx, meta, "annotations", path),
+        generation=ctx.opt_int(meta, "generation", path) or 0,
+        resource_version=ctx.string(meta, "resourceVersion", path),
+    )
+    if ctx.validate:
+        problem = names.check_dns_subdomain(result.name)
+        if problem is not None:
+            ctx.fail("metadata.name", problem)
+        if result.namespace:
+            problem = names.check_dns_label(result.namespace)
+            if problem is not None:
+                ctx.fail("metadata.namespace", problem)
+    return result
+
+
+# ------------------------------------------------------------------------------ nodes
+
+
+def _requirement(
+    ctx: DecodeContext, raw: Any, path: str, *, field_selector: bool
+) -> NodeSelectorRequirement:
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    req = NodeSelectorRequirement(
+        key=ctx.string(raw, "key", path),
+        operator=ctx.string(raw, "operator", path),
+        values=ctx.string_list(raw, "values", path),
+    )
+    if not ctx.validate:
+        return req
+    op, values = req.operator, req.values
+    if field_selector:
+        if op not in ("In", "NotIn"):
+            ctx.fail(child(path, "operator"), not_supported(op, ("In", "NotIn")))
+        if len(values) != 1:
+            ctx.fail(
+                child(path, "values"),
+                required(
+                    "must be only one value when `operator` is 'In' or 'NotIn' "
+                    "for node field selector"
+                ),
+            )
+        if req.key != "metadata.name":
+            ctx.fail(child(path, "key"), not_supported(req.key, ("metadata.name",)))
+        problem = names.check_dns_subdomain(values[0])
+        if problem is not None:
+            ctx.fail(f"{child(path, 'values')}[0]", problem)
+        return req
+    if op in ("In", "NotIn"):
+        if not values:
+            ctx.fail(
+                child(path, "values"),
+                required("must be specified when `operator` is 'In' or 'NotIn'"),
+            )
+    elif op in ("Exists", "DoesNotExist"):
+        if values:
+            ctx.fail(
+                child(path, "values"),
+                forbidden("may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+            )
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1:
+            ctx.fail(
+                child(path, "values"),
+                required("must be specified single value when `operator` is 'Lt' or 'Gt'"),
+            )
+    else:
+        ctx.fail(child(path, "operator"), not_supported(op, _EXPRESSION_OPERATORS))
+    problem = names.check_label_name(req.key)
+    if problem is not None:
+        ctx.fail(child(path, "key"), problem)
+    if op in ("In", "NotIn"):
+        for i, v in enumerate(values):
+            problem = names.check_label_value(v)
+            if problem is not None:
+                ctx.fail(f"{child(path, 'values')}[{i}]", problem)
+    return req
+
+
+def decode_node_selector(ctx: DecodeContext, raw: Any, path: str) -> NodeSelector:
+    """A core/v1 NodeSelector, checked as the API server checks required node affinity."""
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    terms_raw = ctx.array(raw, "nodeSelectorTerms", path) or []
+    terms_path = child(path, "nodeSelectorTerms")
+    if ctx.validate and not terms_raw:
+        ctx.fail(terms_path, required("must have at least one node selector term"))
+    terms = []
+    for i, term in enumerate(terms_raw):
+        term_path = f"{terms_path}[{i}]"
+        if not isinstance(term, Mapping):
+            ctx.fail(term_path, wrong_type("object", term))
+        exprs = ctx.array(term, "matchExpressions", term_path) or []
+        fields = ctx.array(term, "matchFields", term_path) or []
+        terms.append(
+            NodeSelectorTerm(
+                match_expressions=[
+                    _requirement(ctx, r, f"{term_path}.matchExpressions[{j}]", field_selector=False)
+                    for j, r in enumerate(exprs)
+                ],
+                match_fields=[
+                    _requirement(ctx, r, f"{term_path}.matchFields[{j}]", field_selector=True)
+                    for j, r in enumerate(fields)
+                ],
+            )
+        )
+    return NodeSelector(node_selector_terms=terms)
+
+
+# -------------------------------------------------------------------------- selectors
+
+
+def decode_selectors(ctx: DecodeContext, d: Mapping[str, Any], path: str) -> list[DeviceSelector]:
+    """``selectors``: a selector without ``cel`` decodes to ``cel=None``: upstream's
+    allocator reports it ("CEL expression empty (unsupported selector type?)")."""
+    raw = ctx.array(d, "selectors", path)
+    if not raw:
+        return []
+    path = child(path, "selectors")
+    if ctx.validate and len(raw) > limits.DEVICE_SELECTORS_MAX_SIZE:
+        ctx.fail(path, too_many(len(raw), limits.DEVICE_SELECTORS_MAX_SIZE))
+    selectors = []
+    for i, sel in enumerate(raw):
+        sel_path = f"{path}[{i}]"
+        if not isinstance(sel, Mapping):
+            ctx.fail(sel_path, wrong_type("object", sel))
+        cel = ctx.mapping(sel, "cel", sel_path)
+        if cel is None:
+            selectors.append(DeviceSelector(cel=None))
+            continue
+        cel_path = f"{sel_path}.cel"
+        expression = ctx.string(cel, "expression", cel_path, required=ctx.validate)
+        if (
+            ctx.validate
+            and len(expression.encode("utf-8")) > limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH
+        ):
+            ctx.fail(f"{cel_path}.expression", too_long(limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH))
+        selectors.append(DeviceSelector(cel=CELDeviceSelector(expression=expression)))
+    return selectors
+
+
+# ------------------------------------------------------------------ taints, tolerations
+
+
+def decode_taint(ctx: DecodeContext, raw: Any, path: str) -> DeviceTaint:
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    taint = DeviceTaint(
+        key=ctx.string(raw, "key", path),
+        value=ctx.string(raw, "value", path),
+        effect=ctx.string(raw, "effect", path),
+        time_added=ctx.timestamp(raw, "timeAdded", path),
+    )
+    if ctx.validate:
+        problem = names.check_label_name(taint.key)
+        if problem is not None:
+            ctx.fail(child(path, "key"), problem)
+        problem = names.check_label_value(taint.value)
+        if problem is not None:
+            ctx.fail(child(path, "value"), problem)
+        if not taint.effect:
+            ctx.fail(child(path, "effect"), required())
+        if taint.effect not in TAINT_EFFECTS:
+            ctx.fail(child(path, "effect"), not_supported(taint.effect, TAINT_EFFECTS))
+    return taint
+
+
+def decode_tolerations(
+    ctx: DecodeContext, d: Mapping[str, Any], path: str
+) -> list[DeviceToleration]:
+    raw = ctx.array(d, "tolerations", path)
+    if not raw:
+        return []
+    path = child(path, "tolerations")
+    if ctx.validate and len(raw) > limits.DEVICE_TOLERATIONS_MAX_LENGTH:
+        ctx.fail(path, too_many(len(raw), limits.DEVICE_TOLERATIONS_MAX_LENGTH))
+    return [decode_toleration(ctx, t, f"{path}[{i}]") for i, t in enumerate(raw)]
+
+
+def decode_toleration(ctx: DecodeContext, raw: Any, path: str) -> DeviceToleration:
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    # The API server defaults an empty operator to Equal.
+    tol = DeviceToleration(
+        key=ctx.string(raw, "key", path),
+        operator=ctx.string(raw, "operator", path) or "Equal",
+        value=ctx.string(raw, "value", path),
+        effect=ctx.string(raw, "effect", path),
+        toleration_seconds=ctx.opt_int(raw, "tolerationSeconds", path),
+    )
+    if ctx.validate:
+        if tol.key:
+            problem = names.check_label_name(tol.key)
+            if problem is not None:
+                ctx.fail(child(path, "key"), problem)
+        if tol.operator == "Exists":
+            if tol.value:
+                ctx.fail(
+                    child(path, "value"), invalid(tol.value, "must be empty for operator `Exists`")
+                )
+        elif tol.operator == "Equal":
+            problem = names.check_label_value(tol.value)
+            if problem is not None:
+                ctx.fail(child(path, "value"), problem)
+        else:
+            ctx.fail(child(path, "operator"), not_supported(tol.operator, TOLERATION_OPERATORS))
+        if tol.effect and tol.effect not in TAINT_EFFECTS:
+            ctx.fail(child(path, "effect"), not_supported(tol.effect, TAINT_EFFECTS))
+    return tol
+
+
+# ----------------------------------------------------------------------- opaque config
+
+
+def decode_opaque(
+    ctx: DecodeContext, d: Mapping[str, Any], path: str
+) -> OpaqueDeviceConfiguration | None:
+    """The ``opaque`` member of a device configuration (``parameters`` kept verbatim)."""
+    raw = ctx.mapping(d, "opaque", path)
+    if raw is None:
+        if ctx.validate:
+            ctx.fail(child(path, "opaque"), required())
+        return None
+    path = child(path, "opaque")
+    opaque = OpaqueDeviceConfiguration(
+        driver=ctx.string(raw, "driver", path),
+        parameters=raw.get("parameters"),
+    )
+    if ctx.validate:
+        problem = names.check_driver_name(opaque.driver)
+        if problem is not None:
+            ctx.fail(child(path, "driver"), problem)
+        if opaque.parameters is None:
+            ctx.fail(child(path, "parameters"), required())
+        if not isinstance(opaque.parameters, Mapping):
+            ctx.fail(
+                child(path, "parameters"), invalid("<value omitted>", "must be a valid JSON object")
+            )
+    return opaque

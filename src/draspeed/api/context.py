@@ -1,0 +1,232 @@
+"""Decoding state shared by the per-kind decoders: who to blame, warnings, caches.
+
+A :class:`DecodeContext` exists per top-level object. It raises the one
+:class:`~draspeed.errors.InputError` of a bad object (``Kind ns/name: field.path: msg``),
+emits conversion warnings, and offers typed field readers that treat ``null`` like an
+absent field, as Go's JSON decoding does.
+
+:class:`Caches` live for one :func:`draspeed.load` call (or one :func:`decode` call):
+ResourceSlices repeat the same attribute names, values and quantities thousands of
+times, and every model value they produce is immutable, so each distinct one is parsed
+and checked once.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
+
+from draspeed.api import limits, messages
+from draspeed.api.model import DeviceAttribute, DeviceCapacity
+from draspeed.errors import InputError, QuantityError
+from draspeed.quantity import Quantity
+
+
+class DraspeedWarning(UserWarning):
+    """Base class of the warnings draspeed emits about its input."""
+
+
+class DraspeedConversionWarning(DraspeedWarning):
+    """An object of an older API version lost information on its way to the v1 model
+    (or a result lost information on its way to an older version)."""
+
+
+class Caches:
+    """Per-load memo tables; see the module docstring.
+
+    Model values found here are shared between the objects of one load (two devices
+    with ``memory: 80Gi`` hold the same :class:`DeviceCapacity`): treat decoded objects
+    as read-only.
+    """
+
+    __slots__ = (
+        "attribute_names",
+        "attributes",
+        "capacities",
+        "checked",
+        "dns_labels",
+        "quantities",
+    )
+
+    def __init__(self) -> None:
+        # driver -> raw attribute/capacity key -> fully qualified name (checked)
+        self.attribute_names: dict[str, dict[str, str]] = {}
+        # scalar value kind -> (the Python type of its values, value -> DeviceAttribute)
+        self.attributes: dict[str, tuple[type, dict[Any, DeviceAttribute]]] = {
+            "int": (int, {}),
+            "bool": (bool, {}),
+            "string": (str, {}),
+            "version": (str, {}),
+        }
+        # quantity text of a capacity without a request policy -> DeviceCapacity
+        self.capacities: dict[str, DeviceCapacity] = {}
+        # (check name, value) pairs that passed a syntax check
+        self.checked: set[tuple[str, str]] = set()
+        # names that passed the DNS label check (device names: the most frequent check)
+        self.dns_labels: set[str] = set()
+        # quantity text -> Quantity
+        self.quantities: dict[str, Quantity] = {}
+
+
+def dict_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The input mapping itself when it is a dict (``raw`` must be the input, unchanged)."""
+    return obj if isinstance(obj, dict) else dict(obj)
+
+
+def child(path: str, key: str) -> str:
+    """``path.key``; keys that are not plain identifiers are written ``path[key]``."""
+    if key and (key.replace("-", "").replace("_", "").isalnum()) and key.isascii():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key}]"
+
+
+class DecodeContext:
+    """Error and warning reporting for one top-level object."""
+
+    __slots__ = ("caches", "obj", "sink", "validate")
+
+    def __init__(
+        self,
+        obj: str,
+        *,
+        validate: bool,
+        caches: Caches | None = None,
+        sink: list[str] | None = None,
+    ) -> None:
+        self.obj = obj
+        self.validate = validate
+        self.caches = caches if caches is not None else Caches()
+        self.sink = sink
+
+    # ---------------------------------------------------------------- reporting
+
+    def fail(self, path: str, message: str) -> NoReturn:
+        raise InputError(self.obj, path, message)
+
+    def warn(
+        self, path: str, message: str, category: type[Warning] = DraspeedConversionWarning
+    ) -> None:
+        text = f"{self.obj}: {path}: {message}" if path else f"{self.obj}: {message}"
+        if self.sink is not None:
+            self.sink.append(text)
+        warnings.warn(text, category, stacklevel=4)
+
+    def check(self, kind: str, value: str, checker: Callable[[str], str | None], path: str) -> None:
+        """Run a name syntax check once per distinct value; raise on failure."""
+        key = (kind, value)
+        if key in self.caches.checked:
+            return
+        problem = checker(value)
+        if problem is not None:
+            self.fail(path, problem)
+        self.caches.checked.add(key)
+
+    # ---------------------------------------------------------------- typed readers
+
+    def mapping(
+        self, d: Mapping[str, Any], key: str, path: str, *, required: bool = False
+    ) -> Mapping[str, Any] | None:
+        value = d.get(key)
+        if type(value) is dict:
+            return value
+        if value is None:
+            if required:
+                self.fail(child(path, key), messages.required())
+            return None
+        if not isinstance(value, Mapping):
+            self.fail(child(path, key), messages.wrong_type("object", value))
+        return value
+
+    def array(self, d: Mapping[str, Any], key: str, path: str) -> list[Any] | None:
+        value = d.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            self.fail(child(path, key), messages.wrong_type("array", value))
+        return value
+
+    def string(self, d: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str:
+        value = d.get(key)
+        if value is None:
+            if required:
+                self.fail(child(path, key), messages.required())
+            return ""
+        if not isinstance(value, str):
+            self.fail(child(path, key), messages.wrong_type("string", value))
+        return value
+
+    def opt_string(self, d: Mapping[str, Any], key: str, path: str) -> str | None:
+        value = d.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        self.fail(child(path, key), messages.wrong_type("string", value))
+
+    def opt_bool(self, d: Mapping[str, Any], key: str, path: str) -> bool | None:
+        value = d.get(key)
+        if value is None or isinstance(value, bool):
+            return value
+        self.fail(child(path, key), messages.wrong_type("boolean", value))
+
+    def opt_int(self, d: Mapping[str, Any], key: str, path: str) -> int | None:
+        value = d.get(key)
+        if value is None:
+            return None
+        if type(value) is int and limits.INT64_MIN <= value <= limits.INT64_MAX:
+            return value
+        return self.int64(value, child(path, key))
+
+    def int64(self, value: Any, path: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            # Go accepts a JSON number with a zero fraction for an integer field only
+            # when it is written without one; YAML "2.0" is a float and refused likewise.
+            self.fail(path, messages.wrong_type("integer", value))
+        if not limits.INT64_MIN <= value <= limits.INT64_MAX:
+            self.fail(path, messages.invalid(value, "out of the range of a 64-bit integer"))
+        return value
+
+    def string_list(self, d: Mapping[str, Any], key: str, path: str) -> list[str]:
+        values = self.array(d, key, path)
+        if not values:
+            return []
+        for i, v in enumerate(values):
+            if not isinstance(v, str):
+                self.fail(f"{child(path, key)}[{i}]", messages.wrong_type("string", v))
+        return list(values)
+
+    def quantity(self, value: Any, path: str) -> Quantity:
+        """A resource.Quantity field: a string, or a bare JSON/YAML number as Go accepts."""
+        cache = self.caches.quantities
+        if type(value) is str:
+            found = cache.get(value)
+            if found is not None:
+                return found
+            text = value.strip()  # Quantity.UnmarshalJSON trims surrounding space
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(path, messages.wrong_type("quantity string", value))
+        else:
+            text = repr(value) if isinstance(value, float) else str(value)
+        try:
+            q = Quantity.parse(text)
+        except QuantityError as exc:
+            self.fail(path, str(exc))
+        if type(value) is str:
+            cache[value] = q
+        return q
+
+    def opt_quantity(self, d: Mapping[str, Any], key: str, path: str) -> Quantity | None:
+        value = d.get(key)
+        if value is None:
+            return None
+        return self.quantity(value, child(path, key))
+
+    def timestamp(self, d: Mapping[str, Any], key: str, path: str) -> str | None:
+        """A metav1.Time: kept as its RFC 3339 text (YAML may have parsed it already)."""
+        value = d.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        isoformat = getattr(value, "isoformat", None)
+        if isoformat is None:
+            self.fail(child(path, key), messages.wrong_type("RFC 3339 timestamp", value))
+        text: str = isoformat()
+        return text.replace("+00:00", "Z")

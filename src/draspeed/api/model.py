@@ -1,0 +1,394 @@
+"""The one internal model of the DRA objects, whatever API version they came in.
+
+Class names follow the Go types of ``resource.k8s.io/v1`` (kubernetes/api
+``resource/v1/types.go``); field names are the snake_case of the JSON names.
+Quantities are :class:`draspeed.quantity.Quantity`; optional pointers are ``None``
+when unset, lists and maps are empty when unset.
+
+Top-level objects keep the mapping they were decoded from in ``raw`` so that
+everything the user gave (unknown fields included) survives an echo: results are
+written into a copy of ``raw``, never rebuilt from the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from draspeed.quantity import Quantity
+
+# --------------------------------------------------------------------------------------
+# Metadata and node selection
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ObjectMeta:
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    generation: int = 0
+    resource_version: str = ""
+
+
+@dataclass(slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NodeSelectorTerm:
+    match_expressions: list[NodeSelectorRequirement] = field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NodeSelector:
+    node_selector_terms: list[NodeSelectorTerm] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Node:
+    """A node as the allocator sees it: its name, labels and selectable fields."""
+
+    metadata: ObjectMeta
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.metadata.labels
+
+
+# --------------------------------------------------------------------------------------
+# ResourceSlice
+# --------------------------------------------------------------------------------------
+
+AttributeKind = Literal["int", "bool", "string", "version", "ints", "bools", "strings", "versions"]
+
+
+@dataclass(slots=True, frozen=True)
+class DeviceAttribute:
+    """Exactly one typed value; ``kind`` is None when the attribute has no value set.
+
+    ``value`` is an ``int``, ``bool`` or ``str`` (versions stay strings here; CEL
+    parses them), or a tuple of those for the list kinds.
+    """
+
+    kind: AttributeKind | None
+    value: Any = None
+
+
+@dataclass(slots=True)
+class CapacityRequestPolicyRange:
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+@dataclass(slots=True)
+class CapacityRequestPolicy:
+    default: Quantity | None = None
+    valid_values: list[Quantity] = field(default_factory=list)
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
+@dataclass(slots=True)
+class DeviceCapacity:
+    value: Quantity
+    request_policy: CapacityRequestPolicy | None = None
+
+
+@dataclass(slots=True)
+class Counter:
+    value: Quantity
+
+
+@dataclass(slots=True)
+class CounterSet:
+    name: str
+    counters: dict[str, Counter] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class DeviceCounterConsumption:
+    counter_set: str
+    counters: dict[str, Counter] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class DeviceTaint:
+    key: str
+    value: str = ""
+    effect: str = ""  # NoSchedule, NoExecute, None (anything else is kept and ignored)
+    time_added: str | None = None
+
+
+@dataclass(slots=True)
+class Device:
+    name: str
+    # Keys are fully qualified ``domain/id``; a bare id was put under the driver's domain
+    # (capacities too: draspeed.rules.capacity converts request and result names).
+    attributes: dict[str, DeviceAttribute] = field(default_factory=dict)
+    capacity: dict[str, DeviceCapacity] = field(default_factory=dict)
+    consumes_counters: list[DeviceCounterConsumption] = field(default_factory=list)
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    taints: list[DeviceTaint] = field(default_factory=list)
+    binds_to_node: bool | None = None
+    binding_conditions: list[str] = field(default_factory=list)
+    binding_failure_conditions: list[str] = field(default_factory=list)
+    allow_multiple_allocations: bool | None = None
+
+
+@dataclass(slots=True)
+class ResourcePool:
+    name: str
+    generation: int = 0
+    resource_slice_count: int = 0
+
+
+@dataclass(slots=True)
+class ResourceSliceSpec:
+    driver: str
+    pool: ResourcePool
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    per_device_node_selection: bool | None = None
+    devices: list[Device] = field(default_factory=list)
+    shared_counters: list[CounterSet] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ResourceSlice:
+    metadata: ObjectMeta
+    spec: ResourceSliceSpec
+    api_version: str = "resource.k8s.io/v1"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------
+# DeviceClass
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CELDeviceSelector:
+    expression: str
+
+
+@dataclass(slots=True)
+class DeviceSelector:
+    cel: CELDeviceSelector | None = None  # None: a selector type this version does not know
+
+
+@dataclass(slots=True)
+class OpaqueDeviceConfiguration:
+    driver: str
+    parameters: Any = None  # the RawExtension as decoded JSON/YAML, echoed verbatim
+
+
+@dataclass(slots=True)
+class DeviceClassConfiguration:
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+@dataclass(slots=True)
+class DeviceClassSpec:
+    selectors: list[DeviceSelector] = field(default_factory=list)
+    config: list[DeviceClassConfiguration] = field(default_factory=list)
+    extended_resource_name: str | None = None
+
+
+@dataclass(slots=True)
+class DeviceClass:
+    metadata: ObjectMeta
+    spec: DeviceClassSpec
+    api_version: str = "resource.k8s.io/v1"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------
+# ResourceClaim
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class DeviceToleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal, Exists
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+@dataclass(slots=True)
+class CapacityRequirements:
+    requests: dict[str, Quantity] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ExactDeviceRequest:
+    device_class_name: str
+    selectors: list[DeviceSelector] = field(default_factory=list)
+    allocation_mode: str = "ExactCount"  # ExactCount, All (other strings are kept)
+    count: int = 1
+    admin_access: bool | None = None
+    tolerations: list[DeviceToleration] = field(default_factory=list)
+    capacity: CapacityRequirements | None = None
+
+
+@dataclass(slots=True)
+class DeviceSubRequest:
+    name: str
+    device_class_name: str
+    selectors: list[DeviceSelector] = field(default_factory=list)
+    allocation_mode: str = "ExactCount"
+    count: int = 1
+    tolerations: list[DeviceToleration] = field(default_factory=list)
+    capacity: CapacityRequirements | None = None
+
+
+@dataclass(slots=True)
+class DeviceRequest:
+    name: str
+    exactly: ExactDeviceRequest | None = None
+    first_available: list[DeviceSubRequest] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeviceConstraint:
+    requests: list[str] = field(default_factory=list)
+    match_attribute: str | None = None  # fully qualified
+    distinct_attribute: str | None = None
+
+
+@dataclass(slots=True)
+class DeviceClaimConfiguration:
+    requests: list[str] = field(default_factory=list)
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+@dataclass(slots=True)
+class DeviceClaim:
+    requests: list[DeviceRequest] = field(default_factory=list)
+    constraints: list[DeviceConstraint] = field(default_factory=list)
+    config: list[DeviceClaimConfiguration] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ResourceClaimSpec:
+    devices: DeviceClaim = field(default_factory=DeviceClaim)
+
+
+@dataclass(slots=True)
+class DeviceRequestAllocationResult:
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool | None = None
+    tolerations: list[DeviceToleration] = field(default_factory=list)
+    binding_conditions: list[str] = field(default_factory=list)
+    binding_failure_conditions: list[str] = field(default_factory=list)
+    share_id: str | None = None
+    consumed_capacity: dict[str, Quantity] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class DeviceAllocationConfiguration:
+    source: str  # FromClass, FromClaim
+    requests: list[str] = field(default_factory=list)
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+@dataclass(slots=True)
+class DeviceAllocationResult:
+    results: list[DeviceRequestAllocationResult] = field(default_factory=list)
+    config: list[DeviceAllocationConfiguration] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class AllocationResult:
+    devices: DeviceAllocationResult = field(default_factory=DeviceAllocationResult)
+    node_selector: NodeSelector | None = None
+    allocation_timestamp: str | None = None
+
+
+@dataclass(slots=True)
+class ResourceClaimConsumerReference:
+    resource: str
+    name: str
+    uid: str
+    api_group: str = ""
+
+
+@dataclass(slots=True)
+class ResourceClaimStatus:
+    allocation: AllocationResult | None = None
+    reserved_for: list[ResourceClaimConsumerReference] = field(default_factory=list)
+    # Device status entries are echoed, not interpreted: kept as decoded mappings.
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    # Classic (v1alpha2) only: the claim is being deallocated but still holds its devices.
+    deallocation_requested: bool = False
+
+
+@dataclass(slots=True)
+class ResourceClaim:
+    metadata: ObjectMeta
+    spec: ResourceClaimSpec
+    status: ResourceClaimStatus = field(default_factory=ResourceClaimStatus)
+    api_version: str = "resource.k8s.io/v1"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, as upstream prints a claim (klog.KObj)."""
+        if self.metadata.namespace:
+            return f"{self.metadata.namespace}/{self.metadata.name}"
+        return self.metadata.name
+
+
+@dataclass(slots=True)
+class ResourceClaimTemplate:
+    metadata: ObjectMeta
+    spec: ResourceClaimSpec  # the template's spec.spec
+    api_version: str = "resource.k8s.io/v1"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------
+# DeviceTaintRule
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class DeviceTaintSelector:
+    device_class_name: str | None = None
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+    selectors: list[DeviceSelector] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeviceTaintRule:
+    metadata: ObjectMeta
+    device_selector: DeviceTaintSelector | None
+    taint: DeviceTaint
+    api_version: str = "resource.k8s.io/v1alpha3"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+DRAObject = (
+    ResourceSlice | DeviceClass | ResourceClaim | ResourceClaimTemplate | DeviceTaintRule | Node
+)

@@ -1,0 +1,755 @@
+"""ResourceSlice decoding (v1, v1beta2, v1beta1, v1alpha3) with upstream's limits.
+
+This is the bulk of any cluster dump, so the per-device and per-attribute loops avoid
+building field paths until something is wrong, and look distinct attribute names,
+attribute values and quantities up in the load's :class:`~draspeed.api.context.Caches`.
+
+Version differences handled here:
+
+- v1 and v1beta2 have the device fields directly on the device.
+- v1beta1 and v1alpha3 nest them under ``basic``; ``nodeName`` is a plain string and
+  ``allNodes`` a plain bool there (empty / false mean unset).
+- v1alpha3 capacities are bare quantities instead of ``{value: ...}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from draspeed.api import limits, names
+from draspeed.api.common import decode_metadata, decode_node_selector, decode_taint
+from draspeed.api.context import Caches, DecodeContext, DraspeedWarning, child, dict_of
+from draspeed.api.messages import (
+    duplicate,
+    forbidden,
+    invalid,
+    required,
+    too_many,
+    wrong_type,
+)
+from draspeed.api.model import (
+    CapacityRequestPolicy,
+    CapacityRequestPolicyRange,
+    Counter,
+    CounterSet,
+    Device,
+    DeviceAttribute,
+    DeviceCapacity,
+    DeviceCounterConsumption,
+    ResourcePool,
+    ResourceSlice,
+    ResourceSliceSpec,
+)
+
+_SCALAR_KINDS = ("int", "bool", "string", "version")
+_LIST_KINDS = ("ints", "bools", "strings", "versions")
+_VALUE_KINDS = frozenset(_SCALAR_KINDS + _LIST_KINDS)
+LIST_KINDS = frozenset(_LIST_KINDS)
+
+
+def decode_resource_slice(
+    ctx: DecodeContext, obj: Mapping[str, Any], version: str
+) -> ResourceSlice:
+    metadata = decode_metadata(ctx, obj, namespaced=False)
+    spec_raw = ctx.mapping(obj, "spec", "", required=True)
+    assert spec_raw is not None
+    nested = version in ("v1beta1", "v1alpha3")
+    spec = _decode_spec(ctx, spec_raw, nested=nested, bare_capacity=version == "v1alpha3")
+    return ResourceSlice(
+        metadata=metadata, spec=spec, api_version=f"resource.k8s.io/{version}", raw=dict_of(obj)
+    )
+
+
+# ------------------------------------------------------------------------------- spec
+
+
+def _decode_spec(
+    ctx: DecodeContext, raw: Mapping[str, Any], *, nested: bool, bare_capacity: bool
+) -> ResourceSliceSpec:
+    validate = ctx.validate
+    driver = ctx.string(raw, "driver", "spec", required=True)
+    if validate:
+        ctx.check("driver", driver, names.check_driver_name, "spec.driver")
+    pool = _decode_pool(ctx, raw)
+
+    node_name = ctx.opt_string(raw, "nodeName", "spec")
+    all_nodes = ctx.opt_bool(raw, "allNodes", "spec")
+    if nested:
+        # Plain fields in these versions: the zero value means "not set".
+        node_name = node_name or None
+        all_nodes = all_nodes or None
+    selector_raw = raw.get("nodeSelector")
+    node_selector = (
+        None
+        if selector_raw is None
+        else decode_node_selector(ctx, selector_raw, "spec.nodeSelector")
+    )
+    per_device = ctx.opt_bool(raw, "perDeviceNodeSelection", "spec")
+    if validate:
+        _check_node_selection(ctx, node_name, node_selector, all_nodes, per_device)
+
+    # Current API servers refuse slices with both devices and sharedCounters, but earlier
+    # ones stored them (partitionable devices before their redesign) and upstream's
+    # allocator handles them: they pass.
+    devices_raw = ctx.array(raw, "devices", "spec")
+    counters_raw = ctx.array(raw, "sharedCounters", "spec")
+
+    devices: list[Device] = []
+    if devices_raw:
+        if validate:
+            _check_device_count(ctx, devices_raw, nested)
+        devices = _decode_devices(ctx, devices_raw, driver, per_device, nested, bare_capacity)
+    shared = _decode_counter_sets(ctx, counters_raw) if counters_raw else []
+    return ResourceSliceSpec(
+        driver=driver,
+        pool=pool,
+        node_name=node_name,
+        node_selector=node_selector,
+        all_nodes=all_nodes,
+        per_device_node_selection=per_device,
+        devices=devices,
+        shared_counters=shared,
+    )
+
+
+def _decode_pool(ctx: DecodeContext, spec: Mapping[str, Any]) -> ResourcePool:
+    raw = ctx.mapping(spec, "pool", "spec", required=True)
+    assert raw is not None
+    pool = ResourcePool(
+        name=ctx.string(raw, "name", "spec.pool", required=True),
+        generation=ctx.opt_int(raw, "generation", "spec.pool") or 0,
+        resource_slice_count=ctx.opt_int(raw, "resourceSliceCount", "spec.pool") or 0,
+    )
+    if ctx.validate:
+        ctx.check("pool", pool.name, names.check_pool_name, "spec.pool.name")
+        if pool.resource_slice_count <= 0:
+            ctx.fail(
+                "spec.pool.resourceSliceCount",
+                invalid(pool.resource_slice_count, "must be greater than zero"),
+            )
+        if pool.generation < 0:
+            ctx.fail(
+                "spec.pool.generation",
+                invalid(pool.generation, "must be greater than or equal to zero"),
+            )
+    return pool
+
+
+_NODE_SELECTION_FIELDS = (
+    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+)
+
+
+def _check_node_selection(
+    ctx: DecodeContext,
+    node_name: str | None,
+    node_selector: Any,
+    all_nodes: bool | None,
+    per_device: bool | None,
+) -> None:
+    chosen = []
+    if node_name is not None:
+        if not node_name:
+            ctx.fail(
+                "spec.nodeName", invalid("", "must be either unset or set to a non-empty string")
+            )
+        ctx.check("node", node_name, names.check_dns_subdomain, "spec.nodeName")
+        chosen.append("`nodeName`")
+    if node_selector is not None:
+        if len(node_selector.node_selector_terms) != 1:
+            ctx.fail(
+                "spec.nodeSelector.nodeSelectorTerms",
+                invalid(
+                    len(node_selector.node_selector_terms),
+                    "must have exactly one node selector term",
+                ),
+            )
+        chosen.append("`nodeSelector`")
+    if all_nodes is not None:
+        if not all_nodes:
+            ctx.fail("spec.allNodes", invalid(False, "must be either unset or set to true"))
+        chosen.append("`allNodes`")
+    if per_device is not None:
+        if not per_device:
+            ctx.fail(
+                "spec.perDeviceNodeSelection", invalid(False, "must be either unset or set to true")
+            )
+        chosen.append("`perDeviceNodeSelection`")
+    if not chosen:
+        ctx.fail("spec", required(_NODE_SELECTION_FIELDS))
+    if len(chosen) > 1:
+        ctx.fail(
+            "spec",
+            invalid(
+                "{" + ", ".join(chosen) + "}",
+                f"{_NODE_SELECTION_FIELDS}, but multiple fields are set",
+            ),
+        )
+
+
+def _check_device_count(ctx: DecodeContext, devices: list[Any], nested: bool) -> None:
+    n = len(devices)
+    if n > limits.RESOURCE_SLICE_MAX_DEVICES:
+        ctx.fail("spec.devices", too_many(n, limits.RESOURCE_SLICE_MAX_DEVICES))
+    limit = limits.RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES
+    if n > limit and _uses_advanced_features(devices, nested):
+        ctx.fail("spec.devices", too_many(n, limit))
+
+
+def _uses_advanced_features(devices: list[Any], nested: bool) -> bool:
+    """Taints, counter consumption or list-type attributes on any device."""
+    for d in devices:
+        body = d.get("basic") if nested and isinstance(d, Mapping) else d
+        if not isinstance(body, Mapping):
+            continue
+        if body.get("taints") or body.get("consumesCounters"):
+            return True
+        attrs = body.get("attributes")
+        if isinstance(attrs, Mapping):
+            for a in attrs.values():
+                if isinstance(a, Mapping) and any(a.get(k) is not None for k in _LIST_KINDS):
+                    return True
+    return False
+
+
+# ----------------------------------------------------------------------------- device
+
+
+def _device_path(i: int, nested: bool) -> str:
+    return f"spec.devices[{i}].basic" if nested else f"spec.devices[{i}]"
+
+
+def _decode_devices(
+    ctx: DecodeContext,
+    devices_raw: list[Any],
+    driver: str,
+    per_device: bool | None,
+    nested: bool,
+    bare_capacity: bool,
+) -> list[Device]:
+    """The device list. This loop runs for every device of a cluster dump, so the
+    common shape (name, attributes with one scalar value each, capacities without a
+    request policy) takes a path of dict lookups in the load's caches; anything else,
+    and every first occurrence, goes through the checked decoders below. Field paths
+    are only built for errors."""
+    caches = ctx.caches
+    validate = ctx.validate
+    key_names = caches.attribute_names.get(driver)
+    if key_names is None:
+        key_names = caches.attribute_names[driver] = {}
+    attr_caches = caches.attributes
+    strings = attr_caches["string"][1]
+    capacities = caches.capacities
+    dns_labels = caches.dns_labels
+    max_fields = limits.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE
+    max_values = limits.RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE
+    base_keys = 0 if nested else 1  # "name" lives next to the fields in v1
+    devices: list[Device] = []
+    append = devices.append
+    for i, d in enumerate(devices_raw):
+        if type(d) is not dict:
+            if not isinstance(d, Mapping):
+                ctx.fail(f"spec.devices[{i}]", wrong_type("object", d))
+            d = dict(d)
+        name = d.get("name")
+        if type(name) is not str:
+            ctx.fail(
+                f"spec.devices[{i}].name",
+                required() if name is None else wrong_type("string", name),
+            )
+        if validate and name not in dns_labels:
+            problem = names.check_dns_label(name)
+            if problem is not None:
+                ctx.fail(f"spec.devices[{i}].name", problem)
+            dns_labels.add(name)
+        body: Any = d
+        if nested:
+            body = d.get("basic")
+            if body is None:
+                append(Device(name=name))
+                continue
+            if type(body) is not dict:
+                if not isinstance(body, Mapping):
+                    ctx.fail(f"spec.devices[{i}].basic", wrong_type("object", body))
+                body = dict(body)
+
+        attrs: dict[str, DeviceAttribute] = {}
+        a = body.get("attributes")
+        extra_values = 0
+        if a:
+            if type(a) is not dict:
+                a = _as_dict(ctx, a, f"{_device_path(i, nested)}.attributes")
+            for key, value in a.items():
+                fq = key_names.get(key)
+                if fq is None:
+                    fq = _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.attributes")
+                attr = None
+                try:
+                    [(kind, v)] = value.items()  # the common shape: {kind: value}
+                except (AttributeError, ValueError):
+                    pass
+                else:
+                    if kind == "string":
+                        if type(v) is str:
+                            attr = strings.get(v)
+                            if attr is None and (
+                                not validate or len(v) <= 16 or (len(v) <= 64 and v.isascii())
+                            ):
+                                # A new string that fits 64 bytes (uuids, serials).
+                                attr = strings[v] = DeviceAttribute("string", v)
+                    else:
+                        entry = attr_caches.get(kind)
+                        if entry is not None and type(v) is entry[0]:
+                            attr = entry[1].get(v)
+                if attr is None:
+                    try:
+                        attr = _attribute_value(caches, validate, value)
+                    except _BadValue as bad:
+                        path = child(f"{_device_path(i, nested)}.attributes", key)
+                        ctx.fail(f"{path}.{bad.where}" if bad.where else path, bad.message)
+                    if attr.kind in LIST_KINDS:
+                        extra_values += max(len(attr.value), 1) - 1
+                attrs[fq] = attr
+            if len(attrs) != len(a):
+                attrs = _merge_duplicates(
+                    ctx, a, driver, f"{_device_path(i, nested)}.attributes", _decode_attribute
+                )
+
+        caps: dict[str, DeviceCapacity] = {}
+        c = body.get("capacity")
+        if c:
+            if type(c) is not dict:
+                c = _as_dict(ctx, c, f"{_device_path(i, nested)}.capacity")
+            for key, value in c.items():
+                fq = key_names.get(key)
+                if fq is None:
+                    fq = _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.capacity")
+                cap = None
+                if bare_capacity:
+                    if type(value) is str:
+                        cap = capacities.get(value)
+                else:
+                    try:
+                        [(field, text)] = value.items()  # the common shape: {value: text}
+                    except (AttributeError, ValueError):
+                        pass
+                    else:
+                        if field == "value" and type(text) is str:
+                            cap = capacities.get(text)
+                if cap is None:
+                    path = child(f"{_device_path(i, nested)}.capacity", key)
+                    cap = (
+                        _bare_capacity(ctx, value, path)
+                        if bare_capacity
+                        else _decode_capacity(ctx, value, path)
+                    )
+                caps[fq] = cap
+            if len(caps) != len(c):
+                caps = _merge_duplicates(
+                    ctx,
+                    c,
+                    driver,
+                    f"{_device_path(i, nested)}.capacity",
+                    _bare_capacity if bare_capacity else _decode_capacity,
+                )
+
+        if validate and (a or c):
+            total = (len(a) if a else 0) + (len(c) if c else 0)
+            if total > max_fields:
+                ctx.fail(
+                    _device_path(i, nested),
+                    invalid(
+                        total,
+                        "the total number of attributes and capacities must not exceed "
+                        f"{max_fields}",
+                    ),
+                )
+            if a and len(a) + extra_values > max_values:
+                ctx.fail(
+                    _device_path(i, nested),
+                    invalid(
+                        len(a) + extra_values,
+                        f"the total number of attribute values must not exceed {max_values}",
+                    ),
+                )
+
+        device = Device(name, attrs, caps)
+        if len(body) > base_keys + (a is not None) + (c is not None):
+            _decode_device_extras(ctx, device, body, _device_path(i, nested), per_device)
+        append(device)
+    return devices
+
+
+def _as_dict(ctx: DecodeContext, value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        ctx.fail(path, wrong_type("object", value))
+    return dict(value)
+
+
+def _merge_duplicates(
+    ctx: DecodeContext, raw: Mapping[str, Any], driver: str, map_path: str, decode_one: Any
+) -> dict[str, Any]:
+    """Redo a map in which ``model`` and ``<driver>/model`` both occur: they name the
+    same attribute (or capacity). Upstream's lookup tries the explicit form first, so
+    the model keeps that one, with a warning."""
+    key_names = ctx.caches.attribute_names[driver]
+    result: dict[str, Any] = {}
+    for key, value in raw.items():
+        fq = key_names[key]
+        if key != fq and fq in raw:
+            ctx.warn(
+                child(map_path, key),
+                f"{fq} is also given with its domain; the fully qualified entry is used",
+                DraspeedWarning,
+            )
+            continue
+        result[fq] = decode_one(ctx, value, child(map_path, key))
+    return result
+
+
+def _attribute_name(ctx: DecodeContext, driver: str, key: Any, map_path: str) -> str:
+    """Fully qualified name of an attribute or capacity key, checked once per load."""
+    if not isinstance(key, str):
+        ctx.fail(map_path, wrong_type("string key", key))
+    if ctx.validate:
+        problem = names.check_qualified_name(key)
+        if problem is not None:
+            ctx.fail(child(map_path, key), problem)
+    fq = key if "/" in key else f"{driver}/{key}"
+    ctx.caches.attribute_names.setdefault(driver, {})[key] = fq
+    return fq
+
+
+class _BadValue(Exception):
+    """A bad attribute value; ``where`` is relative to the attribute (``int``,
+    ``strings[2]``). The caller knows the device and key and builds the full path only
+    then, which keeps paths off the per-attribute path."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(message)
+        self.where = where
+        self.message = message
+
+
+def _decode_attribute(ctx: DecodeContext, raw: Any, path: str) -> DeviceAttribute:
+    try:
+        return _attribute_value(ctx.caches, ctx.validate, raw)
+    except _BadValue as bad:
+        ctx.fail(f"{path}.{bad.where}" if bad.where else path, bad.message)
+
+
+def _attribute_value(caches: Caches, validate: bool, raw: Any) -> DeviceAttribute:
+    """One DeviceAttribute. No value at all decodes (kind None: upstream's allocator
+    reports it at CEL time); two values are an error. Scalars are memoised."""
+    if type(raw) is dict and len(raw) == 1:
+        [(kind, value)] = raw.items()
+        entry = caches.attributes.get(kind)
+        if entry is not None and value is not None:
+            attr = DeviceAttribute(kind, _scalar(kind, value, validate, kind))
+            if type(value) is entry[0]:
+                entry[1][value] = attr
+            return attr
+    if not isinstance(raw, Mapping):
+        raise _BadValue("", wrong_type("object", raw))
+    found = [(k, v) for k, v in raw.items() if k in _VALUE_KINDS and v is not None]
+    if not found:
+        return DeviceAttribute(kind=None)
+    if len(found) > 1:
+        kinds = ", ".join(k for k, _ in found)
+        raise _BadValue("", invalid(kinds, "exactly one value must be specified"))
+    kind, value = found[0]
+    if kind in LIST_KINDS:
+        if not isinstance(value, list):
+            raise _BadValue(kind, wrong_type("array", value))
+        scalar = kind[:-1]
+        items = tuple(_scalar(scalar, v, validate, f"{kind}[{j}]") for j, v in enumerate(value))
+        return DeviceAttribute(kind, items)
+    return DeviceAttribute(kind, _scalar(kind, value, validate, kind))
+
+
+def _scalar(kind: str, value: Any, validate: bool, where: str) -> Any:
+    """A checked int/bool/string/version value."""
+    if kind == "int":
+        if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise _BadValue(where, wrong_type("integer", value))
+        if not limits.INT64_MIN <= value <= limits.INT64_MAX:
+            raise _BadValue(where, invalid(value, "out of the range of a 64-bit integer"))
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise _BadValue(where, wrong_type("boolean", value))
+        return value
+    if not isinstance(value, str):
+        raise _BadValue(where, wrong_type("string", value))
+    if validate:
+        if kind == "version":
+            problem = names.check_attribute_version(value)
+        elif len(value) > 16:  # shorter text cannot exceed 64 bytes in UTF-8
+            problem = names.check_attribute_string(value)
+        else:
+            problem = None
+        if problem is not None:
+            raise _BadValue(where, problem)
+    return value
+
+
+# --------------------------------------------------------------------------- capacity
+
+
+def _bare_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
+    """A v1alpha3 capacity: the quantity itself."""
+    cap = DeviceCapacity(value=ctx.quantity(raw, path))
+    if type(raw) is str:
+        ctx.caches.capacities[raw] = cap
+    return cap
+
+
+def _decode_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    value = raw.get("value")
+    if value is None:
+        ctx.fail(child(path, "value"), required())
+    capacity = DeviceCapacity(value=ctx.quantity(value, child(path, "value")))
+    policy = ctx.mapping(raw, "requestPolicy", path)
+    if policy is not None:
+        capacity.request_policy = _decode_request_policy(ctx, policy, child(path, "requestPolicy"))
+    elif type(value) is str:
+        ctx.caches.capacities[value] = capacity
+    return capacity
+
+
+def _decode_request_policy(
+    ctx: DecodeContext, raw: Mapping[str, Any], path: str
+) -> CapacityRequestPolicy:
+    policy = CapacityRequestPolicy(default=ctx.opt_quantity(raw, "default", path))
+    values = ctx.array(raw, "validValues", path)
+    if values is not None:
+        vpath = child(path, "validValues")
+        if ctx.validate and len(values) > limits.CAPACITY_REQUEST_POLICY_DISCRETE_MAX_OPTIONS:
+            ctx.fail(
+                vpath, too_many(len(values), limits.CAPACITY_REQUEST_POLICY_DISCRETE_MAX_OPTIONS)
+            )
+        policy.valid_values = [ctx.quantity(v, f"{vpath}[{j}]") for j, v in enumerate(values)]
+    range_raw = ctx.mapping(raw, "validRange", path)
+    if range_raw is not None:
+        rpath = child(path, "validRange")
+        policy.valid_range = CapacityRequestPolicyRange(
+            min=ctx.opt_quantity(range_raw, "min", rpath),
+            max=ctx.opt_quantity(range_raw, "max", rpath),
+            step=ctx.opt_quantity(range_raw, "step", rpath),
+        )
+    if ctx.validate:
+        _check_request_policy(ctx, policy, path)
+    return policy
+
+
+def _check_request_policy(ctx: DecodeContext, policy: CapacityRequestPolicy, path: str) -> None:
+    """The rules the allocator depends on (its arithmetic needs ``min`` and a positive
+    ``step``; ``validValues`` must be ascending for its round-up search). Rules relating
+    the policy to the capacity value or to ``allowMultipleAllocations`` are left to the
+    allocator, which handles such devices without an error (upstream's own tests use them)."""
+    if policy.valid_values and policy.valid_range is not None:
+        ctx.fail(
+            path,
+            forbidden(
+                "exactly one policy can be specified, cannot specify "
+                '"validValues" and "validRange" at the same time'
+            ),
+        )
+    vpath = child(path, "validValues")
+    values = policy.valid_values
+    for j in range(1, len(values)):
+        if values[j - 1] > values[j]:
+            ctx.fail(
+                f"{vpath}[{j}]", invalid(str(values[j]), "values must be sorted in ascending order")
+            )
+        if values[j - 1] == values[j]:
+            ctx.fail(f"{vpath}[{j}]", duplicate(str(values[j])))
+    rng = policy.valid_range
+    if rng is None:
+        return
+    rpath = child(path, "validRange")
+    if rng.min is None:
+        ctx.fail(child(rpath, "min"), required("required when validRange is defined"))
+    if rng.max is not None and rng.min > rng.max:
+        ctx.fail(child(rpath, "max"), invalid(str(rng.min), f"min is larger than max: {rng.max}"))
+    if rng.step is not None and rng.step.sign() <= 0:
+        ctx.fail(child(rpath, "step"), invalid(str(rng.step), "must be greater than zero"))
+
+
+# ---------------------------------------------------------- counters, taints, nodes
+
+
+def _decode_counters(ctx: DecodeContext, raw: Any, path: str) -> dict[str, Counter]:
+    if raw is None:
+        if ctx.validate:
+            ctx.fail(path, required())
+        return {}
+    if not isinstance(raw, Mapping):
+        ctx.fail(path, wrong_type("object", raw))
+    if ctx.validate:
+        if not raw:
+            ctx.fail(path, required())
+        if len(raw) > limits.RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET:
+            ctx.fail(path, too_many(len(raw), limits.RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET))
+    counters = {}
+    for name, counter in raw.items():
+        cpath = child(path, str(name))
+        if not isinstance(name, str):
+            ctx.fail(path, wrong_type("string key", name))
+        if ctx.validate:
+            ctx.check("label", name, names.check_dns_label, cpath)
+        if not isinstance(counter, Mapping):
+            ctx.fail(cpath, wrong_type("object", counter))
+        value = counter.get("value")
+        if value is None:
+            ctx.fail(child(cpath, "value"), required())
+        counters[name] = Counter(value=ctx.quantity(value, child(cpath, "value")))
+    return counters
+
+
+def _decode_counter_sets(ctx: DecodeContext, raw: list[Any]) -> list[CounterSet]:
+    """``sharedCounters``. Duplicate set names are left to the allocator, which marks
+    the pool invalid ("duplicate counter set name"), as it must across slices anyway."""
+    path = "spec.sharedCounters"
+    if ctx.validate and len(raw) > limits.RESOURCE_SLICE_MAX_COUNTER_SETS:
+        ctx.fail(path, too_many(len(raw), limits.RESOURCE_SLICE_MAX_COUNTER_SETS))
+    sets = []
+    for i, cs in enumerate(raw):
+        cs_path = f"{path}[{i}]"
+        if not isinstance(cs, Mapping):
+            ctx.fail(cs_path, wrong_type("object", cs))
+        name = ctx.string(cs, "name", cs_path, required=ctx.validate)
+        if ctx.validate:
+            ctx.check("label", name, names.check_dns_label, f"{cs_path}.name")
+        sets.append(
+            CounterSet(
+                name=name, counters=_decode_counters(ctx, cs.get("counters"), f"{cs_path}.counters")
+            )
+        )
+    return sets
+
+
+def _decode_device_extras(
+    ctx: DecodeContext,
+    device: Device,
+    body: Mapping[str, Any],
+    prefix: str,
+    per_device: bool | None,
+) -> None:
+    """The less common device fields: counters, taints, node selection, binding, sharing."""
+    validate = ctx.validate
+    consumes = ctx.array(body, "consumesCounters", prefix)
+    if consumes:
+        cpath = f"{prefix}.consumesCounters"
+        if (
+            validate
+            and len(consumes) > limits.RESOURCE_SLICE_MAX_DEVICE_COUNTER_CONSUMPTIONS_PER_DEVICE
+        ):
+            ctx.fail(
+                cpath,
+                too_many(
+                    len(consumes), limits.RESOURCE_SLICE_MAX_DEVICE_COUNTER_CONSUMPTIONS_PER_DEVICE
+                ),
+            )
+        seen: set[str] = set()
+        for j, c in enumerate(consumes):
+            jpath = f"{cpath}[{j}]"
+            if not isinstance(c, Mapping):
+                ctx.fail(jpath, wrong_type("object", c))
+            counter_set = ctx.string(c, "counterSet", jpath, required=validate)
+            if validate:
+                ctx.check("label", counter_set, names.check_dns_label, f"{jpath}.counterSet")
+                if counter_set in seen:
+                    ctx.fail(jpath, duplicate(counter_set))
+                seen.add(counter_set)
+            device.consumes_counters.append(
+                DeviceCounterConsumption(
+                    counter_set=counter_set,
+                    counters=_decode_counters(ctx, c.get("counters"), f"{jpath}.counters"),
+                )
+            )
+
+    taints = ctx.array(body, "taints", prefix)
+    if taints:
+        tpath = f"{prefix}.taints"
+        if validate and len(taints) > limits.DEVICE_TAINTS_MAX_LENGTH:
+            ctx.fail(tpath, too_many(len(taints), limits.DEVICE_TAINTS_MAX_LENGTH))
+        device.taints = [decode_taint(ctx, t, f"{tpath}[{j}]") for j, t in enumerate(taints)]
+
+    device.node_name = ctx.opt_string(body, "nodeName", prefix)
+    selector = body.get("nodeSelector")
+    if selector is not None:
+        device.node_selector = decode_node_selector(ctx, selector, f"{prefix}.nodeSelector")
+    device.all_nodes = ctx.opt_bool(body, "allNodes", prefix)
+    device.binds_to_node = ctx.opt_bool(body, "bindsToNode", prefix)
+    device.binding_conditions = ctx.string_list(body, "bindingConditions", prefix)
+    device.binding_failure_conditions = ctx.string_list(body, "bindingFailureConditions", prefix)
+    device.allow_multiple_allocations = ctx.opt_bool(body, "allowMultipleAllocations", prefix)
+    if validate:
+        _check_device_node_selection(ctx, device, prefix, per_device)
+        _check_binding_conditions(ctx, device, prefix)
+
+
+def _check_device_node_selection(
+    ctx: DecodeContext, device: Device, prefix: str, per_device: bool | None
+) -> None:
+    fields = (
+        "at most one of `nodeName`, `nodeSelector`, or `allNodes` may be set when "
+        "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"
+    )
+    if not per_device:
+        if (
+            device.node_name is not None
+            or device.node_selector is not None
+            or device.all_nodes is not None
+        ):
+            ctx.fail(
+                prefix,
+                invalid(
+                    None,
+                    "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
+                    "`perDeviceNodeSelection` is set to true in the ResourceSlice spec",
+                ),
+            )
+        return
+    chosen = []
+    if device.node_name is not None:
+        if not device.node_name:
+            ctx.fail(f"{prefix}.nodeName", invalid("", "must not be empty"))
+        ctx.check("node", device.node_name, names.check_dns_subdomain, f"{prefix}.nodeName")
+        chosen.append("`nodeName`")
+    if device.node_selector is not None:
+        chosen.append("`nodeSelector`")
+    if device.all_nodes is not None:
+        if not device.all_nodes:
+            ctx.fail(f"{prefix}.allNodes", invalid(False, "must be either unset or set to true"))
+        chosen.append("`allNodes`")
+    # None at all passes: upstream's allocator treats such a device as available on no
+    # node (a pool may keep stale devices that way), so it is not an input error.
+    if len(chosen) > 1:
+        ctx.fail(prefix, invalid("{" + ", ".join(chosen) + "}", fields))
+
+
+def _check_binding_conditions(ctx: DecodeContext, device: Device, prefix: str) -> None:
+    for key, values, limit in (
+        ("bindingConditions", device.binding_conditions, limits.BINDING_CONDITIONS_MAX_SIZE),
+        (
+            "bindingFailureConditions",
+            device.binding_failure_conditions,
+            limits.BINDING_FAILURE_CONDITIONS_MAX_SIZE,
+        ),
+    ):
+        path = f"{prefix}.{key}"
+        if len(values) > limit:
+            ctx.fail(path, too_many(len(values), limit))
+        seen: set[str] = set()
+        for j, cond in enumerate(values):
+            problem = names.check_label_name(cond)
+            if problem is not None:
+                ctx.fail(f"{path}[{j}]", problem)
+            if cond in seen:
+                ctx.fail(f"{path}[{j}]", duplicate(cond))
+            seen.add(cond)
