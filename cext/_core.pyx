@@ -1,0 +1,626 @@
+# cython: language_level=3
+"""The compiled search: upstream's depth-first allocation over flat integer arrays.
+
+The Python layer (``draspeed.problem``) turns one ``Allocate`` call into a
+:class:`Problem`: the node's devices as *positions* in upstream's search order
+(pools, then slices, then devices; incomplete and invalid pools left out), the
+requests flattened into *alternatives* (a plain request, or one subrequest of a
+``firstAvailable`` list), and every per-(alternative, position) fact that does not
+change during the search precomputed (selector outcome, taint verdict, capacity
+verdict, consumed capacity).  What changes during the search -- devices in flight,
+counters consumed, capacity in flight, constraint state, results -- lives in
+scratch arrays the caller allocates per call, so a Problem could be searched
+again.  The search itself holds no Python object and runs without the GIL.
+
+The recursion mirrors upstream's ``allocateOne`` call for call, so the work
+counter equals upstream's ``NumAllocateOneInvocations``.  Quantities arrive as
+int64 in a per-slot unit chosen by the caller so that every term is an exact
+integer; every sum is overflow-checked and an overflow is reported, never wrapped.
+"""
+
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+
+cdef extern from "<time.h>" nogil:
+    ctypedef long time_t
+    struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(int clk_id, timespec *tp)
+    int CLOCK_MONOTONIC
+
+cdef extern from *:
+    """
+    static inline int draspeed_add_overflow(long long a, long long b, long long *out) {
+        return __builtin_add_overflow(a, b, out);
+    }
+    """
+    bint add_overflow "draspeed_add_overflow"(long long a, long long b, long long *out) nogil
+
+# Outcomes of the search and of its steps (negative values are errors; they unwind).
+cdef enum:
+    FOUND = 1
+    NOT_FOUND = 0
+    MAX_SIZE_EXCEEDED = -2   # upstream's errAllocationResultMaxSizeExceeded
+    ERR_SELECTOR = -3        # a selector failed on a device the search reached
+    ERR_CONSTRAINT = -4      # an All-mode device breaks a constraint
+    ERR_DEADLINE = -5
+    ERR_OVERFLOW = -6
+
+# Per (alternative, position) selector verdicts, as the caller computes them.
+cdef enum:
+    SEL_NO = 0
+    SEL_YES = 1
+    SEL_ERROR = 2
+
+# Per (alternative, position) capacity verdicts.
+cdef enum:
+    CAP_FAIL = 0      # capacity request cannot be met (or names unknown capacity)
+    CAP_OK = 1        # fits, nothing in flight can change that
+    CAP_DYNAMIC = 2   # fits unless in-flight shared allocations use the room up
+
+cdef enum:
+    MAX_RESULTS = 32  # resource.k8s.io AllocationResultsMaxSize
+    DEADLINE_CHECK_EVERY = 64
+
+OUTCOME_NAMES = {
+    FOUND: "found", NOT_FOUND: "not found", MAX_SIZE_EXCEEDED: "max size exceeded",
+    ERR_SELECTOR: "selector error", ERR_CONSTRAINT: "constraint error",
+    ERR_DEADLINE: "deadline", ERR_OVERFLOW: "overflow",
+}
+SEL = {"no": SEL_NO, "yes": SEL_YES, "error": SEL_ERROR}
+CAP = {"fail": CAP_FAIL, "ok": CAP_OK, "dynamic": CAP_DYNAMIC}
+OUTCOME = {"found": FOUND, "not_found": NOT_FOUND, "max_size": MAX_SIZE_EXCEEDED,
+           "selector_error": ERR_SELECTOR, "constraint_error": ERR_CONSTRAINT,
+           "deadline": ERR_DEADLINE, "overflow": ERR_OVERFLOW}
+
+
+cdef class Problem:
+    """One Allocate call as arrays; see ``draspeed.problem`` for how each is built."""
+
+    # -- shape ----------------------------------------------------------------------
+    cdef public int n_claims, n_positions, n_alts, n_constraints
+    cdef public bint taints_enabled, consumable_enabled
+    # -- claims and requests ---------------------------------------------------------
+    cdef const int32_t[::1] claim_req_ptr     # claim c owns requests [ptr[c], ptr[c+1])
+    cdef const uint8_t[::1] req_has_subs      # request came with firstAvailable
+    cdef const int32_t[::1] req_alt_ptr       # request r owns alternatives [ptr[r], ptr[r+1])
+    cdef const uint8_t[::1] alt_all           # allocationMode All
+    cdef const uint8_t[::1] alt_admin         # adminAccess
+    cdef const int32_t[::1] alt_count         # devices needed (All: len of its list)
+    cdef const int32_t[::1] all_ptr           # All-mode device lists, CSR over positions
+    cdef const int32_t[::1] all_pos
+    # -- static verdicts, alternative-major (a * n_positions + p) -----------------
+    cdef const uint8_t[::1] selectable
+    cdef const uint8_t[::1] taint_blocks
+    cdef const uint8_t[::1] capacity
+    # -- positions -------------------------------------------------------------------
+    cdef const uint8_t[::1] in_use            # committed by other claims
+    cdef const uint8_t[::1] allow_multi       # allowMultipleAllocations (feature applied)
+    cdef const uint8_t[::1] counters_blocked  # consumes counters, partitionable off
+    cdef const uint8_t[::1] committed_share  # has a committed share (or its capacity)
+    cdef const int32_t[::1] pos_pool
+    cdef const int32_t[::1] cons_ptr          # counter consumption, CSR over positions
+    cdef const int32_t[::1] cons_slot
+    cdef const int64_t[::1] cons_amount
+    cdef const int32_t[::1] pool_slot_ptr     # pool q owns counter slots [ptr[q], ptr[q+1])
+    cdef const int64_t[::1] slot_available
+    cdef const int32_t[::1] cap_ptr           # capacity entries, CSR over positions
+    cdef const int64_t[::1] cap_room          # capacity minus committed consumption
+    cdef const int64_t[::1] alt_cap_use       # a * n_cap_entries + k: what alt a takes of entry k
+    # -- constraints -----------------------------------------------------------------
+    cdef const int32_t[::1] claim_con_ptr     # claim c owns constraints [ptr[c], ptr[c+1])
+    cdef const uint8_t[::1] con_distinct
+    cdef const uint8_t[::1] con_applies       # q * n_alts + a
+    cdef const int32_t[::1] con_value_ptr     # (q * n_positions + p) -> value codes
+    cdef const int32_t[::1] con_values
+    cdef public int n_codes
+
+    def __init__(self, dict a not None, *, bint taints_enabled, bint consumable_enabled):
+        self.claim_req_ptr = a["claim_req_ptr"]
+        self.req_has_subs = a["req_has_subs"]
+        self.req_alt_ptr = a["req_alt_ptr"]
+        self.alt_all = a["alt_all"]
+        self.alt_admin = a["alt_admin"]
+        self.alt_count = a["alt_count"]
+        self.all_ptr = a["all_ptr"]
+        self.all_pos = a["all_pos"]
+        self.selectable = a["selectable"]
+        self.taint_blocks = a["taint_blocks"]
+        self.capacity = a["capacity"]
+        self.in_use = a["in_use"]
+        self.allow_multi = a["allow_multi"]
+        self.counters_blocked = a["counters_blocked"]
+        self.committed_share = a["committed_share"]
+        self.pos_pool = a["pos_pool"]
+        self.cons_ptr = a["cons_ptr"]
+        self.cons_slot = a["cons_slot"]
+        self.cons_amount = a["cons_amount"]
+        self.pool_slot_ptr = a["pool_slot_ptr"]
+        self.slot_available = a["slot_available"]
+        self.cap_ptr = a["cap_ptr"]
+        self.cap_room = a["cap_room"]
+        self.alt_cap_use = a["alt_cap_use"]
+        self.claim_con_ptr = a["claim_con_ptr"]
+        self.con_distinct = a["con_distinct"]
+        self.con_applies = a["con_applies"]
+        self.con_value_ptr = a["con_value_ptr"]
+        self.con_values = a["con_values"]
+        self.n_claims = self.claim_req_ptr.shape[0] - 1
+        self.n_positions = self.in_use.shape[0]
+        self.n_alts = self.alt_all.shape[0]
+        self.n_constraints = self.con_distinct.shape[0]
+        self.n_codes = int(a["n_codes"])
+        self.taints_enabled = taints_enabled
+        self.consumable_enabled = consumable_enabled
+        self._check_shapes()
+
+    cdef void _check_shapes(self) except *:
+        # One up-front check so the unchecked loops below cannot read out of bounds.
+        cdef Py_ssize_t P = self.n_positions, A = self.n_alts, Q = self.n_constraints
+        cdef Py_ssize_t R = self.req_has_subs.shape[0]
+        cdef Py_ssize_t K = self.cap_room.shape[0]
+        expect = {
+            "req_alt_ptr": (self.req_alt_ptr.shape[0], R + 1),
+            "alt_admin": (self.alt_admin.shape[0], A),
+            "alt_count": (self.alt_count.shape[0], A),
+            "all_ptr": (self.all_ptr.shape[0], A + 1),
+            "selectable": (self.selectable.shape[0], A * P),
+            "taint_blocks": (self.taint_blocks.shape[0], A * P),
+            "capacity": (self.capacity.shape[0], A * P),
+            "allow_multi": (self.allow_multi.shape[0], P),
+            "counters_blocked": (self.counters_blocked.shape[0], P),
+            "committed_share": (self.committed_share.shape[0], P),
+            "pos_pool": (self.pos_pool.shape[0], P),
+            "cons_ptr": (self.cons_ptr.shape[0], P + 1),
+            "cons_amount": (self.cons_amount.shape[0], self.cons_slot.shape[0]),
+            "cap_ptr": (self.cap_ptr.shape[0], P + 1),
+            "alt_cap_use": (self.alt_cap_use.shape[0], A * K),
+            "claim_con_ptr": (self.claim_con_ptr.shape[0], self.n_claims + 1),
+            "con_applies": (self.con_applies.shape[0], Q * A),
+            "con_value_ptr": (self.con_value_ptr.shape[0], Q * P + 1),
+        }
+        for name, (got, want) in expect.items():
+            if got != want:
+                raise ValueError(f"Problem.{name}: length {got}, expected {want}")
+        if self.claim_req_ptr[self.n_claims] != R or self.req_alt_ptr[R] != A:
+            raise ValueError("Problem: request/alternative pointers do not cover the arrays")
+        if self.all_ptr[A] != self.all_pos.shape[0] or self.cons_ptr[P] != self.cons_slot.shape[0]:
+            raise ValueError("Problem: CSR pointers do not cover their arrays")
+        if self.cap_ptr[P] != K or self.con_value_ptr[Q * P] != self.con_values.shape[0]:
+            raise ValueError("Problem: CSR pointers do not cover their arrays")
+        if self.claim_con_ptr[self.n_claims] != Q:
+            raise ValueError("Problem: constraint pointers do not cover the constraints")
+        n_pools = self.pool_slot_ptr.shape[0] - 1
+        if self.pool_slot_ptr[n_pools] != self.slot_available.shape[0]:
+            raise ValueError("Problem: pool slot pointers do not cover the slots")
+        for p in range(P):
+            if not 0 <= self.pos_pool[p] < n_pools:
+                raise ValueError(f"Problem.pos_pool[{p}] out of range")
+        for k in range(self.cons_slot.shape[0]):
+            if not 0 <= self.cons_slot[k] < self.slot_available.shape[0]:
+                raise ValueError(f"Problem.cons_slot[{k}] out of range")
+        for k in range(self.all_pos.shape[0]):
+            if not 0 <= self.all_pos[k] < P:
+                raise ValueError(f"Problem.all_pos[{k}] out of range")
+        for k in range(self.con_values.shape[0]):
+            if not 0 <= self.con_values[k] < self.n_codes:
+                raise ValueError(f"Problem.con_values[{k}] out of range")
+        for a in range(A):
+            if self.alt_count[a] < 0:
+                raise ValueError(f"Problem.alt_count[{a}] is negative")
+            if self.alt_all[a] and self.all_ptr[a + 1] - self.all_ptr[a] != self.alt_count[a]:
+                raise ValueError(f"Problem: All-mode alternative {a} has a list of another length")
+
+
+cdef struct Scratch:
+    # in flight
+    uint8_t *by_claim        # c * P + p: device in flight for claim c (not multi)
+    int32_t *by_any          # p: number of claims with the device in flight
+    int32_t *shared_n        # p: in-flight shared allocations (capacity recorded)
+    int64_t *consumed        # counter slot: consumed in flight
+    int64_t *cap_used        # capacity entry: consumed in flight by shared allocations
+    int32_t *code_count      # constraint value code: devices holding it
+    int32_t *con_added       # constraint: devices added
+    # results, per claim: alternative, position, counters charged
+    int32_t *res_alt
+    int32_t *res_pos
+    uint8_t *res_charged
+    int32_t *res_n
+    int32_t *chosen_sub      # request: chosen subrequest index
+    # bookkeeping
+    int64_t work
+    int64_t deadline_ns      # CLOCK_MONOTONIC; 0 = none
+    int32_t err_alt
+    int32_t err_pos
+
+
+cdef struct View:
+    int P, A, R, C, K
+    bint taints, consumable
+    const int32_t *claim_req_ptr
+    const uint8_t *req_has_subs
+    const int32_t *req_alt_ptr
+    const uint8_t *alt_all
+    const uint8_t *alt_admin
+    const int32_t *alt_count
+    const int32_t *all_ptr
+    const int32_t *all_pos
+    const uint8_t *selectable
+    const uint8_t *taint_blocks
+    const uint8_t *capacity
+    const uint8_t *in_use
+    const uint8_t *allow_multi
+    const uint8_t *counters_blocked
+    const uint8_t *committed_share
+    const int32_t *pos_pool
+    const int32_t *cons_ptr
+    const int32_t *cons_slot
+    const int64_t *cons_amount
+    const int32_t *pool_slot_ptr
+    const int64_t *slot_available
+    const int32_t *cap_ptr
+    const int64_t *cap_room
+    const int64_t *alt_cap_use
+    const int32_t *claim_con_ptr
+    const uint8_t *con_distinct
+    const uint8_t *con_applies
+    const int32_t *con_value_ptr
+    const int32_t *con_values
+    int Q
+
+
+cdef inline int64_t now_ns() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
+
+
+cdef inline bint in_flight_elsewhere(View *v, Scratch *s, int p) noexcept nogil:
+    """upstream deviceInUse: committed, or in flight for any claim."""
+    return v.in_use[p] or s.by_any[p] > 0
+
+
+cdef int charge_counters(View *v, Scratch *s, int p) noexcept nogil:
+    """Add p's counter consumption; undo and fail if any counter of its pool is exceeded.
+
+    Every counter of the pool is checked, not only those p consumes: a counter that
+    committed allocations already overdrew blocks every further consumer (upstream).
+    """
+    cdef int k, slot, pool = v.pos_pool[p]
+    cdef long long total
+    for k in range(v.cons_ptr[p], v.cons_ptr[p + 1]):
+        slot = v.cons_slot[k]
+        if add_overflow(s.consumed[slot], v.cons_amount[k], &total):
+            release_counters(v, s, p, k)
+            return ERR_OVERFLOW
+        s.consumed[slot] = total
+    for slot in range(v.pool_slot_ptr[pool], v.pool_slot_ptr[pool + 1]):
+        if v.slot_available[slot] < s.consumed[slot]:
+            release_counters(v, s, p, v.cons_ptr[p + 1])
+            return NOT_FOUND
+    return FOUND
+
+
+cdef inline void release_counters(View *v, Scratch *s, int p, int upto) noexcept nogil:
+    cdef int k
+    for k in range(v.cons_ptr[p], upto):
+        s.consumed[v.cons_slot[k]] -= v.cons_amount[k]
+
+
+cdef int capacity_fits(View *v, Scratch *s, int a, int p) noexcept nogil:
+    """upstream CmpRequestOverCapacity, with the static part decided by the caller."""
+    cdef uint8_t verdict = v.capacity[<Py_ssize_t>a * v.P + p]
+    cdef int k
+    cdef long long total
+    if verdict != CAP_DYNAMIC:
+        return FOUND if verdict == CAP_OK else NOT_FOUND
+    for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
+        if add_overflow(s.cap_used[k], v.alt_cap_use[<Py_ssize_t>a * v.K + k], &total):
+            return ERR_OVERFLOW
+        if total > v.cap_room[k]:
+            return NOT_FOUND
+    return FOUND
+
+
+cdef inline bint constraint_accepts(View *v, Scratch *s, int q, int p) noexcept nogil:
+    """matchAttribute: some value shared by every device so far (sets intersect);
+    distinctAttribute: no value shared with any device so far. No value: reject."""
+    cdef int k, lo = v.con_value_ptr[<Py_ssize_t>q * v.P + p], hi = v.con_value_ptr[<Py_ssize_t>q * v.P + p + 1]
+    if lo == hi:
+        return False
+    if v.con_distinct[q]:
+        for k in range(lo, hi):
+            if s.code_count[v.con_values[k]] > 0:
+                return False
+        return True
+    for k in range(lo, hi):
+        if s.code_count[v.con_values[k]] == s.con_added[q]:
+            return True
+    return False
+
+
+cdef inline void constraint_add(View *v, Scratch *s, int q, int p, int delta) noexcept nogil:
+    cdef int k
+    for k in range(v.con_value_ptr[<Py_ssize_t>q * v.P + p], v.con_value_ptr[<Py_ssize_t>q * v.P + p + 1]):
+        s.code_count[v.con_values[k]] += delta
+    s.con_added[q] += delta
+
+
+cdef void constraints_remove(View *v, Scratch *s, int c, int a, int p, int upto) noexcept nogil:
+    cdef int q
+    for q in range(v.claim_con_ptr[c], upto):
+        if v.con_applies[<Py_ssize_t>q * v.A + a]:
+            constraint_add(v, s, q, p, -1)
+
+
+cdef int allocate_device(View *v, Scratch *s, int c, int a, int p, bint must) noexcept nogil:
+    """upstream allocateDevice: availability, counters, taints, constraints, bookkeeping.
+
+    On FOUND the device is recorded as the claim's next result; anything charged on
+    the way to a rejection is released again (upstream #140431).
+    """
+    cdef bint multi = v.allow_multi[p], admin = v.alt_admin[a], charged = False
+    cdef int q, rc, k, n
+    if not multi and admin and s.by_claim[<Py_ssize_t>c * v.P + p]:
+        return NOT_FOUND
+    if not admin:
+        if in_flight_elsewhere(v, s, p):
+            return NOT_FOUND
+        # A device somebody holds a share of is not handed out whole (upstream #140798).
+        if not multi and v.committed_share[p]:
+            return NOT_FOUND
+    if v.counters_blocked[p]:
+        return NOT_FOUND
+    if v.cons_ptr[p + 1] > v.cons_ptr[p] and not (multi and (v.committed_share[p] or s.shared_n[p] > 0)):
+        rc = charge_counters(v, s, p)
+        if rc != FOUND:
+            return rc
+        charged = True
+    if v.taints and v.taint_blocks[<Py_ssize_t>a * v.P + p]:
+        if charged:
+            release_counters(v, s, p, v.cons_ptr[p + 1])
+        return NOT_FOUND
+    for q in range(v.claim_con_ptr[c], v.claim_con_ptr[c + 1]):
+        if not v.con_applies[<Py_ssize_t>q * v.A + a]:
+            continue
+        if not constraint_accepts(v, s, q, p):
+            constraints_remove(v, s, c, a, p, q)
+            if charged:
+                release_counters(v, s, p, v.cons_ptr[p + 1])
+            if must:
+                s.err_alt, s.err_pos = a, p
+                return ERR_CONSTRAINT
+            return NOT_FOUND
+        constraint_add(v, s, q, p, 1)
+    if v.consumable:
+        rc = capacity_fits(v, s, a, p)
+        if rc != FOUND:
+            constraints_remove(v, s, c, a, p, v.claim_con_ptr[c + 1])
+            if charged:
+                release_counters(v, s, p, v.cons_ptr[p + 1])
+            return rc
+    if not multi:
+        s.by_claim[<Py_ssize_t>c * v.P + p] = 1
+        s.by_any[p] += 1
+    elif v.consumable:
+        for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
+            s.cap_used[k] += v.alt_cap_use[<Py_ssize_t>a * v.K + k]
+        s.shared_n[p] += 1
+    n = s.res_n[c]
+    s.res_alt[c * MAX_RESULTS + n] = a
+    s.res_pos[c * MAX_RESULTS + n] = p
+    s.res_charged[c * MAX_RESULTS + n] = charged
+    s.res_n[c] = n + 1
+    return FOUND
+
+
+cdef void deallocate_last(View *v, Scratch *s, int c) noexcept nogil:
+    """Undo the claim's newest result (upstream's rollback closure)."""
+    cdef int n = s.res_n[c] - 1
+    cdef int a = s.res_alt[c * MAX_RESULTS + n], p = s.res_pos[c * MAX_RESULTS + n], k
+    constraints_remove(v, s, c, a, p, v.claim_con_ptr[c + 1])
+    if not v.allow_multi[p]:
+        s.by_claim[<Py_ssize_t>c * v.P + p] = 0
+        s.by_any[p] -= 1
+    elif v.consumable:
+        for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
+            s.cap_used[k] -= v.alt_cap_use[<Py_ssize_t>a * v.K + k]
+        s.shared_n[p] -= 1
+    if s.res_charged[c * MAX_RESULTS + n]:
+        release_counters(v, s, p, v.cons_ptr[p + 1])
+    s.res_n[c] = n
+
+
+cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
+                      bint in_sub, int start) noexcept nogil:
+    """upstream allocateOne; (c, r, sub, d) = claim, request in claim, subrequest, device."""
+    cdef int R, a, p, rc, k
+    cdef bint all_exceeded
+    s.work += 1
+    if s.deadline_ns and s.work % DEADLINE_CHECK_EVERY == 0 and now_ns() > s.deadline_ns:
+        return ERR_DEADLINE
+    if c >= v.C:
+        return FOUND
+    R = v.claim_req_ptr[c] + r
+    if R >= v.claim_req_ptr[c + 1]:
+        rc = allocate_one(v, s, c + 1, 0, 0, 0, False, 0)
+        # Not fatal: a different allocation of this claim may leave room later.
+        return NOT_FOUND if rc == MAX_SIZE_EXCEEDED else rc
+    if not in_sub and v.req_has_subs[R]:
+        all_exceeded = True
+        for k in range(v.req_alt_ptr[R + 1] - v.req_alt_ptr[R]):
+            rc = allocate_one(v, s, c, r, k, 0, True, 0)
+            if rc == MAX_SIZE_EXCEEDED:
+                continue
+            all_exceeded = False
+            if rc < 0:
+                return rc
+            if rc == FOUND:
+                s.chosen_sub[R] = k
+                return FOUND
+        return MAX_SIZE_EXCEEDED if all_exceeded else NOT_FOUND
+    a = v.req_alt_ptr[R] + sub
+    if v.alt_all[a] and v.alt_count[a] == 0:
+        return NOT_FOUND
+    if d >= v.alt_count[a]:
+        return allocate_one(v, s, c, r + 1, 0, 0, False, 0)
+    if s.res_n[c] + v.alt_count[a] - d > MAX_RESULTS:
+        return MAX_SIZE_EXCEEDED
+    if v.alt_all[a]:
+        p = v.all_pos[v.all_ptr[a] + d]
+        rc = allocate_device(v, s, c, a, p, True)
+        if rc != FOUND:
+            return rc
+        rc = allocate_one(v, s, c, r, sub, d + 1, in_sub, 0)
+        if rc != FOUND:
+            deallocate_last(v, s, c)
+        return rc
+    for p in range(start, v.P):
+        if v.alt_admin[a]:
+            if s.by_claim[<Py_ssize_t>c * v.P + p]:
+                continue
+        elif in_flight_elsewhere(v, s, p):
+            continue
+        k = v.selectable[<Py_ssize_t>a * v.P + p]
+        if k == SEL_ERROR:
+            s.err_alt, s.err_pos = a, p
+            return ERR_SELECTOR
+        if k != SEL_YES:
+            continue
+        if v.consumable:
+            rc = capacity_fits(v, s, a, p)
+            if rc < 0:
+                return rc
+            if rc != FOUND:
+                continue
+        rc = allocate_device(v, s, c, a, p, False)
+        if rc < 0:
+            return rc
+        if rc != FOUND:
+            continue
+        rc = allocate_one(v, s, c, r, sub, d + 1, in_sub, p + 1)
+        if rc == FOUND:
+            return FOUND
+        deallocate_last(v, s, c)
+        if rc < 0:
+            return rc
+    return NOT_FOUND
+
+
+def search(Problem pb not None, double deadline=0.0):
+    """Run the search. ``deadline`` is a ``time.monotonic()`` value (0: none).
+
+    Returns ``(outcome, work, results, chosen_sub, err_alt, err_pos)`` where
+    ``results[c]`` is the list of ``(alternative, position)`` picked for claim c in
+    upstream's result order, and ``chosen_sub[r]`` the subrequest index taken for a
+    ``firstAvailable`` request r.
+    """
+    import numpy as np
+
+    cdef View v
+    cdef Scratch s
+    cdef int rc, c, i
+    cdef Py_ssize_t P = pb.n_positions, C = pb.n_claims
+    by_claim = np.zeros(max(C * P, 1), dtype=np.uint8)
+    by_any = np.zeros(max(P, 1), dtype=np.int32)
+    shared_n = np.zeros(max(P, 1), dtype=np.int32)
+    consumed = np.zeros(max(pb.slot_available.shape[0], 1), dtype=np.int64)
+    cap_used = np.zeros(max(pb.cap_room.shape[0], 1), dtype=np.int64)
+    code_count = np.zeros(max(pb.n_codes, 1), dtype=np.int32)
+    con_added = np.zeros(max(pb.n_constraints, 1), dtype=np.int32)
+    res_alt = np.zeros(max(C * MAX_RESULTS, 1), dtype=np.int32)
+    res_pos = np.zeros(max(C * MAX_RESULTS, 1), dtype=np.int32)
+    res_charged = np.zeros(max(C * MAX_RESULTS, 1), dtype=np.uint8)
+    res_n = np.zeros(max(C, 1), dtype=np.int32)
+    chosen_sub = np.full(max(pb.req_has_subs.shape[0], 1), -1, dtype=np.int32)
+    cdef uint8_t[::1] m_by_claim = by_claim
+    cdef int32_t[::1] m_by_any = by_any, m_shared_n = shared_n, m_code_count = code_count
+    cdef int32_t[::1] m_con_added = con_added, m_res_alt = res_alt, m_res_pos = res_pos
+    cdef int32_t[::1] m_res_n = res_n, m_chosen = chosen_sub
+    cdef uint8_t[::1] m_res_charged = res_charged
+    cdef int64_t[::1] m_consumed = consumed, m_cap_used = cap_used
+
+    s.by_claim = &m_by_claim[0]
+    s.by_any = &m_by_any[0]
+    s.shared_n = &m_shared_n[0]
+    s.consumed = &m_consumed[0]
+    s.cap_used = &m_cap_used[0]
+    s.code_count = &m_code_count[0]
+    s.con_added = &m_con_added[0]
+    s.res_alt = &m_res_alt[0]
+    s.res_pos = &m_res_pos[0]
+    s.res_charged = &m_res_charged[0]
+    s.res_n = &m_res_n[0]
+    s.chosen_sub = &m_chosen[0]
+    s.work = 0
+    s.err_alt = -1
+    s.err_pos = -1
+    s.deadline_ns = 0
+    if deadline > 0:
+        import time
+        s.deadline_ns = now_ns() + <int64_t>((deadline - time.monotonic()) * 1e9)
+        if s.deadline_ns <= 0:
+            s.deadline_ns = 1
+
+    v.P, v.A, v.C = pb.n_positions, pb.n_alts, pb.n_claims
+    v.R = pb.req_has_subs.shape[0]
+    v.K = pb.cap_room.shape[0]
+    v.Q = pb.n_constraints
+    v.taints, v.consumable = pb.taints_enabled, pb.consumable_enabled
+    v.claim_req_ptr = _i32(pb.claim_req_ptr)
+    v.req_has_subs = _u8(pb.req_has_subs)
+    v.req_alt_ptr = _i32(pb.req_alt_ptr)
+    v.alt_all = _u8(pb.alt_all)
+    v.alt_admin = _u8(pb.alt_admin)
+    v.alt_count = _i32(pb.alt_count)
+    v.all_ptr = _i32(pb.all_ptr)
+    v.all_pos = _i32(pb.all_pos)
+    v.selectable = _u8(pb.selectable)
+    v.taint_blocks = _u8(pb.taint_blocks)
+    v.capacity = _u8(pb.capacity)
+    v.in_use = _u8(pb.in_use)
+    v.allow_multi = _u8(pb.allow_multi)
+    v.counters_blocked = _u8(pb.counters_blocked)
+    v.committed_share = _u8(pb.committed_share)
+    v.pos_pool = _i32(pb.pos_pool)
+    v.cons_ptr = _i32(pb.cons_ptr)
+    v.cons_slot = _i32(pb.cons_slot)
+    v.cons_amount = _i64(pb.cons_amount)
+    v.pool_slot_ptr = _i32(pb.pool_slot_ptr)
+    v.slot_available = _i64(pb.slot_available)
+    v.cap_ptr = _i32(pb.cap_ptr)
+    v.cap_room = _i64(pb.cap_room)
+    v.alt_cap_use = _i64(pb.alt_cap_use)
+    v.claim_con_ptr = _i32(pb.claim_con_ptr)
+    v.con_distinct = _u8(pb.con_distinct)
+    v.con_applies = _u8(pb.con_applies)
+    v.con_value_ptr = _i32(pb.con_value_ptr)
+    v.con_values = _i32(pb.con_values)
+
+    with nogil:
+        rc = allocate_one(&v, &s, 0, 0, 0, 0, False, 0)
+
+    results = []
+    if rc == FOUND:
+        for c in range(C):
+            results.append([(int(res_alt[c * MAX_RESULTS + i]), int(res_pos[c * MAX_RESULTS + i]))
+                            for i in range(res_n[c])])
+    return rc, int(s.work), results, chosen_sub[: pb.req_has_subs.shape[0]].tolist(), s.err_alt, s.err_pos
+
+
+# Empty memoryviews have no element 0; a dummy keeps pointers valid (never read).
+cdef int32_t _NO_I32 = 0
+cdef int64_t _NO_I64 = 0
+cdef uint8_t _NO_U8 = 0
+
+
+cdef inline const int32_t *_i32(const int32_t[::1] m):
+    return &m[0] if m.shape[0] else &_NO_I32
+
+
+cdef inline const int64_t *_i64(const int64_t[::1] m):
+    return &m[0] if m.shape[0] else &_NO_I64
+
+
+cdef inline const uint8_t *_u8(const uint8_t[::1] m):
+    return &m[0] if m.shape[0] else &_NO_U8

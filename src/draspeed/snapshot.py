@@ -1,0 +1,375 @@
+"""The long-lived state of the fast engine: cluster objects, indexed once.
+
+A :class:`Snapshot` is built once per scheduling cycle from the ResourceSlices,
+DeviceClasses and already-allocated claims.  What one node sees of it -- the pools
+gathered as upstream gathers them, the devices in upstream's search order, the
+counters still available -- is computed the first time that node is asked about
+and kept (:class:`NodeView`), so asking again for the same node costs nothing.
+Selector outcomes are kept per expression and device, so a selector is evaluated
+at most once per device for the snapshot's lifetime.  Per-call scratch state
+lives in :mod:`draspeed.problem` and the compiled core, never here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from draspeed.api.model import Device, DeviceClass, Node, ResourceClaim, ResourceSlice
+from draspeed.errors import AllocationError, CELCompileError, CELRuntimeError
+from draspeed.features import Features
+from draspeed.rules.allocated_state import AllocatedState
+from draspeed.rules.ids import DeviceID, PoolID
+from draspeed.rules.node_selection import NodeSelectorError, node_matches
+
+if TYPE_CHECKING:
+    from draspeed.cel import DeviceInput, Selector
+    from draspeed.quantity import Quantity
+
+# Selector verdicts per device, as kept in SelectorResults.
+UNKNOWN, FALSE, TRUE, ERROR = 255, 0, 1, 2
+
+
+@dataclass(slots=True)
+class PoolView:
+    """One pool as gathered for one node (upstream's ``Pool``)."""
+
+    id: PoolID
+    incomplete: bool = False
+    invalid: bool = False
+    invalid_reason: str = ""
+    # Global device indices of the slices targeting the node, in search order.
+    devices: list[int] = field(default_factory=list)
+    # Devices of the pool's slices that do not target the node (counter accounting).
+    other_devices: list[int] = field(default_factory=list)
+    # counter set name -> counter name -> capacity, from the pool's counter-set slices.
+    counter_sets: dict[str, dict[str, Quantity]] = field(default_factory=dict)
+    has_binding_conditions: bool = False
+
+
+@dataclass(slots=True)
+class NodeView:
+    """Everything about one node that does not depend on the claims asked for."""
+
+    node: Node
+    pools: list[PoolView]
+    any_invalid: bool
+    # Searchable devices (complete, valid pools) in upstream's order: global indices.
+    positions: np.ndarray
+    # Pool index (into ``pools``) of each position.
+    position_pool: np.ndarray
+    # Counter slots of each pool: (counter set, counter) names and what is still available.
+    pool_slots: list[list[tuple[str, str]]]
+    pool_available: list[list[Quantity]]
+
+
+class SelectorResults:
+    """One CEL expression's verdict per device of the snapshot, filled lazily."""
+
+    __slots__ = ("compile_error", "messages", "selector", "verdict")
+
+    def __init__(self, n_devices: int, selector: Selector | None, compile_error: str | None):
+        self.selector = selector
+        self.compile_error = compile_error
+        self.verdict = np.full(n_devices, UNKNOWN, dtype=np.uint8)
+        self.messages: dict[int, str] = {}
+
+
+class Snapshot:
+    """Slices, classes and committed allocations, indexed for the fast engine.
+
+    Thread-safety: a snapshot is immutable after ``build``; its lazily filled
+    caches are guarded by a lock, so allocators on many threads may share it.
+    """
+
+    def __init__(
+        self,
+        slices: Sequence[ResourceSlice],
+        classes: Sequence[DeviceClass],
+        allocated_claims: Sequence[ResourceClaim],
+        features: Features,
+    ) -> None:
+        self.features = features
+        self.slices = list(slices)
+        self.classes = {c.metadata.name: c for c in classes}
+        self.allocated = AllocatedState.from_claims(
+            allocated_claims, consumable_capacity=features.consumable_capacity
+        )
+        # Global device index g: every device of every slice, slice by slice.
+        self.device_slice: list[int] = []
+        self.device_index: list[int] = []
+        self.slice_first_device: list[int] = []
+        for s_idx, rs in enumerate(self.slices):
+            self.slice_first_device.append(len(self.device_slice))
+            for d_idx in range(len(rs.spec.devices)):
+                self.device_slice.append(s_idx)
+                self.device_index.append(d_idx)
+        self.n_devices = len(self.device_slice)
+        self._slices_on_node: dict[str, list[int]] = defaultdict(list)
+        self._slices_shared: list[int] = []
+        self._slices_of_pool: dict[PoolID, list[int]] = defaultdict(list)
+        for s_idx, rs in enumerate(self.slices):
+            if rs.spec.node_name:
+                self._slices_on_node[rs.spec.node_name].append(s_idx)
+            else:
+                self._slices_shared.append(s_idx)
+            self._slices_of_pool[PoolID(rs.spec.driver, rs.spec.pool.name)].append(s_idx)
+        self._lock = threading.RLock()
+        self._nodes: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
+        self._selectors: dict[str, SelectorResults] = {}
+        self._inputs: list[DeviceInput | None] = [None] * self.n_devices
+
+    @classmethod
+    def build(
+        cls,
+        slices: Sequence[ResourceSlice],
+        classes: Sequence[DeviceClass],
+        allocated_claims: Sequence[ResourceClaim] = (),
+        *,
+        features: Features | None = None,
+    ) -> Snapshot:
+        return cls(slices, classes, allocated_claims, features or Features())
+
+    # ----------------------------------------------------------------------------------
+    # Devices
+    # ----------------------------------------------------------------------------------
+
+    def device(self, g: int) -> Device:
+        return self.slices[self.device_slice[g]].spec.devices[self.device_index[g]]
+
+    def device_slice_of(self, g: int) -> ResourceSlice:
+        return self.slices[self.device_slice[g]]
+
+    def device_id(self, g: int) -> DeviceID:
+        rs = self.slices[self.device_slice[g]]
+        return DeviceID(rs.spec.driver, rs.spec.pool.name, self.device(g).name)
+
+    # ----------------------------------------------------------------------------------
+    # Selectors
+    # ----------------------------------------------------------------------------------
+
+    def selector_results(self, expression: str) -> SelectorResults:
+        """The (lazily filled) verdicts of one expression; compiles it once."""
+        with self._lock:
+            found = self._selectors.get(expression)
+            if found is None:
+                from draspeed.cel import compile_selector
+
+                try:
+                    found = SelectorResults(self.n_devices, compile_selector(expression), None)
+                except CELCompileError as exc:
+                    found = SelectorResults(self.n_devices, None, str(exc))
+                self._selectors[expression] = found
+            return found
+
+    def evaluate(self, results: SelectorResults, devices: np.ndarray) -> np.ndarray:
+        """Verdicts of ``results``' expression for ``devices`` (global indices)."""
+        if results.selector is None:
+            return np.full(len(devices), ERROR, dtype=np.uint8)
+        verdict = results.verdict[devices]
+        todo = devices[verdict == UNKNOWN]
+        if len(todo):
+            with self._lock:
+                for g in todo.tolist():
+                    if results.verdict[g] != UNKNOWN:
+                        continue
+                    try:
+                        ok = results.selector.matches(self._device_input(g))
+                        results.verdict[g] = TRUE if ok else FALSE
+                    except CELRuntimeError as exc:
+                        results.messages[g] = str(exc)
+                        results.verdict[g] = ERROR
+            verdict = results.verdict[devices]
+        return verdict
+
+    def _device_input(self, g: int) -> DeviceInput:
+        found = self._inputs[g]
+        if found is None:
+            from draspeed.cel import device_input
+
+            rs = self.slices[self.device_slice[g]]
+            found = device_input(
+                rs.spec.driver,
+                self.device(g),
+                list_type_attributes=self.features.list_type_attributes,
+                consumable_capacity=self.features.consumable_capacity,
+            )
+            self._inputs[g] = found
+        return found
+
+    # ----------------------------------------------------------------------------------
+    # Nodes
+    # ----------------------------------------------------------------------------------
+
+    def node_view(self, node: Node) -> NodeView:
+        """What ``node`` sees: gathered once per node name and labels, then reused."""
+        key = (node.name, tuple(sorted(node.labels.items())))
+        with self._lock:
+            found = self._nodes.get(key)
+            if found is None:
+                found = self._gather(node)
+                self._nodes[key] = found
+            return found
+
+    def _relevant(self, rs: ResourceSlice, node: Node) -> bool:
+        spec = rs.spec
+        try:
+            if spec.node_name or spec.all_nodes or spec.node_selector is not None:
+                return node_matches(node, spec.node_name or "", bool(spec.all_nodes), spec.node_selector)
+            if spec.per_device_node_selection:
+                for device in spec.devices:
+                    try:
+                        if node_matches(node, device.node_name or "", bool(device.all_nodes),
+                                        device.node_selector):
+                            return True
+                    except NodeSelectorError as exc:
+                        raise AllocationError(
+                            f"gather pool information: failed to perform node selection for device "
+                            f"{device.name} in slice {rs.metadata.name}: {exc}"
+                        ) from exc
+        except NodeSelectorError as exc:
+            raise AllocationError(
+                f"gather pool information: failed to perform node selection for slice "
+                f"{rs.metadata.name}: {exc}"
+            ) from exc
+        return False
+
+    def _gather(self, node: Node) -> NodeView:
+        partitionable = self.features.partitionable_devices
+        by_pool: dict[PoolID, list[int]] = {}
+        for s_idx in [*self._slices_on_node.get(node.name, ()), *self._slices_shared]:
+            rs = self.slices[s_idx]
+            if not partitionable and (rs.spec.per_device_node_selection is not None
+                                      or rs.spec.shared_counters):
+                continue
+            if not self._relevant(rs, node):
+                continue
+            pid = PoolID(rs.spec.driver, rs.spec.pool.name)
+            have = by_pool.get(pid)
+            gen = rs.spec.pool.generation
+            if have is None or gen > self.slices[have[0]].spec.pool.generation:
+                by_pool[pid] = [s_idx]
+            elif gen == self.slices[have[0]].spec.pool.generation:
+                have.append(s_idx)
+
+        plain: list[PoolView] = []
+        with_conditions: list[PoolView] = []
+        for pid, targeting in by_pool.items():
+            first = self.slices[targeting[0]].spec.pool
+            all_of_pool: list[int] | None = None
+            if len(targeting) != first.resource_slice_count:
+                all_of_pool = []
+                obsolete = False
+                for s_idx in self._slices_of_pool[pid]:
+                    gen = self.slices[s_idx].spec.pool.generation
+                    if gen > first.generation:
+                        obsolete = True
+                        break
+                    if gen == first.generation:
+                        all_of_pool.append(s_idx)
+                if obsolete:
+                    continue
+                if len(all_of_pool) != first.resource_slice_count:
+                    plain.append(PoolView(pid, incomplete=True))
+                    continue
+            pool = self._build_pool(pid, targeting, all_of_pool)
+            (with_conditions if pool.has_binding_conditions else plain).append(pool)
+        plain.sort(key=lambda p: (p.id.driver, p.id.pool))
+        with_conditions.sort(key=lambda p: (p.id.driver, p.id.pool))
+        pools = plain + with_conditions
+        return self._index_node(node, pools)
+
+    def _build_pool(self, pid: PoolID, targeting: list[int], all_of_pool: list[int] | None) -> PoolView:
+        partitionable = self.features.partitionable_devices
+        targeting = sorted(targeting, key=lambda s: self.slices[s].metadata.name)
+        device_slices: list[int] = []
+        counter_slices: list[int] = []
+        other_slices: list[int] = []
+        for s_idx in targeting:
+            shared = partitionable and bool(self.slices[s_idx].spec.shared_counters)
+            (counter_slices if shared else device_slices).append(s_idx)
+        if all_of_pool is not None and len(targeting) < len(all_of_pool):
+            names = {self.slices[s].metadata.name for s in targeting}
+            for s_idx in all_of_pool:
+                if self.slices[s_idx].metadata.name in names:
+                    continue
+                shared = partitionable and bool(self.slices[s_idx].spec.shared_counters)
+                (counter_slices if shared else other_slices).append(s_idx)
+
+        pool = PoolView(pid)
+        seen: set[str] = set()
+        for s_idx in device_slices:
+            first = self.slice_first_device[s_idx]
+            for d_idx, device in enumerate(self.slices[s_idx].spec.devices):
+                if device.name in seen:
+                    return PoolView(pid, invalid=True, invalid_reason=f"duplicate device name {device.name}")
+                seen.add(device.name)
+                pool.devices.append(first + d_idx)
+                if device.binding_conditions:
+                    pool.has_binding_conditions = True
+        if not partitionable:
+            return pool
+        for s_idx in counter_slices:
+            for cs in self.slices[s_idx].spec.shared_counters:
+                if cs.name in pool.counter_sets:
+                    return PoolView(pid, invalid=True, invalid_reason=f"duplicate counter set name {cs.name}")
+                pool.counter_sets[cs.name] = {n: c.value for n, c in cs.counters.items()}
+        for s_idx in other_slices:
+            first = self.slice_first_device[s_idx]
+            pool.other_devices.extend(range(first, first + len(self.slices[s_idx].spec.devices)))
+        for g in [*pool.devices, *pool.other_devices]:
+            for use in self.device(g).consumes_counters:
+                counters = pool.counter_sets.get(use.counter_set)
+                if counters is None:
+                    return PoolView(pid, invalid=True, invalid_reason=f"counter set {use.counter_set} not found")
+                for name in use.counters:
+                    if name not in counters:
+                        return PoolView(pid, invalid=True,
+                                        invalid_reason=f"counter {name} not found in counter set {use.counter_set}")
+        return pool
+
+    def _index_node(self, node: Node, pools: list[PoolView]) -> NodeView:
+        positions: list[int] = []
+        position_pool: list[int] = []
+        pool_slots: list[list[tuple[str, str]]] = []
+        pool_available: list[list[Quantity]] = []
+        for p_idx, pool in enumerate(pools):
+            slots = [(cs, c) for cs in sorted(pool.counter_sets) for c in sorted(pool.counter_sets[cs])]
+            available = {slot: pool.counter_sets[slot[0]][slot[1]] for slot in slots}
+            for g in [*pool.devices, *pool.other_devices]:
+                if not self.allocated.is_allocated(self.device_id(g)):
+                    continue
+                for use in self.device(g).consumes_counters:
+                    for name, counter in use.counters.items():
+                        slot = (use.counter_set, name)
+                        if slot in available:  # validated: always, unless the pool is invalid
+                            available[slot] = available[slot].sub(counter.value)
+            pool_slots.append(slots)
+            pool_available.append([available[s] for s in slots])
+            if pool.incomplete or pool.invalid:
+                continue
+            positions.extend(pool.devices)
+            position_pool.extend([p_idx] * len(pool.devices))
+        return NodeView(
+            node=node,
+            pools=pools,
+            any_invalid=any(p.invalid for p in pools),
+            positions=np.asarray(positions, dtype=np.int64),
+            position_pool=np.asarray(position_pool, dtype=np.int32),
+            pool_slots=pool_slots,
+            pool_available=pool_available,
+        )
+
+    def nodes_in_slices(self) -> list[str]:
+        """Node names that slices name, sorted: the nodes a cluster dump implies."""
+        return sorted(self._slices_on_node)
+
+
+def device_ids(snapshot: Snapshot, devices: Iterable[int]) -> list[str]:
+    """``driver/pool/device`` for global device indices (for messages and tests)."""
+    return [str(snapshot.device_id(g)) for g in devices]
