@@ -93,6 +93,14 @@ cdef class Problem:
     cdef const uint8_t[::1] selectable
     cdef const uint8_t[::1] taint_blocks
     cdef const uint8_t[::1] capacity
+    cdef const uint8_t[::1] possible          # could be allocated if nothing were in flight
+    cdef const int32_t[::1] last_error        # per alternative: last SEL_ERROR position, or -1
+    # Per request r: bounds over r and the claim's later requests (see may_finish_claim).
+    cdef const uint8_t[::1] rest_prunable
+    cdef const int32_t[::1] rest_need
+    cdef const int32_t[::1] rest_max
+    cdef const int32_t[::1] rest_requests
+    cdef const uint8_t[::1] rest_possible    # r * n_positions + p
     # -- positions -------------------------------------------------------------------
     cdef const uint8_t[::1] in_use            # committed by other claims
     cdef const uint8_t[::1] allow_multi       # allowMultipleAllocations (feature applied)
@@ -127,6 +135,13 @@ cdef class Problem:
         self.selectable = a["selectable"]
         self.taint_blocks = a["taint_blocks"]
         self.capacity = a["capacity"]
+        self.possible = a["possible"]
+        self.last_error = a["last_error"]
+        self.rest_prunable = a["rest_prunable"]
+        self.rest_need = a["rest_need"]
+        self.rest_max = a["rest_max"]
+        self.rest_requests = a["rest_requests"]
+        self.rest_possible = a["rest_possible"]
         self.in_use = a["in_use"]
         self.allow_multi = a["allow_multi"]
         self.counters_blocked = a["counters_blocked"]
@@ -167,6 +182,13 @@ cdef class Problem:
             "selectable": (self.selectable.shape[0], A * P),
             "taint_blocks": (self.taint_blocks.shape[0], A * P),
             "capacity": (self.capacity.shape[0], A * P),
+            "possible": (self.possible.shape[0], A * P),
+            "last_error": (self.last_error.shape[0], A),
+            "rest_prunable": (self.rest_prunable.shape[0], R),
+            "rest_need": (self.rest_need.shape[0], R),
+            "rest_max": (self.rest_max.shape[0], R),
+            "rest_requests": (self.rest_requests.shape[0], R),
+            "rest_possible": (self.rest_possible.shape[0], R * P),
             "allow_multi": (self.allow_multi.shape[0], P),
             "counters_blocked": (self.counters_blocked.shape[0], P),
             "committed_share": (self.committed_share.shape[0], P),
@@ -248,6 +270,13 @@ cdef struct View:
     const uint8_t *selectable
     const uint8_t *taint_blocks
     const uint8_t *capacity
+    const uint8_t *possible
+    const int32_t *last_error
+    const uint8_t *rest_prunable
+    const int32_t *rest_need
+    const int32_t *rest_max
+    const int32_t *rest_requests
+    const uint8_t *rest_possible
     const uint8_t *in_use
     const uint8_t *allow_multi
     const uint8_t *counters_blocked
@@ -431,6 +460,54 @@ cdef void deallocate_last(View *v, Scratch *s, int c) noexcept nogil:
     s.res_n[c] = n
 
 
+cdef bint may_complete(View *v, Scratch *s, int c, int a, int start, int need) noexcept nogil:
+    """Whether positions from ``start`` on could still supply ``need`` devices for ``a``.
+
+    False proves that upstream's loop over them finds nothing and raises nothing
+    (no selector error lies ahead), so skipping it cannot change the first solution;
+    it only saves the exhaustive search of upstream issue #131730. Devices in flight
+    stay in flight below this point, so they are rightly discounted.
+    """
+    cdef int p, found = 0
+    cdef Py_ssize_t row = <Py_ssize_t>a * v.P
+    if v.last_error[a] >= start:
+        return True
+    for p in range(start, v.P):
+        if not v.possible[row + p]:
+            continue
+        if v.alt_admin[a]:
+            if s.by_claim[<Py_ssize_t>c * v.P + p]:
+                continue
+        elif in_flight_elsewhere(v, s, p):
+            continue
+        found += 1
+        if found >= need:
+            return True
+    return False
+
+
+cdef bint may_finish_claim(View *v, Scratch *s, int c, int R) noexcept nogil:
+    """Whether the devices left could cover request R and the claim's later requests.
+
+    Only asked where the answer cannot change upstream's: every alternative of those
+    requests is ExactCount without admin access and without selector errors, and the
+    claim stays within the size limit whatever is chosen, so upstream's subtree can
+    only end in "not found". A shareable device may serve each remaining request once.
+    """
+    cdef int p, found = 0, need = v.rest_need[R]
+    cdef Py_ssize_t row = <Py_ssize_t>R * v.P
+    for p in range(v.P):
+        if not v.rest_possible[row + p]:
+            continue
+        if v.allow_multi[p]:
+            found += v.rest_requests[R]
+        elif not in_flight_elsewhere(v, s, p):
+            found += 1
+        if found >= need:
+            return True
+    return False
+
+
 cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
                       bint in_sub, int start) noexcept nogil:
     """upstream allocateOne; (c, r, sub, d) = claim, request in claim, subrequest, device."""
@@ -446,6 +523,10 @@ cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
         rc = allocate_one(v, s, c + 1, 0, 0, 0, False, 0)
         # Not fatal: a different allocation of this claim may leave room later.
         return NOT_FOUND if rc == MAX_SIZE_EXCEEDED else rc
+    if (d == 0 and not in_sub and v.rest_prunable[R]
+            and s.res_n[c] + v.rest_max[R] <= MAX_RESULTS
+            and not may_finish_claim(v, s, c, R)):
+        return NOT_FOUND
     if not in_sub and v.req_has_subs[R]:
         all_exceeded = True
         for k in range(v.req_alt_ptr[R + 1] - v.req_alt_ptr[R]):
@@ -475,6 +556,8 @@ cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
         if rc != FOUND:
             deallocate_last(v, s, c)
         return rc
+    if v.alt_count[a] - d > 1 and not may_complete(v, s, c, a, start, v.alt_count[a] - d):
+        return NOT_FOUND
     for p in range(start, v.P):
         if v.alt_admin[a]:
             if s.by_claim[<Py_ssize_t>c * v.P + p]:
@@ -578,6 +661,13 @@ def search(Problem pb not None, double deadline=0.0):
     v.selectable = _u8(pb.selectable)
     v.taint_blocks = _u8(pb.taint_blocks)
     v.capacity = _u8(pb.capacity)
+    v.possible = _u8(pb.possible)
+    v.last_error = _i32(pb.last_error)
+    v.rest_prunable = _u8(pb.rest_prunable)
+    v.rest_need = _i32(pb.rest_need)
+    v.rest_max = _i32(pb.rest_max)
+    v.rest_requests = _i32(pb.rest_requests)
+    v.rest_possible = _u8(pb.rest_possible)
     v.in_use = _u8(pb.in_use)
     v.allow_multi = _u8(pb.allow_multi)
     v.counters_blocked = _u8(pb.counters_blocked)

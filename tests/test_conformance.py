@@ -97,7 +97,11 @@ def run_case(expected_path: Path, engine: str, *, validate: bool = True) -> None
     if "numAllocateOneInvocations" in expected:
         match = re.search(r"searchSteps=(\d+)", stderr)
         assert match, stderr
-        assert int(match.group(1)) == expected["numAllocateOneInvocations"], f"{case}: work counter"
+        steps, upstream = int(match.group(1)), expected["numAllocateOneInvocations"]
+        if engine == "reference":  # mirrors upstream's search step for step
+            assert steps == upstream, f"{case}: work counter"
+        else:  # may skip subtrees that provably hold no solution, never do more
+            assert steps <= upstream, f"{case}: work counter {steps} > upstream {upstream}"
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -20,6 +20,7 @@ import numpy as np
 from draspeed import _core
 from draspeed.api.model import (
     CapacityRequirements,
+    Device,
     DeviceClass,
     DeviceSelector,
     DeviceToleration,
@@ -308,6 +309,50 @@ class ProblemBuilder:
                     if self._selectable_rows[a][p] == SEL_YES:
                         capacity[a, p] = self._static_capacity(a, p)
 
+        # What could be allocated at all, ignoring what is in flight: an upper bound the
+        # core uses to skip subtrees without solutions (never a subtree that errors).
+        in_use_arr = np.asarray([i in snap.allocated.devices for i in ids], dtype=bool)
+        possible = (selectable.reshape(A, P) == SEL_YES) if A else np.zeros((0, P), bool)
+        if f.consumable_capacity:
+            possible &= capacity != CAP_FAIL
+        if f.device_taints:
+            possible &= taint_rows == 0
+        possible &= ~counters_blocked_mask(devices, f.partitionable_devices)[None, :]
+        admin = np.asarray([alt.admin for alt in self.alts], dtype=bool)
+        share_blocked = np.asarray(
+            [f.consumable_capacity and (snap.allocated.has_share(i)
+                                        or i in snap.allocated.consumed_capacity) for i in ids],
+            dtype=bool) & (multi == 0)
+        possible[~admin] &= ~(in_use_arr | share_blocked)[None, :]
+        errors = selectable.reshape(A, P) == SEL_ERROR if A else np.zeros((0, P), bool)
+        last_error = [int(np.flatnonzero(row)[-1]) if row.any() else -1 for row in errors]
+
+        # Per request: what it and the claim's later requests need at least / at most,
+        # and which positions any of them could use (for the core's claim-level bound).
+        R = len(self.request_alts)
+        rest_prunable = np.zeros(R, dtype=np.uint8)
+        rest_need = np.zeros(R, dtype=np.int64)
+        rest_max = np.zeros(R, dtype=np.int64)
+        rest_requests = np.zeros(R, dtype=np.int32)
+        rest_possible = np.zeros((R, P), dtype=bool)
+        for reqs in self.claim_requests:
+            prunable, need, most, union = True, 0, 0, np.zeros(P, dtype=bool)
+            for n, r in enumerate(reversed(reqs), start=1):
+                alts = [self.alts[a] for a in self.request_alts[r]]
+                ids_r = self.request_alts[r]
+                prunable = prunable and all(
+                    not alt.all_mode and not alt.admin and last_error[a] < 0
+                    for a, alt in zip(ids_r, alts))
+                need += min(alt.count for alt in alts)
+                most += max(alt.count for alt in alts)
+                for a in ids_r:
+                    union |= possible[a]
+                rest_prunable[r], rest_need[r], rest_requests[r] = prunable, need, n
+                rest_max[r] = most
+                rest_possible[r] = union
+        rest_need = np.minimum(rest_need, 2**31 - 1)
+        rest_max = np.minimum(rest_max, 2**31 - 1)
+
         # Counters: one slot per (pool, counter set, counter); units chosen per slot.
         slot_base: list[int] = []
         slot_terms: list[list[int]] = []
@@ -321,10 +366,8 @@ class ProblemBuilder:
         cons_ptr = [0]
         cons_slot: list[int] = []
         cons_nanos: list[int] = []
-        counters_blocked = np.zeros(P, dtype=np.uint8)
+        counters_blocked = counters_blocked_mask(devices, f.partitionable_devices)
         for p, device in enumerate(devices):
-            if device.consumes_counters and not f.partitionable_devices:
-                counters_blocked[p] = 1
             if f.partitionable_devices:
                 index = slot_index[int(view.position_pool[p])]
                 for use in device.consumes_counters:
@@ -420,7 +463,7 @@ class ProblemBuilder:
         for alt in self.alts:
             all_pos.extend(alt.all_positions)
             all_ptr.append(len(all_pos))
-        in_use = [snap.allocated.devices.__contains__(i) for i in ids]
+        in_use = in_use_arr
         arrays: dict[str, np.ndarray | int] = {
             "claim_req_ptr": i32(claim_req_ptr),
             "req_has_subs": u8(self.request_has_subs),
@@ -433,6 +476,13 @@ class ProblemBuilder:
             "selectable": u8(selectable),
             "taint_blocks": u8(taint_rows),
             "capacity": u8(capacity),
+            "possible": u8(possible),
+            "last_error": i32(last_error),
+            "rest_prunable": u8(rest_prunable),
+            "rest_need": i32(rest_need),
+            "rest_max": i32(rest_max),
+            "rest_requests": i32(rest_requests),
+            "rest_possible": u8(rest_possible),
             "in_use": u8(in_use),
             "allow_multi": u8(multi),
             "counters_blocked": u8(counters_blocked),
@@ -457,6 +507,13 @@ class ProblemBuilder:
                                 consumable_enabled=f.consumable_capacity)
         return Prepared(view, self.alts, [list(x) for x in self.request_alts], self.request_has_subs,
                         self.claim_requests, self.selector_errors, problem, share_use)
+
+
+def counters_blocked_mask(devices: list[Device], partitionable: bool) -> np.ndarray:
+    """Devices that consume counters cannot be allocated without DRAPartitionableDevices."""
+    if partitionable:
+        return np.zeros(len(devices), dtype=bool)
+    return np.asarray([bool(d.consumes_counters) for d in devices], dtype=bool)
 
 
 def _unit(terms: list[int]) -> int:
