@@ -1,0 +1,47 @@
+"""The Kubernetes DRA CEL environment for device selectors.
+
+``compile_selector(expr)`` compiles (and caches) a selector the way
+kubernetes/dynamic-resource-allocation ``cel/compile.go`` does with the
+StoredExpressions environment; ``device_input(driver, device)`` builds the ``device``
+variable once per device; ``Selector.matches(dev)`` evaluates one device and
+``Selector.evaluate(table)`` evaluates a whole :class:`DeviceTable` with numpy.
+
+What cel-python (celpy) provides and draspeed uses: its lark grammar for CEL
+(``celpy/cel.lark``), which :mod:`draspeed.cel.grammar` derives from, parsed with lark
+(a celpy dependency), and google-re2 (also a celpy dependency) for RE2 regular
+expressions. celpy's evaluator is not used:
+it lacks cel.bind, optional syntax, the string extensions and heterogeneous equality.
+
+What draspeed adds: the AST with cel-go's macro expansion (has, all, exists,
+exists_one, map, filter, two-variable comprehensions, transformList/Map/MapEntry,
+sortBy, cel.bind), signed literals, cel-go-formatted errors; a type checker
+(undeclared references, overload resolution, result type bool/dyn, homogeneous
+literals, regex literal validation); a closure-compiling evaluator with int64/uint64
+overflow checks, heterogeneous equality, cross-type numeric ordering, commutative
+``&&``/``||`` error absorption, optionals (``?.``, ``[?]``, ``optional.*``,
+``orValue``...), and an approximate cel-go runtime cost limit (1,000,000); the
+libraries: standard functions and conversions, strings extension v2 (charAt, indexOf,
+lastIndexOf, lowerAscii, upperAscii, replace, split, substring, trim, join,
+strings.quote, format), lists extension v3 (slice, flatten, sort, sortBy, lists.range,
+reverse, distinct), sets extension, Kubernetes lists (isSorted, sum, min, max,
+indexOf, lastIndexOf), regex (matches, find, findAll), Quantity, Semver, IP and CIDR,
+URL (approximate: parsed with urllib, not Go's net/url), and DRA's ``includes``.
+Not provided: timestamps and durations beyond type names, the ``format`` named-format
+library, the authorizer libraries (DRA selectors have no ``authorizer`` variable),
+and the optMap/optFlatMap macros.
+"""
+
+from __future__ import annotations
+
+from draspeed.cel.device import DeviceInput, device_input
+from draspeed.cel.selector import Selector, clear_cache, compile_selector
+from draspeed.cel.table import DeviceTable
+
+__all__ = [
+    "DeviceInput",
+    "DeviceTable",
+    "Selector",
+    "clear_cache",
+    "compile_selector",
+    "device_input",
+]

@@ -1,0 +1,154 @@
+"""The CEL abstract syntax tree draspeed parses selectors into.
+
+Operators and functions keep cel-go's names (``_+_``, ``_[_]``, ``!_``, ``@in``...),
+so overload tables and error texts read like upstream's. Macros are expanded by the
+parser into :class:`Comprehension` and :class:`Bind` nodes (cel-go expands them into
+generic comprehensions; the specialised forms here evaluate the same way, faster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False, slots=True)
+class Node:
+    """Base node; ``pos`` is the character offset cel-go reports errors at."""
+
+    pos: int
+
+
+@dataclass(eq=False, slots=True)
+class Const(Node):
+    """A literal; ``kind`` is one of int, uint, double, string, bytes, bool, null."""
+
+    kind: str
+    value: Any
+    parenthesized: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class Ident(Node):
+    name: str
+
+
+@dataclass(eq=False, slots=True)
+class Select(Node):
+    """``operand.field``; ``test_only`` for has(); ``optional`` for ``operand.?field``."""
+
+    operand: Node
+    field: str
+    test_only: bool = False
+    optional: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class Index(Node):
+    """``operand[key]`` or, with ``optional``, ``operand[?key]``."""
+
+    operand: Node
+    key: Node
+    optional: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class Call(Node):
+    """A function or operator call; ``target`` is the receiver of a member call."""
+
+    function: str
+    args: list[Node]
+    target: Node | None = None
+
+
+@dataclass(eq=False, slots=True)
+class ListLit(Node):
+    elements: list[Node]
+    optional_indices: frozenset[int] = frozenset()
+
+
+@dataclass(eq=False, slots=True)
+class MapLit(Node):
+    """Entries are ``(key, value, optional)``."""
+
+    entries: list[tuple[Node, Node, bool]]
+
+
+@dataclass(eq=False, slots=True)
+class Comprehension(Node):
+    """An expanded comprehension macro.
+
+    ``kind``: all, exists, exists_one, map, filter (one variable), or their two-variable
+    forms all2, exists2, exists_one2, transformList, transformMap, transformMapEntry.
+    ``var2`` is the second variable of the two-variable forms (value for lists/maps).
+    ``predicate`` filters (map with three args, filter, transform* with four args);
+    ``transform`` is the mapped expression.
+    """
+
+    kind: str
+    range: Node
+    var: str
+    var2: str | None = None
+    predicate: Node | None = None
+    transform: Node | None = None
+
+
+@dataclass(eq=False, slots=True)
+class Bind(Node):
+    """``cel.bind(var, init, body)``."""
+
+    var: str
+    init: Node
+    body: Node
+
+
+@dataclass(eq=False, slots=True)
+class Ternary(Node):
+    cond: Node
+    then: Node
+    other: Node
+
+
+@dataclass(eq=False, slots=True)
+class Logical(Node):
+    """``&&`` / ``||`` over a flattened list of operands (commutative error absorption)."""
+
+    op: str  # "&&" or "||"
+    operands: list[Node] = field(default_factory=list)
+
+
+def children(node: Node) -> list[Node]:
+    """The direct sub-expressions of ``node``, in evaluation order."""
+    if isinstance(node, Select):
+        return [node.operand]
+    if isinstance(node, Index):
+        return [node.operand, node.key]
+    if isinstance(node, Call):
+        return ([node.target] if node.target is not None else []) + list(node.args)
+    if isinstance(node, ListLit):
+        return list(node.elements)
+    if isinstance(node, MapLit):
+        out: list[Node] = []
+        for k, v, _ in node.entries:
+            out += [k, v]
+        return out
+    if isinstance(node, Comprehension):
+        return [n for n in (node.range, node.predicate, node.transform) if n is not None]
+    if isinstance(node, Bind):
+        return [node.init, node.body]
+    if isinstance(node, Ternary):
+        return [node.cond, node.then, node.other]
+    if isinstance(node, Logical):
+        return list(node.operands)
+    return []
+
+
+def count_nodes(node: Node) -> int:
+    """Number of nodes in the tree (iterative: deep trees must not hit Python's stack)."""
+    total = 0
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        total += 1
+        stack.extend(children(n))
+    return total

@@ -1,0 +1,611 @@
+"""cel-go extension libraries in the Kubernetes base environment, and the optional library.
+
+- strings (version 2): charAt, indexOf, lastIndexOf, lowerAscii, upperAscii, replace,
+  split, substring, trim, join, strings.quote, format. Strings index by code point.
+- lists (version 3): slice, flatten, sort, sortBy (macro), lists.range, reverse, distinct.
+- sets: sets.contains, sets.intersects, sets.equivalent.
+- optional: optional.of/none/ofNonZeroValue, hasValue, value, or, orValue.
+- Kubernetes lists and regex libraries: isSorted, sum, min, max, indexOf, lastIndexOf,
+  find, findAll.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cmp_to_key
+from itertools import pairwise
+from typing import Any
+
+from draspeed.cel.functions import declare, size_cost, string_cost
+from draspeed.cel.regex import compile_regex, find_all, regex_cost
+from draspeed.cel.stdlib import add, compare, format_double
+from draspeed.cel.values import (
+    OPTIONAL_NONE,
+    CostLimitExceeded,
+    EvalError,
+    Optional,
+    UInt,
+    cel_equal,
+    format_value,
+    no_such_overload,
+    type_name,
+)
+
+COST_LIMIT = 1_000_000
+
+# ---- strings ---------------------------------------------------------------------
+
+
+def _str(v: Any) -> str:
+    if type(v) is not str:
+        raise no_such_overload()
+    return v
+
+
+def _int_arg(v: Any) -> int:
+    if type(v) is not int:
+        raise no_such_overload()
+    return v
+
+
+def char_at(s: Any, i: Any) -> str:
+    s = _str(s)
+    i = _int_arg(i)
+    if i < 0 or i > len(s):
+        raise EvalError(f"index out of range: {i}")
+    return s[i] if i < len(s) else ""
+
+
+def index_of(s: Any, sub: Any, offset: Any = 0) -> int:
+    if type(s) is list or type(s) is tuple:
+        return list_index_of(s, sub)
+    s = _str(s)
+    sub = _str(sub)
+    off = _int_arg(offset)
+    if off < 0:
+        raise EvalError(f"index out of range: {off}")
+    if sub == "":
+        return min(off, len(s))
+    if off >= len(s):
+        return -1
+    return s.find(sub, off)
+
+
+def last_index_of(s: Any, sub: Any, *offset: Any) -> int:
+    if type(s) is list or type(s) is tuple:
+        return list_last_index_of(s, sub)
+    s = _str(s)
+    sub = _str(sub)
+    if not offset:
+        if sub == "":
+            return len(s)
+        if len(s.encode()) < len(sub.encode()):
+            return -1
+        off = len(s) - 1
+    else:
+        off = _int_arg(offset[0])
+    if off < 0:
+        raise EvalError(f"index out of range: {off}")
+    if sub == "":
+        return min(off, len(s))
+    if off >= len(s):
+        return -1
+    off = min(off, len(s) - len(sub))
+    if off < 0:
+        return -1
+    return s.rfind(sub, 0, off + len(sub))
+
+
+def _ascii_map(s: str, upper: bool) -> str:
+    return "".join((c.upper() if upper else c.lower()) if ord(c) < 128 else c for c in s)
+
+
+def lower_ascii(s: Any) -> str:
+    return _ascii_map(_str(s), False)
+
+
+def upper_ascii(s: Any) -> str:
+    return _ascii_map(_str(s), True)
+
+
+def replace(s: Any, old: Any, new: Any, n: Any = -1) -> str:
+    return _str(s).replace(_str(old), _str(new), _int_arg(n) if _int_arg(n) >= 0 else -1)
+
+
+def split(s: Any, sep: Any, n: Any = -1) -> list[str]:
+    s = _str(s)
+    sep = _str(sep)
+    limit = _int_arg(n)
+    if limit == 0:
+        return []
+    if sep == "":
+        chars = list(s)
+        if limit > 0 and len(chars) > limit:
+            return [*chars[: limit - 1], "".join(chars[limit - 1 :])]
+        return chars
+    if limit < 0:
+        return s.split(sep)
+    return s.split(sep, limit - 1)
+
+
+def substring(s: Any, start: Any, *end: Any) -> str:
+    s = _str(s)
+    b = _int_arg(start)
+    if end:
+        e = _int_arg(end[0])
+        if b > e:
+            raise EvalError(f"invalid substring range. start: {b}, end: {e}")
+        if b < 0 or b > len(s):
+            raise EvalError(f"index out of range: {b}")
+        if e < 0 or e > len(s):
+            raise EvalError(f"index out of range: {e}")
+        return s[b:e]
+    if b < 0 or b > len(s):
+        raise EvalError(f"index out of range: {b}")
+    return s[b:]
+
+
+# Go's unicode.IsSpace
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def trim(s: Any) -> str:
+    return _str(s).strip(_GO_SPACE)
+
+
+def join(items: Any, sep: Any = "") -> str:
+    if type(items) is not list and type(items) is not tuple:
+        raise no_such_overload()
+    sep = _str(sep)
+    for item in items:
+        if type(item) is not str:
+            raise EvalError(f"join: invalid input: {format_value(item)}")
+    return sep.join(items)
+
+
+_QUOTE_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def quote(s: Any) -> str:
+    text = _str(s)
+    return '"' + "".join(_QUOTE_ESCAPES.get(c, c) for c in text) + '"'
+
+
+def format_string(fmt: Any, args: Any) -> str:
+    """strings ext ``format`` (version 2 clauses: %s %d %f %e %b %o %x %X %%)."""
+    fmt = _str(fmt)
+    if type(args) is not list and type(args) is not tuple:
+        raise no_such_overload()
+    out: list[str] = []
+    i = 0
+    arg_index = 0
+    n = len(fmt)
+    while i < n:
+        c = fmt[i]
+        if c != "%":
+            out.append(c)
+            i += 1
+            continue
+        i += 1
+        if i >= n:
+            raise EvalError("unexpected end of string")
+        if fmt[i] == "%":
+            out.append("%")
+            i += 1
+            continue
+        precision: int | None = None
+        if fmt[i] == ".":
+            j = i + 1
+            while j < n and fmt[j].isdigit():
+                j += 1
+            precision = int(fmt[i + 1 : j] or "0")
+            i = j
+            if i >= n:
+                raise EvalError("unexpected end of string")
+        verb = fmt[i]
+        i += 1
+        if arg_index >= len(args):
+            raise EvalError(f"index {arg_index} out of range")
+        out.append(_format_clause(verb, precision, args[arg_index]))
+        arg_index += 1
+    return "".join(out)
+
+
+def _format_clause(verb: str, precision: int | None, arg: Any) -> str:
+    t = type(arg)
+    if verb == "s":
+        return _format_as_string(arg)
+    if verb == "d":
+        if t is int or t is UInt:
+            return str(int(arg))
+        if t is float and (math.isinf(arg) or math.isnan(arg)):
+            return format_double(arg).replace("+Inf", "Infinity").replace("-Inf", "-Infinity")
+        raise EvalError(
+            "error during formatting: decimal clause can only be used on integers, "
+            f"was given {type_name(arg)}"
+        )
+    if verb in "fe":
+        if t not in (int, UInt, float):
+            raise EvalError(
+                "error during formatting: fixed-point clause can only be used on doubles, "
+                f"was given {type_name(arg)}"
+            )
+        f = float(arg)
+        if math.isnan(f):
+            return "NaN"
+        if math.isinf(f):
+            return "Infinity" if f > 0 else "-Infinity"
+        p = 6 if precision is None else precision
+        return f"{f:.{p}{verb}}"
+    if verb in "boxX":
+        if t is int or t is UInt:
+            v = int(arg)
+            spec = {"b": "b", "o": "o", "x": "x", "X": "X"}[verb]
+            return ("-" if v < 0 else "") + format(abs(v), spec)
+        if verb in "xX" and t in (str, bytes):
+            data = arg.encode() if t is str else arg
+            h = data.hex()
+            return h.upper() if verb == "X" else h
+        raise EvalError(
+            "error during formatting: only integers, byte buffers, and strings can be "
+            f"formatted as hex, was given {type_name(arg)}"
+        )
+    raise EvalError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
+
+
+def _format_as_string(arg: Any) -> str:
+    t = type(arg)
+    if t is str:
+        return arg
+    if t is bool:
+        return "true" if arg else "false"
+    if t is int or t is UInt:
+        return str(int(arg))
+    if t is float:
+        return format_double(arg)
+    if t is bytes:
+        return arg.decode("utf-8", "replace")
+    if arg is None:
+        return "null"
+    if t is list or t is tuple:
+        return "[" + ", ".join(_format_as_string(x) for x in arg) + "]"
+    if isinstance(arg, dict):
+        items = sorted(((_format_as_string(k), _format_as_string(v)) for k, v in arg.items()))
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    text = getattr(arg, "cel_string", None)
+    if callable(text):
+        return str(text())
+    return str(arg)
+
+
+# ---- lists -----------------------------------------------------------------------
+
+
+def _list(v: Any) -> list[Any] | tuple[Any, ...]:
+    if type(v) is not list and type(v) is not tuple:
+        raise no_such_overload()
+    return v
+
+
+def list_index_of(items: Any, value: Any) -> int:
+    for i, item in enumerate(_list(items)):
+        if cel_equal(item, value):
+            return i
+    return -1
+
+
+def list_last_index_of(items: Any, value: Any) -> int:
+    seq = _list(items)
+    for i in range(len(seq) - 1, -1, -1):
+        if cel_equal(seq[i], value):
+            return i
+    return -1
+
+
+def is_sorted(items: Any) -> bool:
+    seq = _list(items)
+    return all(compare(prev, nxt) != 1 for prev, nxt in pairwise(seq))
+
+
+def list_sum(items: Any) -> Any:
+    seq = _list(items)
+    if not seq:
+        return 0
+    acc = seq[0]
+    for item in seq[1:]:
+        acc = add(acc, item)
+    return acc
+
+
+def _extreme(name: str, prefer: int) -> Any:
+    def pick(items: Any) -> Any:
+        seq = _list(items)
+        if not seq:
+            raise EvalError(f"{name} called on empty list")
+        best = seq[0]
+        for item in seq[1:]:
+            if compare(best, item) == prefer:
+                best = item
+        return best
+
+    return pick
+
+
+def list_slice(items: Any, start: Any, end: Any) -> list[Any]:
+    seq = _list(items)
+    b = _int_arg(start)
+    e = _int_arg(end)
+    if b < 0 or e < 0:
+        raise EvalError(f"cannot slice({b}, {e}), negative indexes not supported")
+    if b > e:
+        raise EvalError(
+            f"cannot slice({b}, {e}), start index must be less than or equal to end index"
+        )
+    if len(seq) < e:
+        raise EvalError(f"cannot slice({b}, {e}), list is length {len(seq)}")
+    return list(seq[b:e])
+
+
+def flatten(items: Any, depth: Any = 1) -> list[Any]:
+    seq = _list(items)
+    d = _int_arg(depth)
+    if d < 0:
+        raise EvalError("level must be non-negative")
+    out: list[Any] = []
+    for item in seq:
+        if (type(item) is list or type(item) is tuple) and d > 0:
+            out.extend(flatten(item, d - 1))
+        else:
+            out.append(item)
+    return out
+
+
+def sort_by_keys(items: list[Any], keys: list[Any]) -> list[Any]:
+    if len(items) != len(keys):
+        raise EvalError(
+            "@sortByAssociatedKeys() expected a list of the same size as the associated keys list, "
+            f"but got {len(items)} and {len(keys)} elements respectively"
+        )
+    if not items:
+        return items
+    first = type(keys[0])
+    if first not in (int, UInt, float, bool, str, bytes):
+        raise EvalError("list elements must be comparable")
+    if any(type(k) is not first for k in keys):
+        raise EvalError("list elements must have the same type")
+
+    def by_key(i: int, j: int) -> int:
+        return compare(keys[i], keys[j])
+
+    order = sorted(range(len(items)), key=cmp_to_key(by_key))
+    return [items[i] for i in order]
+
+
+def list_sort(items: Any) -> list[Any]:
+    seq = list(_list(items))
+    return sort_by_keys(seq, seq)
+
+
+def lists_range(n: Any) -> list[int]:
+    count = _int_arg(n)
+    if count > COST_LIMIT:
+        raise CostLimitExceeded()  # its cost (the list size) is over the limit anyway
+    return list(range(max(0, count)))
+
+
+def list_reverse(items: Any) -> list[Any]:
+    return list(reversed(_list(items)))
+
+
+def distinct(items: Any) -> list[Any]:
+    out: list[Any] = []
+    for item in _list(items):
+        if not any(cel_equal(item, seen) for seen in out):
+            out.append(item)
+    return out
+
+
+# ---- sets ------------------------------------------------------------------------
+
+
+def _contains_all(a: Any, b: Any) -> bool:
+    seq_a = _list(a)
+    return all(any(cel_equal(x, y) for x in seq_a) for y in _list(b))
+
+
+def sets_contains(a: Any, b: Any) -> bool:
+    return _contains_all(a, b)
+
+
+def sets_equivalent(a: Any, b: Any) -> bool:
+    return _contains_all(a, b) and _contains_all(b, a)
+
+
+def sets_intersects(a: Any, b: Any) -> bool:
+    seq_a = _list(a)
+    return any(any(cel_equal(x, y) for x in seq_a) for y in _list(b))
+
+
+def _pair_cost(args: tuple[Any, ...], result: Any) -> int:
+    a, b = args
+    la = len(a) if hasattr(a, "__len__") else 1
+    lb = len(b) if hasattr(b, "__len__") else 1
+    return 1 + la * lb
+
+
+# ---- optional --------------------------------------------------------------------
+
+
+def optional_of(v: Any) -> Optional:
+    return Optional(True, v)
+
+
+def optional_none() -> Optional:
+    return OPTIONAL_NONE
+
+
+def _is_zero(v: Any) -> bool:
+    t = type(v)
+    if t is bool:
+        return v is False
+    if t in (int, UInt, float):
+        return v == 0
+    if t in (str, bytes, list, tuple) or isinstance(v, dict):
+        return len(v) == 0
+    if v is None:
+        return True
+    zero = getattr(v, "cel_is_zero", None)
+    if callable(zero):
+        return bool(zero())
+    return False
+
+
+def optional_of_non_zero(v: Any) -> Optional:
+    return OPTIONAL_NONE if _is_zero(v) else Optional(True, v)
+
+
+def has_value(v: Any) -> bool:
+    if type(v) is not Optional:
+        raise no_such_overload()
+    return v.has
+
+
+def optional_value(v: Any) -> Any:
+    if type(v) is not Optional:
+        raise no_such_overload()
+    if not v.has:
+        raise EvalError("optional.none() dereference")
+    return v.value
+
+
+# ---- Kubernetes regex ------------------------------------------------------------
+
+
+def _compile_k8s(pattern: str) -> Any:
+    try:
+        return compile_regex(pattern)
+    except EvalError as exc:
+        raise EvalError(f"Illegal regex: {exc}") from None
+
+
+def find(s: Any, pattern: Any) -> str:
+    m = _compile_k8s(_str(pattern)).search(_str(s))
+    return m.group(0) if m is not None else ""
+
+
+def find_all_fn(s: Any, pattern: Any, n: Any = -1) -> list[str]:
+    return find_all(_compile_k8s(_str(pattern)), _str(s), _int_arg(n))
+
+
+def _register() -> None:
+    declare("m string charAt(int) -> string", char_at, cost=string_cost(0))
+    declare(
+        "m string indexOf(string) -> int\nm string indexOf(string, int) -> int\n"
+        "m list(A) indexOf(A) -> int",
+        index_of,
+        cost=string_cost(0),
+    )
+    declare(
+        "m string lastIndexOf(string) -> int\nm string lastIndexOf(string, int) -> int\n"
+        "m list(A) lastIndexOf(A) -> int",
+        last_index_of,
+        cost=string_cost(0),
+    )
+    declare("m string lowerAscii() -> string", lower_ascii, cost=string_cost(0))
+    declare("m string upperAscii() -> string", upper_ascii, cost=string_cost(0))
+    declare(
+        "m string replace(string, string) -> string\n"
+        "m string replace(string, string, int) -> string",
+        replace,
+        cost=string_cost(0, 2),
+    )
+    declare(
+        "m string split(string) -> list(string)\nm string split(string, int) -> list(string)",
+        split,
+        cost=string_cost(0),
+    )
+    declare(
+        "m string substring(int) -> string\nm string substring(int, int) -> string",
+        substring,
+        cost=string_cost(0),
+    )
+    declare("m string trim() -> string", trim, cost=string_cost(0))
+    declare(
+        "m list(string) join() -> string\nm list(string) join(string) -> string",
+        join,
+        cost=size_cost(0),
+    )
+    declare("g strings.quote(string) -> string", quote, cost=string_cost(0))
+    declare("m string format(list(dyn)) -> string", format_string, cost=size_cost(1))
+    # lists ext (version 3)
+    declare("m list(A) slice(int, int) -> list(A)", list_slice, cost=size_cost(0))
+    declare(
+        "m list(dyn) flatten() -> list(dyn)\nm list(dyn) flatten(int) -> list(dyn)",
+        flatten,
+        cost=size_cost(0),
+    )
+    sortable = ("int", "uint", "double", "bool", "string", "bytes", "duration", "timestamp")
+    declare(
+        "\n".join(f"m list({t}) sort() -> list({t})" for t in sortable),
+        list_sort,
+        cost=size_cost(0),
+    )
+    declare(
+        "g lists.range(int) -> list(int)", lists_range, cost=lambda args, result: 1 + len(result)
+    )
+    declare("m list(A) reverse() -> list(A)", list_reverse, cost=size_cost(0))
+    declare("m list(A) distinct() -> list(A)", distinct, cost=lambda args, r: 1 + len(args[0]) ** 2)
+    # Kubernetes lists library
+    declare(
+        "\n".join(f"m list({t}) isSorted() -> bool" for t in sortable), is_sorted, cost=size_cost(0)
+    )
+    declare(
+        "\n".join(f"m list({t}) sum() -> {t}" for t in ("int", "uint", "double", "duration")),
+        list_sum,
+        cost=size_cost(0),
+    )
+    declare(
+        "\n".join(f"m list({t}) min() -> {t}" for t in sortable),
+        _extreme("min", 1),
+        cost=size_cost(0),
+    )
+    declare(
+        "\n".join(f"m list({t}) max() -> {t}" for t in sortable),
+        _extreme("max", -1),
+        cost=size_cost(0),
+    )
+    # sets
+    declare("g sets.contains(list(A), list(A)) -> bool", sets_contains, cost=_pair_cost)
+    declare("g sets.equivalent(list(A), list(A)) -> bool", sets_equivalent, cost=_pair_cost)
+    declare("g sets.intersects(list(A), list(A)) -> bool", sets_intersects, cost=_pair_cost)
+    # optional
+    declare("g optional.of(A) -> opt(A)", optional_of)
+    declare("g optional.ofNonZeroValue(A) -> opt(A)", optional_of_non_zero)
+    declare("g optional.none() -> opt(A)", optional_none)
+    declare("m opt(A) hasValue() -> bool", has_value)
+    declare("m opt(A) value() -> A", optional_value)
+    declare("m opt(A) or(opt(A)) -> opt(A)")
+    declare("m opt(A) orValue(A) -> A")
+    # Kubernetes regex library
+    declare("m string find(string) -> string", find, cost=regex_cost)
+    declare(
+        "m string findAll(string) -> list(string)\nm string findAll(string, int) -> list(string)",
+        find_all_fn,
+        cost=regex_cost,
+    )
+
+
+_register()

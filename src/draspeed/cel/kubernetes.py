@@ -1,0 +1,492 @@
+"""Kubernetes CEL libraries: Quantity, Semver, IP/CIDR, URL, and DRA's ``includes``.
+
+Texts and semantics follow kubernetes/apiserver ``pkg/cel/library/{quantity,semverlib,
+ip,cidr,urls}.go`` and kubernetes/dynamic-resource-allocation ``cel/compile.go``.
+Not provided: the ``format`` named-format library and the authorizer libraries
+(the latter need an ``authorizer`` variable that DRA selectors do not have).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from draspeed.cel.functions import declare, string_cost
+from draspeed.cel.stdlib import CONVERSION_HOOKS
+from draspeed.cel.values import EvalError, cel_equal, no_such_overload, register_opaque
+from draspeed.errors import QuantityError, SemverError
+from draspeed.quantity import DECIMAL_EXPONENT, Quantity
+from draspeed.semantic_version import SemVer, is_semver, parse_semver
+
+# DRA: 'includes' refuses lists longer than the per-device attribute value limit.
+INCLUDES_MAX = 48
+
+Quantity.cel_type_name = "kubernetes.Quantity"  # type: ignore[attr-defined]
+SemVer.cel_type_name = "kubernetes.Semver"  # type: ignore[attr-defined]
+register_opaque(Quantity, lambda a, b: a.cmp(b) == 0)
+register_opaque(SemVer, lambda a, b: a.compare(b) == 0)
+
+# ---- Quantity --------------------------------------------------------------------
+
+
+def _q(v: Any) -> Quantity:
+    if type(v) is not Quantity:
+        raise no_such_overload()
+    return v
+
+
+def quantity(s: Any) -> Quantity:
+    if type(s) is not str:
+        raise no_such_overload()
+    try:
+        return Quantity.parse(s)
+    except QuantityError as exc:
+        raise EvalError(str(exc)) from None
+
+
+def is_quantity(s: Any) -> bool:
+    if type(s) is not str:
+        raise no_such_overload()
+    try:
+        Quantity.parse(s)
+    except QuantityError:
+        return False
+    return True
+
+
+def q_sign(q: Any) -> int:
+    return _q(q).sign()
+
+
+def q_is_integer(q: Any) -> bool:
+    return _q(q).is_integer()
+
+
+def q_as_integer(q: Any) -> int:
+    try:
+        return _q(q).as_integer()
+    except QuantityError as exc:
+        raise EvalError(str(exc)) from None
+
+
+def q_as_float(q: Any) -> float:
+    return _q(q).as_approximate_float()
+
+
+def q_add(q: Any, other: Any) -> Quantity:
+    base = _q(q)
+    if type(other) is int:
+        return base.add(Quantity.from_int(other, DECIMAL_EXPONENT))
+    return base.add(_q(other))
+
+
+def q_sub(q: Any, other: Any) -> Quantity:
+    base = _q(q)
+    if type(other) is int:
+        return base.sub(Quantity.from_int(other, DECIMAL_EXPONENT))
+    return base.sub(_q(other))
+
+
+# ---- Semver ----------------------------------------------------------------------
+
+
+def semver(s: Any, normalize: Any = False) -> SemVer:
+    if type(s) is not str or type(normalize) is not bool:
+        raise no_such_overload()
+    try:
+        return parse_semver(s, normalize)
+    except SemverError as exc:
+        raise EvalError(str(exc)) from None
+
+
+def is_semver_fn(s: Any, normalize: Any = False) -> bool:
+    if type(s) is not str or type(normalize) is not bool:
+        raise no_such_overload()
+    return is_semver(s, normalize)
+
+
+def _v(v: Any) -> SemVer:
+    if type(v) is not SemVer:
+        raise no_such_overload()
+    return v
+
+
+def major(v: Any) -> int:
+    return _v(v).major
+
+
+def minor(v: Any) -> int:
+    return _v(v).minor
+
+
+def patch(v: Any) -> int:
+    return _v(v).patch
+
+
+# ---- shared comparison methods (dispatch: Quantity or Semver receiver) -----------
+
+
+def _cmp(a: Any, b: Any) -> int:
+    ta = type(a)
+    if ta is Quantity and type(b) is Quantity:
+        return a.cmp(b)
+    if ta is SemVer and type(b) is SemVer:
+        return a.compare(b)
+    raise no_such_overload()
+
+
+def is_greater_than(a: Any, b: Any) -> bool:
+    return _cmp(a, b) == 1
+
+
+def is_less_than(a: Any, b: Any) -> bool:
+    return _cmp(a, b) == -1
+
+
+def compare_to(a: Any, b: Any) -> int:
+    return _cmp(a, b)
+
+
+# ---- DRA includes ----------------------------------------------------------------
+
+
+def includes(target: Any, arg: Any) -> bool:
+    if type(target) is list or type(target) is tuple:
+        for i, item in enumerate(target):
+            if i >= INCLUDES_MAX:
+                raise EvalError(
+                    "'includes' function cannot be applied to lists longer than "
+                    f"{INCLUDES_MAX} values"
+                )
+            if _equal_true(item, arg):
+                return True
+        return False
+    return _equal_true(target, arg)
+
+
+def _equal_true(a: Any, b: Any) -> bool:
+    # cel-go's ``Equal(...) == types.True``: an equality error counts as "not equal".
+    try:
+        return cel_equal(a, b)
+    except EvalError:
+        return False
+
+
+# ---- IP / CIDR -------------------------------------------------------------------
+
+
+class IP:
+    """``net.IP``: an address without zone, never an IPv4-mapped IPv6 address."""
+
+    __slots__ = ("addr",)
+    cel_type_name = "net.IP"
+
+    def __init__(self, addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
+        self.addr = addr
+
+    def cel_string(self) -> str:
+        return str(self.addr)
+
+
+class CIDR:
+    """``net.CIDR``: an address with prefix length (host bits kept, as netip.Prefix)."""
+
+    __slots__ = ("addr", "prefix")
+    cel_type_name = "net.CIDR"
+
+    def __init__(self, addr: ipaddress.IPv4Address | ipaddress.IPv6Address, prefix: int) -> None:
+        self.addr = addr
+        self.prefix = prefix
+
+    def cel_string(self) -> str:
+        return f"{self.addr}/{self.prefix}"
+
+    def network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+        return ipaddress.ip_network(f"{self.addr}/{self.prefix}", strict=False)
+
+
+register_opaque(IP, lambda a, b: a.addr == b.addr)
+register_opaque(CIDR, lambda a, b: a.addr == b.addr and a.prefix == b.prefix)
+
+
+def _parse_addr(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    if "%" in s:
+        raise EvalError(f"IP address with zone value is not allowed: {s}")
+    try:
+        addr = ipaddress.ip_address(s)
+    except ValueError:
+        raise EvalError(
+            f"IP Address {s!r} parse error during conversion from string: "
+            f"ParseAddr({s!r}): unable to parse IP"
+        ) from None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        raise EvalError(f"IPv4-mapped IPv6 address {s!r} is not allowed")
+    return addr
+
+
+def ip(s: Any) -> IP:
+    if type(s) is not str:
+        raise no_such_overload()
+    return IP(_parse_addr(s))
+
+
+def is_ip(s: Any) -> bool:
+    try:
+        ip(s)
+    except EvalError:
+        return False
+    return True
+
+
+def ip_is_canonical(s: Any) -> bool:
+    addr = ip(s).addr
+    return str(addr) == s
+
+
+def _ip(v: Any) -> IP:
+    if type(v) is not IP:
+        raise no_such_overload()
+    return v
+
+
+def ip_family(v: Any) -> int:
+    return _ip(v).addr.version
+
+
+def ip_is_unspecified(v: Any) -> bool:
+    return _ip(v).addr.is_unspecified
+
+
+def ip_is_loopback(v: Any) -> bool:
+    return _ip(v).addr.is_loopback
+
+
+def ip_is_link_local_multicast(v: Any) -> bool:
+    a = _ip(v).addr
+    if a.version == 4:
+        return a in ipaddress.ip_network("224.0.0.0/24")
+    return a.is_multicast and (int(a) >> 112) & 0xF == 2
+
+
+def ip_is_link_local_unicast(v: Any) -> bool:
+    a = _ip(v).addr
+    if a.version == 4:
+        return a in ipaddress.ip_network("169.254.0.0/16")
+    return a in ipaddress.ip_network("fe80::/10")
+
+
+def ip_is_global_unicast(v: Any) -> bool:
+    a = _ip(v).addr
+    if a.is_unspecified or a.is_loopback or a.is_multicast:
+        return False
+    if ip_is_link_local_unicast(v):
+        return False
+    return not (a.version == 4 and a == ipaddress.IPv4Address("255.255.255.255"))
+
+
+def cidr(s: Any) -> CIDR:
+    if type(s) is not str:
+        raise no_such_overload()
+    addr_text, sep, bits = s.partition("/")
+    if not sep or not bits.isdigit() or (len(bits) > 1 and bits[0] == "0"):
+        raise EvalError(
+            "network address parse error during conversion from string: "
+            f"netip.ParsePrefix({s!r}): bad bits"
+        )
+    addr = _parse_addr(addr_text)
+    prefix = int(bits)
+    if prefix > addr.max_prefixlen:
+        raise EvalError(
+            "network address parse error during conversion from string: "
+            f"netip.ParsePrefix({s!r}): prefix length out of range"
+        )
+    return CIDR(addr, prefix)
+
+
+def is_cidr(s: Any) -> bool:
+    try:
+        cidr(s)
+    except EvalError:
+        return False
+    return True
+
+
+def _cidr(v: Any) -> CIDR:
+    if type(v) is not CIDR:
+        raise no_such_overload()
+    return v
+
+
+def cidr_contains_ip(c: Any, other: Any) -> bool:
+    net = _cidr(c).network()
+    addr = ip(other).addr if type(other) is str else _ip(other).addr
+    return addr.version == net.version and addr in net
+
+
+def cidr_contains_cidr(c: Any, other: Any) -> bool:
+    outer = _cidr(c)
+    inner = cidr(other) if type(other) is str else _cidr(other)
+    if inner.addr.version != outer.addr.version or inner.prefix < outer.prefix:
+        return False
+    return inner.network().subnet_of(outer.network())  # type: ignore[arg-type]
+
+
+def cidr_ip(c: Any) -> IP:
+    return IP(_cidr(c).addr)
+
+
+def cidr_masked(c: Any) -> CIDR:
+    net = _cidr(c).network()
+    return CIDR(net.network_address, net.prefixlen)
+
+
+def cidr_prefix_length(c: Any) -> int:
+    return _cidr(c).prefix
+
+
+def _net_to_string(v: Any) -> str:
+    return str(v.cel_string())
+
+
+CONVERSION_HOOKS[(IP, "string")] = _net_to_string
+CONVERSION_HOOKS[(CIDR, "string")] = _net_to_string
+
+
+# ---- URL -------------------------------------------------------------------------
+
+
+class URL:
+    """``kubernetes.URL`` (parsed like Go's url.ParseRequestURI, approximately)."""
+
+    __slots__ = ("parts", "text")
+    cel_type_name = "kubernetes.URL"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.parts = urlsplit(text)
+
+
+register_opaque(URL, lambda a, b: a.text == b.text)
+
+
+def url(s: Any) -> URL:
+    if type(s) is not str:
+        raise no_such_overload()
+    if not s or not (s.startswith("/") or ":" in s.split("/", 1)[0]) or " " in s:
+        raise EvalError(
+            f"URL parse error during conversion from string: parse {s!r}: invalid URI for request"
+        )
+    return URL(s)
+
+
+def is_url(s: Any) -> bool:
+    try:
+        url(s)
+    except EvalError:
+        return False
+    return True
+
+
+def _url(v: Any) -> URL:
+    if type(v) is not URL:
+        raise no_such_overload()
+    return v
+
+
+def url_scheme(v: Any) -> str:
+    return _url(v).parts.scheme
+
+
+def url_host(v: Any) -> str:
+    return _url(v).parts.netloc.rpartition("@")[2]
+
+
+def url_hostname(v: Any) -> str:
+    host = url_host(v)
+    if host.startswith("["):
+        return host[1 : host.find("]")]
+    return host.rpartition(":")[0] if ":" in host else host
+
+
+def url_port(v: Any) -> str:
+    host = url_host(v)
+    if host.startswith("["):
+        rest = host[host.find("]") + 1 :]
+        return rest[1:] if rest.startswith(":") else ""
+    return host.rpartition(":")[2] if ":" in host else ""
+
+
+def url_escaped_path(v: Any) -> str:
+    return _url(v).parts.path
+
+
+def url_query(v: Any) -> dict[str, list[str]]:
+    return {
+        k: list(vals) for k, vals in parse_qs(_url(v).parts.query, keep_blank_values=True).items()
+    }
+
+
+def _register() -> None:
+    declare("g quantity(string) -> Quantity", quantity, cost=string_cost(0))
+    declare("g isQuantity(string) -> bool", is_quantity, cost=string_cost(0))
+    declare("m Quantity sign() -> int", q_sign)
+    declare("m Quantity isInteger() -> bool", q_is_integer)
+    declare("m Quantity asInteger() -> int", q_as_integer)
+    declare("m Quantity asApproximateFloat() -> double", q_as_float)
+    declare("m Quantity add(Quantity) -> Quantity\nm Quantity add(int) -> Quantity", q_add)
+    declare("m Quantity sub(Quantity) -> Quantity\nm Quantity sub(int) -> Quantity", q_sub)
+    declare(
+        "m Quantity isGreaterThan(Quantity) -> bool\nm Semver isGreaterThan(Semver) -> bool",
+        is_greater_than,
+    )
+    declare(
+        "m Quantity isLessThan(Quantity) -> bool\nm Semver isLessThan(Semver) -> bool", is_less_than
+    )
+    declare("m Quantity compareTo(Quantity) -> int\nm Semver compareTo(Semver) -> int", compare_to)
+    declare(
+        "g semver(string) -> Semver\ng semver(string, bool) -> Semver", semver, cost=string_cost(0)
+    )
+    declare(
+        "g isSemver(string) -> bool\ng isSemver(string, bool) -> bool",
+        is_semver_fn,
+        cost=string_cost(0),
+    )
+    declare("m Semver major() -> int", major)
+    declare("m Semver minor() -> int", minor)
+    declare("m Semver patch() -> int", patch)
+    declare(
+        "m dyn includes(dyn) -> bool",
+        includes,
+        cost=lambda args, r: 1 + min(len(args[0]), 48) if isinstance(args[0], (list, tuple)) else 1,
+    )
+    declare("g ip(string) -> IP", ip, cost=string_cost(0))
+    declare("g isIP(string) -> bool", is_ip, cost=string_cost(0))
+    declare("g ip.isCanonical(string) -> bool", ip_is_canonical, cost=string_cost(0))
+    declare("m IP family() -> int", ip_family)
+    declare("m IP isUnspecified() -> bool", ip_is_unspecified)
+    declare("m IP isLoopback() -> bool", ip_is_loopback)
+    declare("m IP isLinkLocalMulticast() -> bool", ip_is_link_local_multicast)
+    declare("m IP isLinkLocalUnicast() -> bool", ip_is_link_local_unicast)
+    declare("m IP isGlobalUnicast() -> bool", ip_is_global_unicast)
+    declare("g cidr(string) -> CIDR", cidr, cost=string_cost(0))
+    declare("g isCIDR(string) -> bool", is_cidr, cost=string_cost(0))
+    declare("m CIDR containsIP(IP) -> bool\nm CIDR containsIP(string) -> bool", cidr_contains_ip)
+    declare(
+        "m CIDR containsCIDR(CIDR) -> bool\nm CIDR containsCIDR(string) -> bool", cidr_contains_cidr
+    )
+    declare("m CIDR ip() -> IP", cidr_ip)
+    declare("m CIDR masked() -> CIDR", cidr_masked)
+    declare("m CIDR prefixLength() -> int", cidr_prefix_length)
+    declare("g string(IP) -> string\ng string(CIDR) -> string")
+    declare("g url(string) -> URL", url, cost=string_cost(0))
+    declare("g isURL(string) -> bool", is_url, cost=string_cost(0))
+    declare("m URL getScheme() -> string", url_scheme)
+    declare("m URL getHost() -> string", url_host)
+    declare("m URL getHostname() -> string", url_hostname)
+    declare("m URL getPort() -> string", url_port)
+    declare("m URL getEscapedPath() -> string", url_escaped_path)
+    declare("m URL getQuery() -> map(string, list(string))", url_query)
+
+
+_register()

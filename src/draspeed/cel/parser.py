@@ -1,0 +1,570 @@
+"""Parse CEL text into :mod:`draspeed.cel.ast` nodes, expanding macros as cel-go does.
+
+Lexing and LALR parsing are lark's, with :mod:`draspeed.cel.grammar` (derived from
+cel-python's ``cel.lark``). This module builds the AST, folds signed literals, unescapes
+strings, expands the macros (has, all, exists, exists_one, map, filter, the two-variable
+comprehensions, transformList/Map/MapEntry, sortBy, cel.bind), bounds the nesting depth
+and reports errors in cel-go's ``ERROR: <input>:line:col: message`` form with the source
+snippet and caret.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import lark
+from lark import Token, Tree
+
+from draspeed.cel.ast import (
+    Bind,
+    Call,
+    Comprehension,
+    Const,
+    Ident,
+    Index,
+    ListLit,
+    Logical,
+    MapLit,
+    Node,
+    Select,
+    Ternary,
+    children,
+)
+from draspeed.cel.grammar import GRAMMAR
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+UINT64_MAX = (1 << 64) - 1
+
+# cel-go's parser default; deeper expressions are rejected with its message.
+MAX_RECURSION_DEPTH = 250
+
+RESERVED = frozenset(
+    [
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "false",
+        "for",
+        "function",
+        "if",
+        "import",
+        "in",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "null",
+        "return",
+        "true",
+        "var",
+        "void",
+        "while",
+    ]
+)
+
+_BINARY = {
+    "<": "_<_",
+    "<=": "_<=_",
+    ">": "_>_",
+    ">=": "_>=_",
+    "==": "_==_",
+    "!=": "_!=_",
+    "in": "@in",
+    "+": "_+_",
+    "-": "_-_",
+    "*": "_*_",
+    "/": "_/_",
+    "%": "_%_",
+}
+
+_SIMPLE_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    '"': '"',
+    "'": "'",
+    "\\": "\\",
+    "?": "?",
+    "`": "`",
+}
+
+
+class ParseError(Exception):
+    """One or more parse errors, already formatted like cel-go's issues."""
+
+
+class ErrorList:
+    """Collects ``(offset, message)`` issues and renders them like cel-go's Errors."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.items: list[tuple[int, str]] = []
+
+    def add(self, offset: int, message: str) -> None:
+        self.items.append((offset, message))
+
+    def render(self) -> str:
+        lines = self.source.split("\n")
+        out: list[str] = []
+        for offset, message in sorted(self.items, key=lambda item: item[0]):
+            line, col = _line_col(self.source, offset)
+            text = f"ERROR: <input>:{line}:{col + 1}: {message}"
+            snippet = lines[line - 1] if 0 < line <= len(lines) else ""
+            snippet = snippet.replace("\t", " ")
+            caret = "".join("\uff0e" if ord(ch) > 0x7F else "." for ch in snippet[:col])
+            caret += "\uff3e" if col < len(snippet) and ord(snippet[col]) > 0x7F else "^"
+            text += "\n | " + snippet + "\n | " + caret
+            out.append(text)
+        return "\n".join(out)
+
+
+def _line_col(source: str, offset: int) -> tuple[int, int]:
+    offset = max(0, min(offset, len(source)))
+    line = source.count("\n", 0, offset) + 1
+    start = source.rfind("\n", 0, offset) + 1
+    return line, offset - start
+
+
+_lark_lock = threading.Lock()
+_lark_parser: lark.Lark | None = None
+
+
+def _parser() -> lark.Lark:
+    global _lark_parser
+    with _lark_lock:
+        if _lark_parser is None:
+            _lark_parser = lark.Lark(
+                GRAMMAR, parser="lalr", lexer="contextual", keep_all_tokens=True, start="start"
+            )
+        return _lark_parser
+
+
+def parse(source: str) -> Node:
+    """Parse ``source``; raises :class:`ParseError` with cel-go-formatted issues."""
+    errors = ErrorList(source)
+    try:
+        tree = _parser().parse(source)
+    except lark.exceptions.UnexpectedCharacters as exc:
+        errors.add(
+            exc.pos_in_stream or 0,
+            f"Syntax error: token recognition error at: '{source[exc.pos_in_stream or 0]}'",
+        )
+        raise ParseError(errors.render()) from None
+    except lark.exceptions.UnexpectedToken as exc:
+        tok = exc.token
+        if tok.type == "$END":
+            errors.add(len(source), "Syntax error: mismatched input '<EOF>'")
+        else:
+            errors.add(tok.start_pos or 0, f"Syntax error: mismatched input '{tok}'")
+        raise ParseError(errors.render()) from None
+    except lark.exceptions.UnexpectedEOF:
+        errors.add(len(source), "Syntax error: mismatched input '<EOF>'")
+        raise ParseError(errors.render()) from None
+    try:
+        node = _Builder(errors).build(tree)
+    except RecursionError:
+        errors.items = [(0, f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")]
+        raise ParseError(errors.render()) from None
+    if not errors.items:
+        _check_literals_and_depth(node, errors)
+    if errors.items:
+        raise ParseError(errors.render())
+    return node
+
+
+def _check_literals_and_depth(root: Node, errors: ErrorList) -> None:
+    """Range-check int literals (after sign folding) and bound the nesting depth."""
+    stack: list[tuple[Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_RECURSION_DEPTH:
+            errors.items = [(0, f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")]
+            return
+        if isinstance(node, Const):
+            if node.kind == "int" and not INT64_MIN <= node.value <= INT64_MAX:
+                errors.add(node.pos, "invalid int literal")
+            elif node.kind == "uint" and not 0 <= node.value <= UINT64_MAX:
+                errors.add(node.pos, "invalid uint literal")
+        step = 0 if isinstance(node, Logical) else 1
+        stack.extend((child, depth + step) for child in children(node))
+
+
+def _pos(tok: Token) -> int:
+    return tok.start_pos or 0
+
+
+_NESTING_RULES = frozenset(
+    {
+        "ternary",
+        "binary",
+        "select",
+        "opt_select",
+        "member_call",
+        "index",
+        "opt_index",
+        "global_call",
+        "paren",
+        "list_lit",
+        "map_lit",
+    }
+)
+
+
+def _tokens(items: list[Any]) -> list[Token]:
+    return [t for t in items if isinstance(t, Token)]
+
+
+class _Builder:
+    """Turns the lark tree into AST nodes; the walk is explicit-stack for deep trees."""
+
+    def __init__(self, errors: ErrorList) -> None:
+        self.errors = errors
+        self._depth = 0
+        self.too_deep = False
+
+    def build(self, tree: Tree) -> Node:
+        return self._node(tree.children[0])
+
+    # The tree is at most a few hundred levels deep (bounded above by the depth check);
+    # recursion keeps the builder readable and RecursionError is reported as cel-go does.
+    def _node(self, item: Any) -> Node:
+        if isinstance(item, Token):
+            raise AssertionError(f"unexpected token {item!r}")
+        method = getattr(self, "_" + item.data)
+        # cel-go bounds the nesting of expression, relation, calc, select, call and
+        # index contexts; parentheses, list/map literals and call arguments each open
+        # a nested expression.
+        nests = item.data in _NESTING_RULES
+        if nests:
+            self._depth += 1
+            if self._depth > MAX_RECURSION_DEPTH:
+                self.too_deep = True
+                raise RecursionError
+        try:
+            result: Node = method(item.children)
+        finally:
+            if nests:
+                self._depth -= 1
+        return result
+
+    # ---- operators ---------------------------------------------------------------
+
+    def _ternary(self, ch: list[Any]) -> Node:
+        return Ternary(_pos(ch[1]), self._node(ch[0]), self._node(ch[2]), self._node(ch[4]))
+
+    def _logical(self, ch: list[Any]) -> Node:
+        op = str(ch[1])
+        left = self._node(ch[0])
+        right = self._node(ch[2])
+        operands: list[Node] = []
+        for side in (left, right):
+            if isinstance(side, Logical) and side.op == op:
+                operands.extend(side.operands)
+            else:
+                operands.append(side)
+        return Logical(_pos(ch[1]), op, operands)
+
+    def _binary(self, ch: list[Any]) -> Node:
+        op = ch[1]
+        return Call(_pos(op), _BINARY[str(op)], [self._node(ch[0]), self._node(ch[2])])
+
+    def _not_chain(self, ch: list[Any]) -> Node:
+        ops = _tokens(ch[:-1])
+        operand = self._node(ch[-1])
+        if len(ops) % 2 == 0:
+            return operand
+        return Call(_pos(ops[0]), "!_", [operand])
+
+    def _neg_chain(self, ch: list[Any]) -> Node:
+        ops = _tokens(ch[:-1])
+        operand = self._node(ch[-1])
+        count = len(ops)
+        # cel-go's literal rule takes one '-' directly before a number into the literal.
+        if (
+            isinstance(operand, Const)
+            and operand.kind in ("int", "double")
+            and not operand.parenthesized
+        ):
+            operand.value = -operand.value
+            operand.pos = _pos(ops[-1])
+            count -= 1
+        if count % 2 == 0:
+            return operand
+        return Call(_pos(ops[0]), "-_", [operand])
+
+    # ---- members -----------------------------------------------------------------
+
+    def _field_name(self, tok: Token) -> str:
+        text = str(tok)
+        if tok.type == "ESC_IDENT":
+            return text[1:-1]
+        return text
+
+    def _select(self, ch: list[Any]) -> Node:
+        return Select(_pos(ch[1]), self._node(ch[0]), self._field_name(ch[2]))
+
+    def _opt_select(self, ch: list[Any]) -> Node:
+        return Select(_pos(ch[1]), self._node(ch[0]), self._field_name(ch[3]), optional=True)
+
+    def _index(self, ch: list[Any]) -> Node:
+        return Index(_pos(ch[1]), self._node(ch[0]), self._node(ch[2]))
+
+    def _opt_index(self, ch: list[Any]) -> Node:
+        return Index(_pos(ch[1]), self._node(ch[0]), self._node(ch[3]), optional=True)
+
+    def _args(self, item: Any) -> list[Node]:
+        if item is None:
+            return []
+        return [self._node(c) for c in item.children if not isinstance(c, Token)]
+
+    def _member_call(self, ch: list[Any]) -> Node:
+        target = self._node(ch[0])
+        name = str(ch[2])
+        pos = _pos(ch[3])
+        args = self._args(ch[4])
+        return self._receiver_call_or_macro(pos, name, target, args)
+
+    def _ident(self, ch: list[Any]) -> Node:
+        tok = ch[-1]
+        name = str(tok)
+        if len(ch) == 2:
+            name = "." + name
+        if name in RESERVED:
+            self.errors.add(_pos(tok), f"reserved identifier: {name}")
+        return Ident(_pos(tok), name)
+
+    def _global_call(self, ch: list[Any]) -> Node:
+        leading_dot = isinstance(ch[0], Token) and ch[0].type == "DOT"
+        name_tok = ch[1] if leading_dot else ch[0]
+        name = ("." if leading_dot else "") + str(name_tok)
+        lpar = ch[2] if leading_dot else ch[1]
+        args = self._args(ch[3] if leading_dot else ch[2])
+        return self._global_call_or_macro(_pos(lpar), name, args)
+
+    def _paren(self, ch: list[Any]) -> Node:
+        node = self._node(ch[1])
+        if isinstance(node, Const):
+            node.parenthesized = True
+        return node
+
+    def _opt_entries(self, item: Any) -> list[tuple[bool, Node]]:
+        out: list[tuple[bool, Node]] = []
+        for c in item.children:
+            if isinstance(c, Tree) and c.data == "opt_expr":
+                optional = c.children[0] is not None
+                out.append((optional, self._node(c.children[-1])))
+        return out
+
+    def _list_lit(self, ch: list[Any]) -> Node:
+        inits = ch[1]
+        if inits is None or not isinstance(inits, Tree):
+            return ListLit(_pos(ch[0]), [])
+        entries = self._opt_entries(inits)
+        opt = frozenset(i for i, (o, _) in enumerate(entries) if o)
+        return ListLit(_pos(ch[0]), [n for _, n in entries], opt)
+
+    def _map_lit(self, ch: list[Any]) -> Node:
+        inits = ch[1]
+        if inits is None or not isinstance(inits, Tree):
+            return MapLit(_pos(ch[0]), [])
+        entries: list[tuple[Node, Node, bool]] = []
+        parts = [
+            c
+            for c in inits.children
+            if c is not None and not (isinstance(c, Token) and c.type == "COMMA")
+        ]
+        i = 0
+        while i < len(parts):
+            key_tree = parts[i]
+            value = parts[i + 2]
+            optional = key_tree.children[0] is not None
+            entries.append((self._node(key_tree.children[-1]), self._node(value), optional))
+            i += 3
+        return MapLit(_pos(ch[0]), entries)
+
+    # ---- literals ----------------------------------------------------------------
+
+    def _literal(self, ch: list[Any]) -> Node:
+        tok: Token = ch[0]
+        text = str(tok)
+        pos = tok.start_pos or 0
+        kind = tok.type
+        if kind == "INT":
+            return Const(pos, "int", int(text, 16) if text.startswith("0x") else int(text))
+        if kind == "UINT":
+            body = text[:-1]
+            return Const(pos, "uint", int(body, 16) if body.startswith("0x") else int(body))
+        if kind == "FLOAT":
+            return Const(pos, "double", float(text))
+        if kind == "TRUE":
+            return Const(pos, "bool", True)
+        if kind == "FALSE":
+            return Const(pos, "bool", False)
+        if kind == "NULL":
+            return Const(pos, "null", None)
+        if kind == "STRING":
+            value = self._unquote(text, pos, as_bytes=False)
+            return Const(pos, "string", value)
+        if kind == "BYTES":
+            raw = self._unquote(text[1:], pos, as_bytes=True)
+            return Const(pos, "bytes", raw)
+        raise AssertionError(kind)
+
+    def _unquote(self, text: str, pos: int, *, as_bytes: bool) -> Any:
+        raw = text[0] in "rR"
+        if raw:
+            text = text[1:]
+        quote = text[:3] if text[:3] in ('"""', "'''") else text[0]
+        body = text[len(quote) : -len(quote)]
+        if raw:
+            return body.encode("utf-8") if as_bytes else body
+        try:
+            return _unescape(body, as_bytes)
+        except ValueError as exc:
+            self.errors.add(pos, f"Syntax error: {exc}")
+            return b"" if as_bytes else ""
+
+    # ---- macros ------------------------------------------------------------------
+
+    def _global_call_or_macro(self, pos: int, name: str, args: list[Node]) -> Node:
+        if name == "has" and len(args) == 1:
+            arg = args[0]
+            if isinstance(arg, Select) and not arg.optional:
+                return Select(pos, arg.operand, arg.field, test_only=True)
+            self.errors.add(pos, "invalid argument to has() macro")
+            return Const(pos, "bool", False)
+        return Call(pos, name, args)
+
+    def _simple_name(self, node: Node) -> str | None:
+        if isinstance(node, Ident) and not node.name.startswith("."):
+            return node.name
+        return None
+
+    def _receiver_call_or_macro(self, pos: int, name: str, target: Node, args: list[Node]) -> Node:
+        n = len(args)
+        if name == "bind" and n == 3 and isinstance(target, Ident) and target.name == "cel":
+            var = self._simple_name(args[0])
+            if var is None:
+                self.errors.add(args[0].pos, "cel.bind() variable names must be simple identifiers")
+                return Const(pos, "bool", False)
+            return Bind(pos, var, args[1], args[2])
+        one_var = {"all": "all", "exists": "exists", "exists_one": "exists_one"}
+        if name in one_var and n == 2:
+            return self._comprehension(pos, one_var[name], target, args[0], None, args[1], None)
+        if name == "map" and n == 2:
+            return self._comprehension(pos, "map", target, args[0], None, None, args[1])
+        if name == "map" and n == 3:
+            return self._comprehension(pos, "map", target, args[0], None, args[1], args[2])
+        if name == "filter" and n == 2:
+            return self._comprehension(pos, "filter", target, args[0], None, args[1], None)
+        two_var = {
+            "all": "all2",
+            "exists": "exists2",
+            "existsOne": "exists_one2",
+            "exists_one": "exists_one2",
+        }
+        if name in two_var and n == 3:
+            return self._comprehension(pos, two_var[name], target, args[0], args[1], args[2], None)
+        if name == "sortBy" and n == 2:
+            return self._comprehension(pos, "sortBy", target, args[0], None, None, args[1])
+        if name in ("transformList", "transformMap", "transformMapEntry") and n in (3, 4):
+            predicate = args[2] if n == 4 else None
+            return self._comprehension(pos, name, target, args[0], args[1], predicate, args[-1])
+        return Call(pos, name, args, target)
+
+    def _comprehension(
+        self,
+        pos: int,
+        kind: str,
+        target: Node,
+        var_node: Node,
+        var2_node: Node | None,
+        predicate: Node | None,
+        transform: Node | None,
+    ) -> Node:
+        var = self._simple_name(var_node)
+        if var is None:
+            self.errors.add(var_node.pos, "argument must be a simple name")
+            return Const(pos, "bool", False)
+        var2: str | None = None
+        if var2_node is not None:
+            var2 = self._simple_name(var2_node)
+            if var2 is None:
+                self.errors.add(var2_node.pos, "argument must be a simple name")
+                return Const(pos, "bool", False)
+            if var2 == var:
+                self.errors.add(var2_node.pos, f"duplicate variable name: {var}")
+                return Const(pos, "bool", False)
+        for name, node in ((var, var_node), (var2, var2_node)):
+            if name == "@result" and node is not None:
+                self.errors.add(node.pos, "iteration variable overwrites accumulator variable")
+        return Comprehension(pos, kind, target, var, var2, predicate, transform)
+
+
+def _unescape(body: str, as_bytes: bool) -> Any:
+    """CEL string escapes; hex/octal escapes are bytes in bytes literals, code points else."""
+    out_bytes = bytearray()
+    out: list[str] = []
+
+    def emit_text(s: str) -> None:
+        if as_bytes:
+            out_bytes.extend(s.encode("utf-8"))
+        else:
+            out.append(s)
+
+    def emit_code(value: int, is_byte: bool) -> None:
+        if as_bytes and is_byte:
+            out_bytes.append(value)
+        else:
+            if 0xD800 <= value <= 0xDFFF or value > 0x10FFFF:
+                raise ValueError("invalid unicode code point")
+            emit_text(chr(value))
+
+    i = 0
+    n = len(body)
+    while i < n:
+        ch = body[i]
+        if ch != "\\":
+            emit_text(ch)
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise ValueError("invalid escape sequence")
+        esc = body[i + 1]
+        if esc in _SIMPLE_ESCAPES:
+            emit_text(_SIMPLE_ESCAPES[esc])
+            i += 2
+        elif esc in "xX":
+            digits = body[i + 2 : i + 4]
+            if len(digits) != 2 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ValueError("invalid hex escape")
+            emit_code(int(digits, 16), True)
+            i += 4
+        elif esc in "uU":
+            width = 4 if esc == "u" else 8
+            digits = body[i + 2 : i + 2 + width]
+            if len(digits) != width or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ValueError("invalid unicode escape")
+            emit_code(int(digits, 16), False)
+            i += 2 + width
+        elif esc in "0123":
+            digits = body[i + 1 : i + 4]
+            if len(digits) != 3 or not all(c in "01234567" for c in digits):
+                raise ValueError("invalid octal escape")
+            emit_code(int(digits, 8), True)
+            i += 4
+        elif esc == "\n":
+            raise ValueError("invalid escape sequence")
+        else:
+            raise ValueError(f"invalid escape sequence '\\{esc}'")
+    if as_bytes:
+        return bytes(out_bytes)
+    return "".join(out)

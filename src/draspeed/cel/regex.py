@@ -1,0 +1,119 @@
+"""RE2 regular expressions (as Go's regexp) for ``matches`` and the Kubernetes regex library.
+
+google-re2 (a cel-python dependency) gives RE2's syntax and linear-time matching, which
+is what Go's regexp implements; Python's ``re`` differs in syntax and can backtrack
+exponentially on hostile patterns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import re2
+
+from draspeed.cel.values import EvalError
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+
+_CACHE_SIZE = 512
+_cache: OrderedDict[str, Any] = OrderedDict()
+_lock = threading.Lock()
+
+
+class RegexSyntaxError(EvalError):
+    """The pattern is not valid RE2 syntax (text like Go's regexp error)."""
+
+
+def compile_regex(pattern: str) -> Any:
+    """Compile (cached); raises :class:`RegexSyntaxError` with Go-like text."""
+    with _lock:
+        compiled = _cache.get(pattern)
+        if compiled is not None:
+            _cache.move_to_end(pattern)
+            return compiled
+    try:
+        compiled = re2.compile(pattern, _OPTIONS)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise RegexSyntaxError(f"error parsing regexp: {_go_error_text(str(detail))}") from None
+    with _lock:
+        _cache[pattern] = compiled
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return compiled
+
+
+# RE2 (C++) error messages → Go regexp/syntax error codes, which quote the offending
+# text in backquotes.
+_GO_CODES = (
+    ("missing ): ", "missing closing )"),
+    ("missing ]: ", "missing closing ]"),
+    ("unexpected ): ", "unexpected )"),
+    ("bad repetition operator: ", "invalid nested repetition operator"),
+    ("missing argument to repetition operator: ", "missing argument to repetition operator"),
+    ("invalid escape sequence: ", "invalid escape sequence"),
+    ("invalid character class range: ", "invalid character class range"),
+    ("invalid character class: ", "invalid character class"),
+    ("invalid named capture group: ", "invalid named capture group"),
+    ("invalid perl operator: ", "invalid or unsupported Perl syntax"),
+    ("invalid repetition size: ", "invalid repeat count"),
+    ("bad repetition operator: ", "invalid nested repetition operator"),
+)
+
+
+def _go_error_text(message: str) -> str:
+    if message == "trailing \\":
+        return "trailing backslash at end of expression: ``"
+    for prefix, code in _GO_CODES:
+        if message.startswith(prefix):
+            return f"{code}: `{message[len(prefix) :]}`"
+    return message
+
+
+def regex_error(pattern: str) -> str | None:
+    """None if ``pattern`` compiles, else the error text."""
+    try:
+        compile_regex(pattern)
+    except RegexSyntaxError as exc:
+        return str(exc)
+    return None
+
+
+def find_all(regex: Any, text: str, limit: int) -> list[str]:
+    """Go's ``FindAllString``: successive non-overlapping matches; an empty match right
+    after the previous match is skipped."""
+    out: list[str] = []
+    if limit == 0:
+        return out
+    pos = 0
+    prev_end = -1
+    n = len(text)
+    while pos <= n:
+        m = regex.search(text, pos)
+        if m is None:
+            break
+        start, end = m.span()
+        if end == start and start == prev_end:
+            # empty match abutting the previous match: advance one character
+            pos = start + 1
+            continue
+        out.append(text[start:end])
+        if limit > 0 and len(out) >= limit:
+            break
+        prev_end = end
+        pos = end if end > start else end + 1
+    return out
+
+
+def regex_cost(args: tuple[Any, ...], result: Any) -> int:
+    """cel-go's matches cost: string length times pattern length, both at 0.1 per char."""
+    text = args[0] if isinstance(args[0], str) else ""
+    pattern = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
+    str_cost = -(-(1 + len(text)) // 10)
+    re_cost = -(-len(pattern) // 4)
+    return 1 + str_cost * re_cost

@@ -1,0 +1,202 @@
+"""Compiled selectors and the compile cache (upstream ``cel/compile.go`` + ``cel/cache.go``)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from draspeed.cel import extensions, kubernetes, stdlib  # noqa: F401  (register libraries)
+from draspeed.cel.ast import Node
+from draspeed.cel.checker import check
+from draspeed.cel.device import DeviceInput
+from draspeed.cel.evaluator import COST_LIMIT, Activation, Compiler, CostLimitExceeded
+from draspeed.cel.parser import ErrorList, ParseError, parse
+from draspeed.cel.types import Type
+from draspeed.cel.values import to_bool_result
+from draspeed.errors import CELCompileError, CELRuntimeError
+
+if TYPE_CHECKING:
+    from draspeed.cel.table import DeviceTable
+
+# resourceapi.CELSelectorExpressionMaxLength; the API server rejects longer expressions
+# (field.TooLong) before compiling them.
+MAX_EXPRESSION_BYTES = 10 * 1024
+
+NO_SUCH_KEY_HINT = (
+    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+    "with has() for optional fields"
+)
+
+
+class Selector:
+    """A compiled CEL device selector; thread-safe and reusable for every device."""
+
+    __slots__ = (
+        "_nslots",
+        "_program",
+        "_vector",
+        "_vector_lock",
+        "ast",
+        "expression",
+        "output_type",
+    )
+
+    def __init__(self, expression: str, ast: Node, output_type: Type) -> None:
+        self.expression = expression
+        self.ast = ast
+        self.output_type = output_type
+        compiler = Compiler()
+        self._program = compiler.compile(ast)
+        self._nslots = compiler.nslots
+        self._vector: Any = None
+        self._vector_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Selector({self.expression!r})"
+
+    def matches(self, dev: DeviceInput) -> bool:
+        """Evaluate for one device; raises CELRuntimeError with upstream's text."""
+        if dev.error is not None:
+            raise CELRuntimeError(dev.error)
+        try:
+            value = self._program(Activation(dev.value, self._nslots))
+        except Exception as exc:  # translated as in run_program
+            raise _runtime_error(exc) from None
+        if type(value) is bool:
+            return value
+        return to_bool_result(value)
+
+    def evaluate_value(self, device_value: Any, limit: int = COST_LIMIT) -> Any:
+        """The raw CEL result for a ``device`` map (no bool conversion)."""
+        return run_program(self._program, self._nslots, device_value, limit)
+
+    def evaluate(self, table: DeviceTable) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+        """Vector path over a :class:`DeviceTable`: (match, error, message per erroring row)."""
+        from draspeed.cel.vector import evaluate_table
+
+        return evaluate_table(self, table)
+
+    def evaluate_rows(
+        self, table: DeviceTable, *, memoize: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+        """General path over a table (``matches`` per device; memoised on the projection
+        of the attributes the expression reads unless ``memoize`` is False)."""
+        from draspeed.cel.vector import evaluate_rows
+
+        return evaluate_rows(self, table, memoize=memoize)
+
+
+def run_program(program: Any, nslots: int, device_value: Any, limit: int = COST_LIMIT) -> Any:
+    """Run a compiled program; every failure becomes CELRuntimeError with upstream's text."""
+    act = Activation(device_value, nslots, limit)
+    try:
+        return program(act)
+    except Exception as exc:  # every failure becomes a CEL error
+        raise _runtime_error(exc) from None
+
+
+def _runtime_error(exc: Exception) -> CELRuntimeError:
+    """Upstream's text for an evaluation failure (the allocator's EnhanceRuntimeError
+    hint included)."""
+    if isinstance(exc, CELRuntimeError):
+        message = str(exc)
+        if "no such key:" in message and not message.endswith(NO_SUCH_KEY_HINT):
+            return CELRuntimeError(message + NO_SUCH_KEY_HINT)
+        return exc
+    if isinstance(exc, (CostLimitExceeded, RecursionError)):
+        return CELRuntimeError("operation cancelled: actual cost limit exceeded")
+    if isinstance(
+        exc, (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)
+    ):
+        # A value combination no overload accepts, surfaced by Python instead of a check.
+        return CELRuntimeError(f"no such overload: {exc}")
+    raise exc
+
+
+# Checking and compiling recurse once per nesting level (cel-go allows 250 levels);
+# CPython's default limit of 1000 frames is too tight for that plus the caller's stack.
+_RECURSION_LIMIT = 6000
+
+
+def _compile(expression: str) -> Selector:
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
+        raise CELCompileError(f"Too long: may not be more than {MAX_EXPRESSION_BYTES} bytes")
+    try:
+        ast = parse(expression)
+    except ParseError as exc:
+        raise CELCompileError(f"compilation failed: {exc}") from None
+    errors = ErrorList(expression)
+    try:
+        result = check(ast, errors)
+    except RecursionError:
+        errors.items = [(0, "expression recursion limit exceeded: 250")]
+        raise CELCompileError(f"compilation failed: {errors.render()}") from None
+    if errors.items:
+        raise CELCompileError(f"compilation failed: {errors.render()}")
+    out = result.output
+    if out.kind == "param":
+        out = Type("dyn")
+    if out.kind not in ("bool", "dyn"):
+        raise CELCompileError(f"must evaluate to bool or the unknown type, not {out}")
+    try:
+        return Selector(expression, ast, out)
+    except RecursionError:
+        errors.items = [(0, "expression recursion limit exceeded: 250")]
+        raise CELCompileError(f"compilation failed: {errors.render()}") from None
+
+
+class _Cache:
+    """LRU keyed by expression text; only successful compilations are kept."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, Selector] = OrderedDict()
+        self._lock = threading.Lock()
+        self._compiling: dict[str, threading.Lock] = {}
+
+    def get_or_compile(self, expression: str) -> Selector:
+        with self._lock:
+            hit = self._entries.get(expression)
+            if hit is not None:
+                self._entries.move_to_end(expression)
+                return hit
+            key_lock = self._compiling.setdefault(expression, threading.Lock())
+        # One compilation per expression at a time, as upstream's per-key mutex.
+        with key_lock:
+            with self._lock:
+                hit = self._entries.get(expression)
+                if hit is not None:
+                    return hit
+            try:
+                selector = _compile(expression)
+            finally:
+                with self._lock:
+                    self._compiling.pop(expression, None)
+            with self._lock:
+                self._entries[expression] = selector
+                self._entries.move_to_end(expression)
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+            return selector
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_cache = _Cache(4096)
+
+
+def compile_selector(expression: str) -> Selector:
+    """Compile (or fetch from the cache) a DRA CEL selector; raises CELCompileError."""
+    return _cache.get_or_compile(expression)
+
+
+def clear_cache() -> None:
+    _cache.clear()

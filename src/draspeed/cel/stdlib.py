@@ -1,0 +1,596 @@
+"""CEL's standard library: operators, conversions, size, string predicates, matches, type.
+
+Semantics follow cel-go as configured by Kubernetes: int64/uint64 arithmetic with
+overflow errors, cross-type numeric ordering (CrossTypeNumericComparisons), and
+heterogeneous equality (``==`` across unrelated types is false).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from typing import Any
+
+from draspeed.cel.functions import declare, string_cost
+from draspeed.cel.regex import compile_regex, regex_cost
+from draspeed.cel.values import (
+    INT64_MAX,
+    INT64_MIN,
+    UINT64_MAX,
+    DomainMap,
+    EvalError,
+    TypeValue,
+    UInt,
+    cel_equal,
+    map_find,
+    no_such_overload,
+    type_name,
+)
+
+_OVERFLOW = "integer overflow"
+_UOVERFLOW = "unsigned integer overflow"
+
+
+def _int(v: int) -> int:
+    if INT64_MIN <= v <= INT64_MAX:
+        return v
+    raise EvalError(_OVERFLOW)
+
+
+def _uint(v: int) -> UInt:
+    if 0 <= v <= UINT64_MAX:
+        return UInt(v)
+    raise EvalError(_UOVERFLOW)
+
+
+# ---- arithmetic ------------------------------------------------------------------
+
+
+def add(a: Any, b: Any) -> Any:
+    ta = type(a)
+    tb = type(b)
+    if ta is int and tb is int:
+        return _int(a + b)
+    if ta is float and tb is float:
+        return a + b
+    if ta is str and tb is str:
+        return a + b
+    if ta is UInt and tb is UInt:
+        return _uint(a + b)
+    if ta is bytes and tb is bytes:
+        return a + b
+    if (ta is list or ta is tuple) and (tb is list or tb is tuple):
+        return list(a) + list(b)
+    hook = ADD_HOOKS.get((ta, tb))
+    if hook is not None:
+        return hook(a, b)
+    raise no_such_overload()
+
+
+def sub(a: Any, b: Any) -> Any:
+    ta = type(a)
+    tb = type(b)
+    if ta is int and tb is int:
+        return _int(a - b)
+    if ta is float and tb is float:
+        return a - b
+    if ta is UInt and tb is UInt:
+        return _uint(a - b)
+    hook = SUB_HOOKS.get((ta, tb))
+    if hook is not None:
+        return hook(a, b)
+    raise no_such_overload()
+
+
+def mul(a: Any, b: Any) -> Any:
+    ta = type(a)
+    tb = type(b)
+    if ta is int and tb is int:
+        return _int(a * b)
+    if ta is float and tb is float:
+        return a * b
+    if ta is UInt and tb is UInt:
+        return _uint(a * b)
+    raise no_such_overload()
+
+
+def _go_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def div(a: Any, b: Any) -> Any:
+    ta = type(a)
+    tb = type(b)
+    if ta is int and tb is int:
+        if b == 0:
+            raise EvalError("division by zero")
+        return _int(_go_div(a, b))
+    if ta is float and tb is float:
+        if b == 0.0:
+            if a == 0.0 or math.isnan(a):
+                return math.nan
+            return math.copysign(math.inf, a) * math.copysign(1.0, b)
+        return a / b
+    if ta is UInt and tb is UInt:
+        if b == 0:
+            raise EvalError("division by zero")
+        return UInt(a // b)
+    raise no_such_overload()
+
+
+def mod(a: Any, b: Any) -> Any:
+    ta = type(a)
+    tb = type(b)
+    if ta is int and tb is int:
+        if b == 0:
+            raise EvalError("modulus by zero")
+        if a == INT64_MIN and b == -1:
+            raise EvalError(_OVERFLOW)
+        return a - b * _go_div(a, b)
+    if ta is UInt and tb is UInt:
+        if b == 0:
+            raise EvalError("modulus by zero")
+        return UInt(a % b)
+    raise no_such_overload()
+
+
+def neg(a: Any) -> Any:
+    t = type(a)
+    if t is int:
+        return _int(-a)
+    if t is float:
+        return -a
+    hook = NEG_HOOKS.get(t)
+    if hook is not None:
+        return hook(a)
+    raise no_such_overload()
+
+
+def logical_not(a: Any) -> Any:
+    if type(a) is bool:
+        return not a
+    raise no_such_overload()
+
+
+# Timestamp/duration arithmetic registers itself here.
+ADD_HOOKS: dict[tuple[type, type], Any] = {}
+SUB_HOOKS: dict[tuple[type, type], Any] = {}
+NEG_HOOKS: dict[type, Any] = {}
+ORDER_TYPES: set[type] = set()
+
+# ---- comparison ------------------------------------------------------------------
+
+_NUMS = (int, float, UInt)
+
+
+def compare(a: Any, b: Any) -> int:
+    """-1/0/1 for orderable pairs (numbers across types); error otherwise."""
+    ta = type(a)
+    tb = type(b)
+    if (ta is tb and (ta in (str, bytes, bool) or ta in ORDER_TYPES)) or (
+        ta in _NUMS and tb in _NUMS
+    ):
+        if (ta is float and math.isnan(a)) or (tb is float and math.isnan(b)):
+            return 2  # unordered: every ordering operator is false
+        if a < b:
+            return -1
+        if a > b:
+            return 1
+        return 0
+    raise no_such_overload()
+
+
+def less(a: Any, b: Any) -> bool:
+    return compare(a, b) == -1
+
+
+def less_equal(a: Any, b: Any) -> bool:
+    return compare(a, b) in (-1, 0)
+
+
+def greater(a: Any, b: Any) -> bool:
+    return compare(a, b) == 1
+
+
+def greater_equal(a: Any, b: Any) -> bool:
+    return compare(a, b) in (0, 1)
+
+
+def equal(a: Any, b: Any) -> bool:
+    return cel_equal(a, b)
+
+
+def not_equal(a: Any, b: Any) -> bool:
+    # cel-go: ``Equal(l, r) != True``, so an equality error makes != true.
+    try:
+        return not cel_equal(a, b)
+    except EvalError:
+        return True
+
+
+def contains_in(elem: Any, container: Any) -> bool:
+    """``elem in container``: list membership (an erroring comparison is no match, as in
+    cel-go's Contains), map key presence."""
+    t = type(container)
+    if t is list or t is tuple:
+        for item in container:
+            try:
+                if cel_equal(elem, item):
+                    return True
+            except EvalError:
+                continue
+        return False
+    if t is dict or t is DomainMap:
+        return map_find(container, elem)[0]
+    raise no_such_overload()
+
+
+def in_cost(args: tuple[Any, ...], result: Any) -> int:
+    c = args[1]
+    if type(c) is list or type(c) is tuple:
+        return 1 + len(c)
+    return 1
+
+
+# ---- size and strings ------------------------------------------------------------
+
+
+def size(v: Any) -> int:
+    t = type(v)
+    if t is str or t is bytes or t is list or t is tuple or t is dict or t is DomainMap:
+        return len(v)
+    raise no_such_overload()
+
+
+def _strs(a: Any, b: Any) -> None:
+    if type(a) is not str or type(b) is not str:
+        raise no_such_overload()
+
+
+def str_contains(s: Any, sub_: Any) -> bool:
+    _strs(s, sub_)
+    return sub_ in s
+
+
+def str_starts_with(s: Any, prefix: Any) -> bool:
+    _strs(s, prefix)
+    return s.startswith(prefix)
+
+
+def str_ends_with(s: Any, suffix: Any) -> bool:
+    _strs(s, suffix)
+    return s.endswith(suffix)
+
+
+def matches(s: Any, pattern: Any) -> bool:
+    _strs(s, pattern)
+    return compile_regex(pattern).search(s) is not None
+
+
+# ---- conversions -----------------------------------------------------------------
+
+_GO_INT = re.compile(r"[+-]?[0-9]+\Z")
+_GO_UINT = re.compile(r"\+?[0-9]+\Z")
+_GO_FLOAT = re.compile(
+    r"[+-]?((([0-9](_?[0-9])*)?\.?[0-9](_?[0-9])*([eE][+-]?[0-9](_?[0-9])*)?)|"
+    r"(inf|infinity|nan))\Z",
+    re.IGNORECASE,
+)
+
+
+def _conversion_error(value: Any, target: str) -> EvalError:
+    return EvalError(f"type conversion error from '{type_name(value)}' to '{target}'")
+
+
+def to_int(v: Any) -> int:
+    t = type(v)
+    if t is int:
+        return v
+    if t is UInt:
+        if v > INT64_MAX:
+            raise EvalError(_OVERFLOW)
+        return int(v)
+    if t is float:
+        if math.isnan(v) or v <= -9.223372036854775808e18 or v >= 9.223372036854775807e18:
+            raise EvalError(_OVERFLOW)
+        return int(v)
+    if t is str:
+        if _GO_INT.match(v):
+            n = int(v)
+            if INT64_MIN <= n <= INT64_MAX:
+                return n
+        raise _conversion_error(v, "int")
+    hook = CONVERSION_HOOKS.get((t, "int"))
+    if hook is not None:
+        return hook(v)
+    raise no_such_overload()
+
+
+def to_uint(v: Any) -> UInt:
+    t = type(v)
+    if t is UInt:
+        return v
+    if t is int:
+        if v < 0:
+            raise EvalError(_UOVERFLOW)
+        return UInt(v)
+    if t is float:
+        if math.isnan(v) or v < 0 or v >= 1.8446744073709552e19:
+            raise EvalError(_UOVERFLOW)
+        return UInt(int(v))
+    if t is str:
+        if _GO_UINT.match(v):
+            n = int(v)
+            if n <= UINT64_MAX:
+                return UInt(n)
+        raise _conversion_error(v, "uint")
+    raise no_such_overload()
+
+
+def to_double(v: Any) -> float:
+    t = type(v)
+    if t is float:
+        return v
+    if t is int or t is UInt:
+        return float(v)
+    if t is str:
+        if _GO_FLOAT.match(v) and "_" not in v:
+            try:
+                return float(v)
+            except ValueError:
+                pass
+        raise _conversion_error(v, "double")
+    raise no_such_overload()
+
+
+def format_double(f: float) -> str:
+    """Go's ``%g`` of a float64 (shortest representation, exponent form outside 1e-4..1e21)."""
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    if f == 0.0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    text = repr(f)
+    mantissa = text.partition("e")[0]
+    digits = mantissa.replace("-", "").replace(".", "").lstrip("0") or "0"
+    # decimal exponent of the leading digit
+    exp = math.floor(math.log10(abs(f)))
+    # correct the log10 rounding at powers of ten
+    if float(f"1e{exp}") > abs(f):
+        exp -= 1
+    elif float(f"1e{exp + 1}") <= abs(f):
+        exp += 1
+    ndigits = len(digits.rstrip("0")) or 1
+    if exp < -4 or exp >= max(ndigits, 21):
+        sig = digits.rstrip("0") or "0"
+        body = sig[0] + ("." + sig[1:] if len(sig) > 1 else "")
+        sign = "-" if f < 0 else ""
+        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    out = f"{f:.{max(0, ndigits - 1 - exp)}f}"
+    if "." in out:
+        out = out.rstrip("0").rstrip(".")
+    return out
+
+
+def to_string(v: Any) -> str:
+    t = type(v)
+    if t is str:
+        return v
+    if t is bool:
+        return "true" if v else "false"
+    if t is int or t is UInt:
+        return str(int(v))
+    if t is float:
+        return format_double(v)
+    if t is bytes:
+        try:
+            return v.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EvalError("invalid UTF-8 in bytes, cannot convert to string") from None
+    hook = CONVERSION_HOOKS.get((t, "string"))
+    if hook is not None:
+        return hook(v)
+    raise no_such_overload()
+
+
+def to_bytes(v: Any) -> bytes:
+    t = type(v)
+    if t is bytes:
+        return v
+    if t is str:
+        return v.encode("utf-8")
+    raise no_such_overload()
+
+
+_GO_BOOLS = {
+    "1": True,
+    "t": True,
+    "T": True,
+    "TRUE": True,
+    "true": True,
+    "True": True,
+    "0": False,
+    "f": False,
+    "F": False,
+    "FALSE": False,
+    "false": False,
+    "False": False,
+}
+
+
+def to_bool(v: Any) -> bool:
+    t = type(v)
+    if t is bool:
+        return v
+    if t is str:
+        if v in _GO_BOOLS:
+            return _GO_BOOLS[v]
+        raise _conversion_error(v, "bool")
+    raise no_such_overload()
+
+
+def type_of(v: Any) -> TypeValue:
+    return TypeValue(type_name(v))
+
+
+def dyn(v: Any) -> Any:
+    return v
+
+
+CONVERSION_HOOKS: dict[tuple[type, str], Any] = {}
+
+
+def double_bits_equal(a: float, b: float) -> bool:
+    return struct.pack("<d", a) == struct.pack("<d", b)
+
+
+# ---- declarations ----------------------------------------------------------------
+
+_NUMERIC_ORDER = """
+g {op}(int, int) -> bool
+g {op}(uint, uint) -> bool
+g {op}(double, double) -> bool
+g {op}(string, string) -> bool
+g {op}(bytes, bytes) -> bool
+g {op}(bool, bool) -> bool
+g {op}(timestamp, timestamp) -> bool
+g {op}(duration, duration) -> bool
+g {op}(int, uint) -> bool
+g {op}(int, double) -> bool
+g {op}(uint, int) -> bool
+g {op}(uint, double) -> bool
+g {op}(double, int) -> bool
+g {op}(double, uint) -> bool
+"""
+
+
+def _register() -> None:
+    declare(
+        """
+        g _+_(int, int) -> int
+        g _+_(uint, uint) -> uint
+        g _+_(double, double) -> double
+        g _+_(string, string) -> string
+        g _+_(bytes, bytes) -> bytes
+        g _+_(list(A), list(A)) -> list(A)
+        g _+_(timestamp, duration) -> timestamp
+        g _+_(duration, timestamp) -> timestamp
+        g _+_(duration, duration) -> duration
+        """,
+        add,
+        cost=_concat_cost,
+    )
+    declare(
+        """
+        g _-_(int, int) -> int
+        g _-_(uint, uint) -> uint
+        g _-_(double, double) -> double
+        g _-_(timestamp, timestamp) -> duration
+        g _-_(timestamp, duration) -> timestamp
+        g _-_(duration, duration) -> duration
+        """,
+        sub,
+    )
+    for op, impl in (("_*_", mul), ("_/_", div)):
+        declare(
+            f"""
+            g {op}(int, int) -> int
+            g {op}(uint, uint) -> uint
+            g {op}(double, double) -> double
+            """,
+            impl,
+        )
+    declare("g _%_(int, int) -> int\ng _%_(uint, uint) -> uint", mod)
+    declare("g -_(int) -> int\ng -_(double) -> double\ng -_(duration) -> duration", neg)
+    declare("g !_(bool) -> bool", logical_not)
+    for op, impl in (
+        ("_<_", less),
+        ("_<=_", less_equal),
+        ("_>_", greater),
+        ("_>=_", greater_equal),
+    ):
+        declare(_NUMERIC_ORDER.format(op=op), impl)
+    declare("g _==_(A, A) -> bool", equal)
+    declare("g _!=_(A, A) -> bool", not_equal)
+    declare("g @in(A, list(A)) -> bool\ng @in(A, map(A, B)) -> bool", contains_in, cost=in_cost)
+    declare(
+        """
+        g size(string) -> int
+        g size(bytes) -> int
+        g size(list(A)) -> int
+        g size(map(A, B)) -> int
+        m string size() -> int
+        m bytes size() -> int
+        m list(A) size() -> int
+        m map(A, B) size() -> int
+        """,
+        size,
+    )
+    declare("m string contains(string) -> bool", str_contains, cost=_product_cost)
+    declare("m string startsWith(string) -> bool", str_starts_with, cost=string_cost(1))
+    declare("m string endsWith(string) -> bool", str_ends_with, cost=string_cost(1))
+    declare(
+        "m string matches(string) -> bool\ng matches(string, string) -> bool",
+        matches,
+        cost=regex_cost,
+    )
+    declare(
+        """
+        g int(int) -> int
+        g int(uint) -> int
+        g int(double) -> int
+        g int(string) -> int
+        g int(timestamp) -> int
+        g int(duration) -> int
+        """,
+        to_int,
+    )
+    declare(
+        "g uint(uint) -> uint\ng uint(int) -> uint\ng uint(double) -> uint\ng uint(string) -> uint",
+        to_uint,
+    )
+    declare(
+        "g double(double) -> double\ng double(int) -> double\n"
+        "g double(uint) -> double\ng double(string) -> double",
+        to_double,
+    )
+    declare(
+        """
+        g string(string) -> string
+        g string(int) -> string
+        g string(uint) -> string
+        g string(double) -> string
+        g string(bool) -> string
+        g string(bytes) -> string
+        g string(timestamp) -> string
+        g string(duration) -> string
+        """,
+        to_string,
+        cost=string_cost(0),
+    )
+    declare("g bytes(bytes) -> bytes\ng bytes(string) -> bytes", to_bytes, cost=string_cost(0))
+    declare("g bool(bool) -> bool\ng bool(string) -> bool", to_bool)
+    declare("g type(A) -> type(A)", type_of)
+    declare("g dyn(A) -> dyn", dyn)
+
+
+def _concat_cost(args: tuple[Any, ...], result: Any) -> int:
+    a, b = args
+    if isinstance(a, (str, bytes)) and isinstance(b, (str, bytes)):
+        return 1 + -(-(len(a) + len(b)) // 10)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return 1 + len(a) + len(b)
+    return 1
+
+
+def _product_cost(args: tuple[Any, ...], result: Any) -> int:
+    a, b = args
+    la = -(-len(a) // 10) if isinstance(a, str) else 1
+    lb = -(-len(b) // 10) if isinstance(b, str) else 1
+    return 1 + la * lb
+
+
+_register()

@@ -1,0 +1,327 @@
+"""A columnar view of many devices for the vector selector path.
+
+Everything a selector can read becomes a *value-id column*: an ``int32`` array holding,
+per device, 1 + the index of the device's value in the column's list of distinct CEL
+values, or 0 when the device has no such value. Ids follow the values' natural order
+(numbers, strings, versions and quantities sorted), so a monotone predicate such as
+``compareTo(quantity("40Gi")) >= 0`` selects one contiguous id range.
+
+Columns are built lazily, the first time a selector reads them, and cached. Building
+one costs a single pass over the devices with dictionary interning (objects shared
+between devices, as decoders and the quantity parser produce, are recognised by
+identity first). Devices with an attribute upstream cannot convert (no value, bad
+version) are marked in :attr:`DeviceTable.conversion_error`: every selector fails on them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cmp_to_key
+from typing import Any
+
+import numpy as np
+
+from draspeed.api.model import Device, DeviceAttribute
+from draspeed.cel.device import (
+    DeviceInput,
+    attribute_display_name,
+    attribute_value,
+    device_input,
+)
+from draspeed.quantity import Quantity
+from draspeed.semantic_version import SemVer
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """Per-device value ids (``ids1``: 0 = absent, i + 1 = ``values[i]``)."""
+
+    ids1: np.ndarray
+    values: list[Any]
+    has_absent: bool
+
+    @property
+    def cardinality(self) -> int:
+        return len(self.values)
+
+    def present(self) -> np.ndarray:
+        """The ids that occur, ascending."""
+        return np.arange(0 if self.has_absent else 1, len(self.values) + 1, dtype=np.int64)
+
+
+_KIND_ORDER = {
+    bool: 0,
+    int: 1,
+    float: 2,
+    str: 3,
+    SemVer: 4,
+    Quantity: 5,
+    list: 6,
+    tuple: 6,
+    dict: 7,
+}
+
+
+def _sort_cmp(a: Any, b: Any) -> int:
+    ka = _KIND_ORDER.get(type(a), 9)
+    kb = _KIND_ORDER.get(type(b), 9)
+    if ka != kb:
+        return -1 if ka < kb else 1
+    if ka <= 3:
+        return (a > b) - (a < b)
+    if ka == 4:
+        return int(a.compare(b))
+    if ka == 5:
+        return int(a.cmp(b))
+    return 0
+
+
+def _intern(
+    rows: Iterable[Any],
+    n: int,
+    key_of: Callable[[Any], Hashable | None],
+    value_of: Callable[[Any], Any],
+) -> Column:
+    """Build a column: ``key_of(item)`` identifies the value (None = absent) and
+    ``value_of(item)`` gives the CEL value of a new key (None = absent, e.g. unconvertible)."""
+    codes = [0] * n
+    by_identity: dict[int, int] = {}
+    by_key: dict[Hashable, int] = {}
+    values: list[Any] = []
+    keep_alive: list[Any] = []
+    absent = False
+    for row, item in enumerate(rows):
+        if item is None:
+            absent = True
+            continue
+        code = by_identity.get(id(item))
+        if code is None:
+            key = key_of(item)
+            code = by_key.get(key) if key is not None else 0
+            if code is None:
+                value = value_of(item)
+                if value is None:
+                    code = 0
+                else:
+                    values.append(value)
+                    code = len(values)
+                by_key[key] = code
+            by_identity[id(item)] = code
+            keep_alive.append(item)  # ids stay unique while the items are alive
+        if code == 0:
+            absent = True
+        codes[row] = code
+    local = np.array(codes, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
+
+    def by_value(i: int, j: int) -> int:
+        return _sort_cmp(values[i], values[j])
+
+    order = sorted(range(len(values)), key=cmp_to_key(by_value))
+    remap = np.zeros(len(values) + 1, dtype=np.int32)
+    for new, old in enumerate(order):
+        remap[old + 1] = new + 1
+    return Column(remap[local], [values[i] for i in order], absent)
+
+
+def _attribute_key(attr: DeviceAttribute) -> Hashable | None:
+    if attr.kind is None:
+        return None
+    value = attr.value
+    if isinstance(value, list):
+        value = tuple(value)
+    return (attr.kind, value)
+
+
+def _cel_attribute(attr: DeviceAttribute) -> Any:
+    try:
+        return attribute_value(attr.kind, attr.value)
+    except ValueError:
+        return None  # the device is a conversion error anyway
+
+
+def _quantity_key(q: Quantity) -> tuple[Any, ...]:
+    # Equal values can differ in what isInteger()/asApproximateFloat() report.
+    return (q, q.format, q.is_dec_form, q.is_integer(), q.as_approximate_float())
+
+
+def _map_key(value: Any) -> Hashable:
+    if isinstance(value, dict):
+        return ("map", frozenset((_map_key(k), _map_key(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(_map_key(v) for v in value))
+    if isinstance(value, SemVer):
+        return ("SemVer", str(value))
+    if isinstance(value, Quantity):
+        return ("Quantity", *_quantity_key(value))
+    return (type(value).__name__, value)
+
+
+# Attribute kinds whose conversion can fail (no value, unparsable version).
+_RISKY_KINDS = frozenset({None, "version", "versions"})
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+class DeviceTable:
+    """Columns over ``(driver, device)`` pairs; build once, evaluate many selectors."""
+
+    def __init__(
+        self,
+        devices: Sequence[tuple[str, Device]],
+        *,
+        list_type_attributes: bool = True,
+        consumable_capacity: bool = True,
+    ) -> None:
+        self.devices = list(devices)
+        self.n = len(self.devices)
+        self.list_type_attributes = list_type_attributes
+        self.consumable_capacity = consumable_capacity
+        self._lock = threading.RLock()
+        self._columns: dict[tuple[str, ...], Column] = {}
+        self._inputs: list[DeviceInput | None] = [None] * self.n
+        self._cache: dict[Hashable, Any] = {}
+        self.conversion_error, self.conversion_messages = self._build_conversion_errors()
+
+    @classmethod
+    def build(
+        cls,
+        devices: Sequence[tuple[str, Device]],
+        *,
+        list_type_attributes: bool = True,
+        consumable_capacity: bool = True,
+    ) -> DeviceTable:
+        return cls(
+            devices,
+            list_type_attributes=list_type_attributes,
+            consumable_capacity=consumable_capacity,
+        )
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _build_conversion_errors(self) -> tuple[np.ndarray, dict[int, str]]:
+        mask = np.zeros(self.n, dtype=bool)
+        messages: dict[int, str] = {}
+        checked: dict[Hashable, str | None] = {}
+        risky = _RISKY_KINDS
+        for row, (driver, device) in enumerate(self.devices):
+            attrs = device.attributes
+            if not any(a.kind in risky for a in attrs.values()):
+                continue
+            for name, attr in attrs.items():
+                kind = attr.kind
+                if kind not in risky:
+                    continue
+                key = _attribute_key(attr)
+                detail = checked.get(key, "") if key is not None else "unsupported attribute value"
+                if detail == "":
+                    try:
+                        attribute_value(kind, attr.value)
+                        detail = None
+                    except ValueError as exc:
+                        detail = str(exc)
+                    checked[key] = detail
+                if detail is not None:
+                    mask[row] = True
+                    messages[row] = f"attribute {attribute_display_name(name, driver)}: {detail}"
+                    break
+        return mask, messages
+
+    # ---- lazily built columns ----------------------------------------------------
+
+    def column(self, key: tuple[str, ...]) -> Column:
+        """The value-id column for a read key (see :mod:`draspeed.cel.vector`)."""
+        with self._lock:
+            col = self._columns.get(key)
+            if col is None:
+                col = self._columns[key] = self._build_column(key)
+            return col
+
+    def _build_column(self, key: tuple[str, ...]) -> Column:
+        kind = key[0]
+        n = self.n
+        if kind == "driver":
+            return _intern((d for d, _ in self.devices), n, _same, _same)
+        if kind == "multi":
+            flags = (
+                bool(d.allow_multiple_allocations) if self.consumable_capacity else False
+                for _, d in self.devices
+            )
+            return _intern(flags, n, _same, _same)
+        if kind == "attr":
+            return _intern(self._attributes(key[1], key[2]), n, _attribute_key, _cel_attribute)
+        if kind == "cap":
+            return _intern(self._capacities(key[1], key[2]), n, _quantity_key, _same)
+        if kind in ("attr_domain", "cap_domain"):
+            field = "attributes" if kind == "attr_domain" else "capacity"
+            maps = (self.device_input(i).value[field].get(key[1]) for i in range(n))
+            return _intern(maps, n, _map_key, _same)
+        if kind == "attr_presence":
+            return _intern(self._domain_presence(key[1]), n, _same, _same)
+        if kind == "device":
+            sigs = (self._device_signature(i) for i in range(n))
+            return _intern(sigs, n, _map_key, _same)
+        raise KeyError(key)
+
+    def _attributes(self, domain: str, ident: str) -> Iterable[DeviceAttribute | None]:
+        qualified = f"{domain}/{ident}"
+        for driver, device in self.devices:
+            attrs = device.attributes
+            attr = attrs.get(qualified)
+            if attr is None and domain == driver:
+                attr = attrs.get(ident)
+            yield attr
+
+    def _capacities(self, domain: str, ident: str) -> Iterable[Quantity | None]:
+        qualified = f"{domain}/{ident}"
+        for driver, device in self.devices:
+            caps = device.capacity
+            cap = caps.get(qualified)
+            if cap is None and domain == driver:
+                cap = caps.get(ident)
+            yield cap.value if cap is not None else None
+
+    def _domain_presence(self, domain: str) -> Iterable[bool]:
+        prefix = domain + "/"
+        for driver, device in self.devices:
+            names = device.attributes
+            if domain == driver:
+                yield any("/" not in k or k.startswith(prefix) for k in names)
+            else:
+                yield any(k.startswith(prefix) for k in names)
+
+    def _device_signature(self, row: int) -> Any:
+        value = self.device_input(row).value
+        return {
+            "driver": value["driver"],
+            "allowMultipleAllocations": value["allowMultipleAllocations"],
+            "attributes": dict(value["attributes"]),
+            "capacity": dict(value["capacity"]),
+        }
+
+    # ---- per-device inputs (general path) ----------------------------------------
+
+    def device_input(self, row: int) -> DeviceInput:
+        dev = self._inputs[row]
+        if dev is None:
+            driver, device = self.devices[row]
+            dev = device_input(
+                driver,
+                device,
+                list_type_attributes=self.list_type_attributes,
+                consumable_capacity=self.consumable_capacity,
+            )
+            self._inputs[row] = dev
+        return dev
+
+    def cached(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        """Cache something derived from this (immutable) table, e.g. a leaf's result."""
+        with self._lock:
+            found = self._cache.get(key)
+            if found is None:
+                found = self._cache[key] = build()
+            return found
