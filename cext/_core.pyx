@@ -18,6 +18,7 @@ int64 in a per-slot unit chosen by the caller so that every term is an exact
 integer; every sum is overflow-checked and an overflow is reported, never wrapped.
 """
 
+from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 
 cdef extern from "<time.h>" nogil:
@@ -122,6 +123,8 @@ cdef class Problem:
     cdef const int32_t[::1] con_value_ptr     # (q * n_positions + p) -> value codes
     cdef const int32_t[::1] con_values
     cdef public int n_codes
+    # Exact Python-integer sums when values do not fit int64 (draspeed.problem), or None.
+    cdef public object exact
 
     def __init__(self, dict a not None, *, bint taints_enabled, bint consumable_enabled):
         self.claim_req_ptr = a["claim_req_ptr"]
@@ -165,6 +168,7 @@ cdef class Problem:
         self.n_alts = self.alt_all.shape[0]
         self.n_constraints = self.con_distinct.shape[0]
         self.n_codes = int(a["n_codes"])
+        self.exact = a.get("exact")
         self.taints_enabled = taints_enabled
         self.consumable_enabled = consumable_enabled
         self._check_shapes()
@@ -252,6 +256,7 @@ cdef struct Scratch:
     # bookkeeping
     int64_t work
     int64_t deadline_ns      # CLOCK_MONOTONIC; 0 = none
+    PyObject *exact          # draspeed.problem.ExactSums, or NULL for int64 sums
     int32_t err_alt
     int32_t err_pos
 
@@ -317,6 +322,9 @@ cdef int charge_counters(View *v, Scratch *s, int p) noexcept nogil:
     """
     cdef int k, slot, pool = v.pos_pool[p]
     cdef long long total
+    if s.exact != NULL:
+        with gil:
+            return FOUND if (<object>s.exact).charge(p) else NOT_FOUND
     for k in range(v.cons_ptr[p], v.cons_ptr[p + 1]):
         slot = v.cons_slot[k]
         if add_overflow(s.consumed[slot], v.cons_amount[k], &total):
@@ -332,6 +340,10 @@ cdef int charge_counters(View *v, Scratch *s, int p) noexcept nogil:
 
 cdef inline void release_counters(View *v, Scratch *s, int p, int upto) noexcept nogil:
     cdef int k
+    if s.exact != NULL:
+        with gil:
+            (<object>s.exact).release(p)
+        return
     for k in range(v.cons_ptr[p], upto):
         s.consumed[v.cons_slot[k]] -= v.cons_amount[k]
 
@@ -343,12 +355,26 @@ cdef int capacity_fits(View *v, Scratch *s, int a, int p) noexcept nogil:
     cdef long long total
     if verdict != CAP_DYNAMIC:
         return FOUND if verdict == CAP_OK else NOT_FOUND
+    if s.exact != NULL:
+        with gil:
+            return FOUND if (<object>s.exact).fits(a, p) else NOT_FOUND
     for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
         if add_overflow(s.cap_used[k], v.alt_cap_use[<Py_ssize_t>a * v.K + k], &total):
             return ERR_OVERFLOW
         if total > v.cap_room[k]:
             return NOT_FOUND
     return FOUND
+
+
+cdef inline void take_capacity(View *v, Scratch *s, int a, int p, int sign) noexcept nogil:
+    """Add (sign 1) or give back (sign -1) what a share of p for a consumes."""
+    cdef int k
+    if s.exact != NULL:
+        with gil:
+            (<object>s.exact).take(a, p, sign)
+        return
+    for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
+        s.cap_used[k] += sign * v.alt_cap_use[<Py_ssize_t>a * v.K + k]
 
 
 cdef inline bint constraint_accepts(View *v, Scratch *s, int q, int p) noexcept nogil:
@@ -432,8 +458,7 @@ cdef int allocate_device(View *v, Scratch *s, int c, int a, int p, bint must) no
         s.by_claim[<Py_ssize_t>c * v.P + p] = 1
         s.by_any[p] += 1
     elif v.consumable:
-        for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
-            s.cap_used[k] += v.alt_cap_use[<Py_ssize_t>a * v.K + k]
+        take_capacity(v, s, a, p, 1)
         s.shared_n[p] += 1
     n = s.res_n[c]
     s.res_alt[c * MAX_RESULTS + n] = a
@@ -452,8 +477,7 @@ cdef void deallocate_last(View *v, Scratch *s, int c) noexcept nogil:
         s.by_claim[<Py_ssize_t>c * v.P + p] = 0
         s.by_any[p] -= 1
     elif v.consumable:
-        for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
-            s.cap_used[k] -= v.alt_cap_use[<Py_ssize_t>a * v.K + k]
+        take_capacity(v, s, a, p, -1)
         s.shared_n[p] -= 1
     if s.res_charged[c * MAX_RESULTS + n]:
         release_counters(v, s, p, v.cons_ptr[p + 1])
@@ -639,6 +663,10 @@ def search(Problem pb not None, double deadline=0.0):
     s.err_alt = -1
     s.err_pos = -1
     s.deadline_ns = 0
+    exact = pb.exact
+    if exact is not None:
+        exact.reset()
+    s.exact = <PyObject*>exact if exact is not None else NULL
     if deadline > 0:
         import time
         s.deadline_ns = now_ns() + <int64_t>((deadline - time.monotonic()) * 1e9)

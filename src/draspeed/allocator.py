@@ -70,8 +70,10 @@ class Allocator:
         if outcome == _OUT["deadline"]:
             raise AllocationTimeout("filter operation aborted: context deadline exceeded")
         if outcome == _OUT["overflow"]:
-            raise AllocationError("draspeed: a counter or capacity sum left the compiled core's "
-                                  "int64 range; refusing to guess")
+            # The builder switches to exact sums before int64 could overflow; reaching
+            # this means that bound is wrong, and guessing would be worse than stopping.
+            raise AllocationError("draspeed internal error: an int64 counter or capacity sum "
+                                  "overflowed in the compiled core")
         if view.any_invalid:
             raise NodeAllocationError("invalid resource pools were encountered")
         return None

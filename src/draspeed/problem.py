@@ -379,6 +379,12 @@ class ProblemBuilder:
         units = [_unit(terms) for terms in slot_terms]
         slot_available = [terms[0] // u for terms, u in zip(slot_terms, units)]
         cons_amount = [n // units[s] for n, s in zip(cons_nanos, cons_slot)]
+        # A non-shared device is charged at most once per claim (admin access may repeat
+        # it across claims), a shared one once: bound every slot's worst-case sum.
+        claims_n = max(len(self.claims), 1)
+        slot_bound = [abs(v) for v in slot_available]
+        for amount, slot in zip(cons_amount, cons_slot):
+            slot_bound[slot] += abs(amount) * claims_n
 
         # Capacity in flight: only shared (multi-allocatable) devices can run out mid-search.
         cap_ptr = [0]
@@ -412,6 +418,17 @@ class ProblemBuilder:
         cap_units = [_unit([cap_room_nanos[k], *use_nanos[:, k].tolist()]) for k in range(K)]
         cap_room = [cap_room_nanos[k] // cap_units[k] for k in range(K)]
         alt_cap_use = [int(use_nanos[a, k]) // cap_units[k] for a in range(A) for k in range(K)]
+        # At most MAX_RESULTS shares per claim can be in flight on one device.
+        cap_bound = [abs(cap_room[k]) + MAX_RESULTS * claims_n * max(
+            (abs(alt_cap_use[a * K + k]) for a in range(A)), default=0) for k in range(K)]
+        exact: ExactSums | None = None
+        if any(b >= _INT64_LIMIT for b in (*slot_bound, *cap_bound)):
+            exact = ExactSums(view.position_pool.tolist(), [*slot_base, len(slot_terms)],
+                              slot_available, cons_ptr, cons_slot, cons_amount, cap_ptr,
+                              cap_room, alt_cap_use, K)
+            slot_available = [0] * len(slot_available)
+            cons_amount = [0] * len(cons_amount)
+            cap_room, alt_cap_use = [0] * len(cap_room), [0] * len(alt_cap_use)
 
         # Constraints: attribute values as codes (sets; a scalar is a set of one).
         con_distinct: list[int] = []
@@ -464,7 +481,7 @@ class ProblemBuilder:
             all_pos.extend(alt.all_positions)
             all_ptr.append(len(all_pos))
         in_use = in_use_arr
-        arrays: dict[str, np.ndarray | int] = {
+        arrays: dict[str, np.ndarray | int | ExactSums | None] = {
             "claim_req_ptr": i32(claim_req_ptr),
             "req_has_subs": u8(self.request_has_subs),
             "req_alt_ptr": i32(request_alt_ptr),
@@ -490,18 +507,19 @@ class ProblemBuilder:
             "pos_pool": i32(view.position_pool),
             "cons_ptr": i32(cons_ptr),
             "cons_slot": i32(cons_slot),
-            "cons_amount": _i64(cons_amount, "counter consumption"),
+            "cons_amount": _i64(cons_amount),
             "pool_slot_ptr": i32([*slot_base, len(slot_terms)]),
-            "slot_available": _i64(slot_available, "available counter"),
+            "slot_available": _i64(slot_available),
             "cap_ptr": i32(cap_ptr),
-            "cap_room": _i64(cap_room, "device capacity"),
-            "alt_cap_use": _i64(alt_cap_use, "requested capacity"),
+            "cap_room": _i64(cap_room),
+            "alt_cap_use": _i64(alt_cap_use),
             "claim_con_ptr": i32(claim_con_ptr),
             "con_distinct": u8(con_distinct),
             "con_applies": u8(con_applies),
             "con_value_ptr": i32(con_value_ptr),
             "con_values": i32(con_values),
             "n_codes": len(codes),
+            "exact": exact,
         }
         problem = _core.Problem(arrays, taints_enabled=f.device_taints,
                                 consumable_enabled=f.consumable_capacity)
@@ -524,14 +542,56 @@ def _unit(terms: list[int]) -> int:
     return unit or 1
 
 
-def _i64(values: list[int], what: str) -> np.ndarray:
-    for v in values:
-        if not -_INT64_LIMIT < v < _INT64_LIMIT:
-            raise AllocationError(
-                f"draspeed: {what} {v} (in its exact unit) is beyond the compiled core's "
-                "int64 range; this allocation cannot be decided exactly by the fast engine"
-            )
+def _i64(values: list[int]) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
+
+
+class ExactSums:
+    """Counter and capacity sums in Python integers, for values beyond int64.
+
+    The core calls these (taking the GIL) instead of its int64 arithmetic when the
+    builder finds that some slot's worst-case sum might not fit; everything else
+    about the search stays compiled. Same arrays, same meaning, unbounded integers.
+    """
+
+    def __init__(self, pos_pool: list[int], pool_slot_ptr: list[int], available: list[int],
+                 cons_ptr: list[int], cons_slot: list[int], cons_amount: list[int],
+                 cap_ptr: list[int], cap_room: list[int], alt_cap_use: list[int], n_cap: int):
+        self.pos_pool, self.pool_slot_ptr, self.available = pos_pool, pool_slot_ptr, available
+        self.cons_ptr, self.cons_slot, self.cons_amount = cons_ptr, cons_slot, cons_amount
+        self.cap_ptr, self.cap_room, self.alt_cap_use, self.n_cap = cap_ptr, cap_room, alt_cap_use, n_cap
+        self.reset()
+
+    def reset(self) -> None:
+        self.consumed = [0] * len(self.available)
+        self.cap_used = [0] * len(self.cap_room)
+
+    def _add_counters(self, p: int, sign: int) -> None:
+        for k in range(self.cons_ptr[p], self.cons_ptr[p + 1]):
+            self.consumed[self.cons_slot[k]] += sign * self.cons_amount[k]
+
+    def charge(self, p: int) -> bool:
+        """Charge p's counters; undo and refuse if any counter of its pool is exceeded."""
+        self._add_counters(p, 1)
+        pool = self.pos_pool[p]
+        for slot in range(self.pool_slot_ptr[pool], self.pool_slot_ptr[pool + 1]):
+            if self.available[slot] < self.consumed[slot]:
+                self._add_counters(p, -1)
+                return False
+        return True
+
+    def release(self, p: int) -> None:
+        self._add_counters(p, -1)
+
+    def fits(self, a: int, p: int) -> bool:
+        base = a * self.n_cap
+        return all(self.cap_used[k] + self.alt_cap_use[base + k] <= self.cap_room[k]
+                   for k in range(self.cap_ptr[p], self.cap_ptr[p + 1]))
+
+    def take(self, a: int, p: int, sign: int) -> None:
+        base = a * self.n_cap
+        for k in range(self.cap_ptr[p], self.cap_ptr[p + 1]):
+            self.cap_used[k] += sign * self.alt_cap_use[base + k]
 
 
 def _attribute_values(attribute: object, list_types: bool) -> list[tuple[str, object]]:
