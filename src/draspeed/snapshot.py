@@ -28,7 +28,7 @@ from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
 
 if TYPE_CHECKING:
-    from draspeed.cel import DeviceInput, Selector
+    from draspeed.cel import DeviceTable, Selector
     from draspeed.quantity import Quantity
 
 # Selector verdicts per device, as kept in SelectorResults.
@@ -122,7 +122,7 @@ class Snapshot:
         self._lock = threading.RLock()
         self._nodes: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
         self._selectors: dict[str, SelectorResults] = {}
-        self._inputs: list[DeviceInput | None] = [None] * self.n_devices
+        self._table: DeviceTable | None = None
 
     @classmethod
     def build(
@@ -168,39 +168,39 @@ class Snapshot:
             return found
 
     def evaluate(self, results: SelectorResults, devices: np.ndarray) -> np.ndarray:
-        """Verdicts of ``results``' expression for ``devices`` (global indices)."""
+        """Verdicts of ``results``' expression for ``devices`` (global indices).
+
+        The first request evaluates the expression for every device of the snapshot at
+        once on the columnar table (numpy; rows it cannot lower are evaluated one by
+        one, memoised on what they read), so later nodes only index the answer.
+        """
         if results.selector is None:
             return np.full(len(devices), ERROR, dtype=np.uint8)
-        verdict = results.verdict[devices]
-        todo = devices[verdict == UNKNOWN]
-        if len(todo):
+        if results.verdict.size and results.verdict[0] == UNKNOWN:
             with self._lock:
-                for g in todo.tolist():
-                    if results.verdict[g] != UNKNOWN:
-                        continue
-                    try:
-                        ok = results.selector.matches(self._device_input(g))
-                        results.verdict[g] = TRUE if ok else FALSE
-                    except CELRuntimeError as exc:
-                        results.messages[g] = str(exc)
-                        results.verdict[g] = ERROR
-            verdict = results.verdict[devices]
-        return verdict
+                if results.verdict[0] == UNKNOWN:
+                    match, error, messages = results.selector.evaluate(self.table())
+                    verdict = np.where(match, TRUE, FALSE).astype(np.uint8)
+                    verdict[error] = ERROR
+                    results.messages.update(messages)
+                    results.verdict = verdict
+        return results.verdict[devices]
 
-    def _device_input(self, g: int) -> DeviceInput:
-        found = self._inputs[g]
-        if found is None:
-            from draspeed.cel import device_input
+    def table(self) -> DeviceTable:
+        """The columnar device table (every device, global index order), built once."""
+        with self._lock:
+            if self._table is None:
+                from draspeed.cel import DeviceTable
 
-            rs = self.slices[self.device_slice[g]]
-            found = device_input(
-                rs.spec.driver,
-                self.device(g),
-                list_type_attributes=self.features.list_type_attributes,
-                consumable_capacity=self.features.consumable_capacity,
-            )
-            self._inputs[g] = found
-        return found
+                self._table = DeviceTable.build(
+                    [(self.slices[s].spec.driver, self.device(g))
+                     for g, s in enumerate(self.device_slice)],
+                    list_type_attributes=self.features.list_type_attributes,
+                    # The experimental allocator hands CEL the device's real value
+                    # whatever the DRAConsumableCapacity gate says.
+                    consumable_capacity=True,
+                )
+            return self._table
 
     # ----------------------------------------------------------------------------------
     # Nodes

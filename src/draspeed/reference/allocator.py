@@ -499,7 +499,9 @@ class _Allocation:
                 device_id.driver,
                 device,
                 list_type_attributes=self.features.list_type_attributes,
-                consumable_capacity=self.features.consumable_capacity,
+                # The experimental allocator hands CEL the device's real value whatever
+                # the DRAConsumableCapacity gate says (only the stable variant hides it).
+                consumable_capacity=True,
             )
             self.cel_inputs[device_id] = cel_input
         return cel_input
