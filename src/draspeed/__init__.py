@@ -20,7 +20,6 @@ if TYPE_CHECKING:
         NodeAllocationError,
     )
     from draspeed.features import Features
-    from draspeed.load import Objects, load
     from draspeed.quantity import Quantity
     from draspeed.snapshot import Snapshot
 
@@ -32,13 +31,15 @@ _EXPORTS = {
     "InputError": "draspeed.errors",
     "NodeAllocationError": "draspeed.errors",
     "Features": "draspeed.features",
-    "Objects": "draspeed.load",
-    "load": "draspeed.load",
     "Quantity": "draspeed.quantity",
     "Snapshot": "draspeed.snapshot",
 }
 
-__all__ = [*sorted(_EXPORTS), "__version__"]
+__all__ = [*sorted(_EXPORTS), "Objects", "__version__", "load"]
+
+# ``draspeed.load`` is a function named like its module: bind it now, after the module
+# is imported, so a later ``import draspeed.load`` cannot leave the module in its place.
+from draspeed.load import Objects, load  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:
