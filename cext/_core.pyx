@@ -18,8 +18,12 @@ int64 in a per-slot unit chosen by the caller so that every term is an exact
 integer; every sum is overflow-checked and an overflow is reported, never wrapped.
 """
 
+from time import monotonic
+
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdlib cimport calloc, free
+from libc.string cimport memset
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
@@ -75,6 +79,48 @@ OUTCOME = {"found": FOUND, "not_found": NOT_FOUND, "max_size": MAX_SIZE_EXCEEDED
            "deadline": ERR_DEADLINE, "overflow": ERR_OVERFLOW}
 
 
+cdef struct View:
+    int P, A, R, C, K
+    bint taints, consumable
+    const int32_t *claim_req_ptr
+    const uint8_t *req_has_subs
+    const int32_t *req_alt_ptr
+    const uint8_t *alt_all
+    const uint8_t *alt_admin
+    const int32_t *alt_count
+    const int32_t *all_ptr
+    const int32_t *all_pos
+    const uint8_t *selectable
+    const uint8_t *taint_blocks
+    const uint8_t *capacity
+    const uint8_t *possible
+    const int32_t *last_error
+    const uint8_t *rest_prunable
+    const int32_t *rest_need
+    const int32_t *rest_max
+    const int32_t *rest_requests
+    const uint8_t *rest_possible
+    const uint8_t *in_use
+    const uint8_t *allow_multi
+    const uint8_t *counters_blocked
+    const uint8_t *committed_share
+    const int32_t *pos_pool
+    const int32_t *cons_ptr
+    const int32_t *cons_slot
+    const int64_t *cons_amount
+    const int32_t *pool_slot_ptr
+    const int64_t *slot_available
+    const int32_t *cap_ptr
+    const int64_t *cap_room
+    const int64_t *alt_cap_use
+    const int32_t *claim_con_ptr
+    const uint8_t *con_distinct
+    const uint8_t *con_applies
+    const int32_t *con_value_ptr
+    const int32_t *con_values
+    int Q
+
+
 cdef class Problem:
     """One Allocate call as arrays; see ``draspeed.problem`` for how each is built."""
 
@@ -125,6 +171,8 @@ cdef class Problem:
     cdef public int n_codes
     # Exact Python-integer sums when values do not fit int64 (draspeed.problem), or None.
     cdef public object exact
+    # Raw pointers into the arrays above (kept alive by this object), for the search.
+    cdef View v
 
     def __init__(self, dict a not None, *, bint taints_enabled, bint consumable_enabled):
         self.claim_req_ptr = a["claim_req_ptr"]
@@ -172,6 +220,52 @@ cdef class Problem:
         self.taints_enabled = taints_enabled
         self.consumable_enabled = consumable_enabled
         self._check_shapes()
+        self._point()
+
+    cdef void _point(self):
+        """Fill ``self.v``: the arrays as raw pointers, read by the nogil search."""
+        cdef View *v = &self.v
+        v.P, v.A, v.C = self.n_positions, self.n_alts, self.n_claims
+        v.R = self.req_has_subs.shape[0]
+        v.K = self.cap_room.shape[0]
+        v.Q = self.n_constraints
+        v.taints, v.consumable = self.taints_enabled, self.consumable_enabled
+        v.claim_req_ptr = _i32(self.claim_req_ptr)
+        v.req_has_subs = _u8(self.req_has_subs)
+        v.req_alt_ptr = _i32(self.req_alt_ptr)
+        v.alt_all = _u8(self.alt_all)
+        v.alt_admin = _u8(self.alt_admin)
+        v.alt_count = _i32(self.alt_count)
+        v.all_ptr = _i32(self.all_ptr)
+        v.all_pos = _i32(self.all_pos)
+        v.selectable = _u8(self.selectable)
+        v.taint_blocks = _u8(self.taint_blocks)
+        v.capacity = _u8(self.capacity)
+        v.possible = _u8(self.possible)
+        v.last_error = _i32(self.last_error)
+        v.rest_prunable = _u8(self.rest_prunable)
+        v.rest_need = _i32(self.rest_need)
+        v.rest_max = _i32(self.rest_max)
+        v.rest_requests = _i32(self.rest_requests)
+        v.rest_possible = _u8(self.rest_possible)
+        v.in_use = _u8(self.in_use)
+        v.allow_multi = _u8(self.allow_multi)
+        v.counters_blocked = _u8(self.counters_blocked)
+        v.committed_share = _u8(self.committed_share)
+        v.pos_pool = _i32(self.pos_pool)
+        v.cons_ptr = _i32(self.cons_ptr)
+        v.cons_slot = _i32(self.cons_slot)
+        v.cons_amount = _i64(self.cons_amount)
+        v.pool_slot_ptr = _i32(self.pool_slot_ptr)
+        v.slot_available = _i64(self.slot_available)
+        v.cap_ptr = _i32(self.cap_ptr)
+        v.cap_room = _i64(self.cap_room)
+        v.alt_cap_use = _i64(self.alt_cap_use)
+        v.claim_con_ptr = _i32(self.claim_con_ptr)
+        v.con_distinct = _u8(self.con_distinct)
+        v.con_applies = _u8(self.con_applies)
+        v.con_value_ptr = _i32(self.con_value_ptr)
+        v.con_values = _i32(self.con_values)
 
     cdef void _check_shapes(self) except *:
         # One up-front check so the unchecked loops below cannot read out of bounds.
@@ -219,6 +313,14 @@ cdef class Problem:
         n_pools = self.pool_slot_ptr.shape[0] - 1
         if self.pool_slot_ptr[n_pools] != self.slot_available.shape[0]:
             raise ValueError("Problem: pool slot pointers do not cover the slots")
+        for name, ptr in (("claim_req_ptr", self.claim_req_ptr), ("req_alt_ptr", self.req_alt_ptr),
+                          ("all_ptr", self.all_ptr), ("cons_ptr", self.cons_ptr),
+                          ("pool_slot_ptr", self.pool_slot_ptr), ("cap_ptr", self.cap_ptr),
+                          ("claim_con_ptr", self.claim_con_ptr),
+                          ("con_value_ptr", self.con_value_ptr)):
+            if not _monotonic(ptr):
+                raise ValueError(f"Problem.{name} must start at 0 and never decrease")
+        cdef Py_ssize_t p, k, a
         for p in range(P):
             if not 0 <= self.pos_pool[p] < n_pools:
                 raise ValueError(f"Problem.pos_pool[{p}] out of range")
@@ -236,7 +338,6 @@ cdef class Problem:
                 raise ValueError(f"Problem.alt_count[{a}] is negative")
             if self.alt_all[a] and self.all_ptr[a + 1] - self.all_ptr[a] != self.alt_count[a]:
                 raise ValueError(f"Problem: All-mode alternative {a} has a list of another length")
-
 
 cdef struct Scratch:
     # in flight
@@ -259,48 +360,6 @@ cdef struct Scratch:
     PyObject *exact          # draspeed.problem.ExactSums, or NULL for int64 sums
     int32_t err_alt
     int32_t err_pos
-
-
-cdef struct View:
-    int P, A, R, C, K
-    bint taints, consumable
-    const int32_t *claim_req_ptr
-    const uint8_t *req_has_subs
-    const int32_t *req_alt_ptr
-    const uint8_t *alt_all
-    const uint8_t *alt_admin
-    const int32_t *alt_count
-    const int32_t *all_ptr
-    const int32_t *all_pos
-    const uint8_t *selectable
-    const uint8_t *taint_blocks
-    const uint8_t *capacity
-    const uint8_t *possible
-    const int32_t *last_error
-    const uint8_t *rest_prunable
-    const int32_t *rest_need
-    const int32_t *rest_max
-    const int32_t *rest_requests
-    const uint8_t *rest_possible
-    const uint8_t *in_use
-    const uint8_t *allow_multi
-    const uint8_t *counters_blocked
-    const uint8_t *committed_share
-    const int32_t *pos_pool
-    const int32_t *cons_ptr
-    const int32_t *cons_slot
-    const int64_t *cons_amount
-    const int32_t *pool_slot_ptr
-    const int64_t *slot_available
-    const int32_t *cap_ptr
-    const int64_t *cap_room
-    const int64_t *alt_cap_use
-    const int32_t *claim_con_ptr
-    const uint8_t *con_distinct
-    const uint8_t *con_applies
-    const int32_t *con_value_ptr
-    const int32_t *con_values
-    int Q
 
 
 cdef inline int64_t now_ns() noexcept nogil:
@@ -622,108 +681,76 @@ def search(Problem pb not None, double deadline=0.0):
     upstream's result order, and ``chosen_sub[r]`` the subrequest index taken for a
     ``firstAvailable`` request r.
     """
-    import numpy as np
-
-    cdef View v
+    cdef View v = pb.v
     cdef Scratch s
     cdef int rc, c, i
-    cdef Py_ssize_t P = pb.n_positions, C = pb.n_claims
-    by_claim = np.zeros(max(C * P, 1), dtype=np.uint8)
-    by_any = np.zeros(max(P, 1), dtype=np.int32)
-    shared_n = np.zeros(max(P, 1), dtype=np.int32)
-    consumed = np.zeros(max(pb.slot_available.shape[0], 1), dtype=np.int64)
-    cap_used = np.zeros(max(pb.cap_room.shape[0], 1), dtype=np.int64)
-    code_count = np.zeros(max(pb.n_codes, 1), dtype=np.int32)
-    con_added = np.zeros(max(pb.n_constraints, 1), dtype=np.int32)
-    res_alt = np.zeros(max(C * MAX_RESULTS, 1), dtype=np.int32)
-    res_pos = np.zeros(max(C * MAX_RESULTS, 1), dtype=np.int32)
-    res_charged = np.zeros(max(C * MAX_RESULTS, 1), dtype=np.uint8)
-    res_n = np.zeros(max(C, 1), dtype=np.int32)
-    chosen_sub = np.full(max(pb.req_has_subs.shape[0], 1), -1, dtype=np.int32)
-    cdef uint8_t[::1] m_by_claim = by_claim
-    cdef int32_t[::1] m_by_any = by_any, m_shared_n = shared_n, m_code_count = code_count
-    cdef int32_t[::1] m_con_added = con_added, m_res_alt = res_alt, m_res_pos = res_pos
-    cdef int32_t[::1] m_res_n = res_n, m_chosen = chosen_sub
-    cdef uint8_t[::1] m_res_charged = res_charged
-    cdef int64_t[::1] m_consumed = consumed, m_cap_used = cap_used
-
-    s.by_claim = &m_by_claim[0]
-    s.by_any = &m_by_any[0]
-    s.shared_n = &m_shared_n[0]
-    s.consumed = &m_consumed[0]
-    s.cap_used = &m_cap_used[0]
-    s.code_count = &m_code_count[0]
-    s.con_added = &m_con_added[0]
-    s.res_alt = &m_res_alt[0]
-    s.res_pos = &m_res_pos[0]
-    s.res_charged = &m_res_charged[0]
-    s.res_n = &m_res_n[0]
-    s.chosen_sub = &m_chosen[0]
-    s.work = 0
+    cdef Py_ssize_t P = v.P, C = v.C
+    memset(&s, 0, sizeof(Scratch))
     s.err_alt = -1
     s.err_pos = -1
-    s.deadline_ns = 0
     exact = pb.exact
     if exact is not None:
         exact.reset()
-    s.exact = <PyObject*>exact if exact is not None else NULL
+        s.exact = <PyObject*>exact
     if deadline > 0:
-        import time
-        s.deadline_ns = now_ns() + <int64_t>((deadline - time.monotonic()) * 1e9)
+        s.deadline_ns = now_ns() + <int64_t>((deadline - monotonic()) * 1e9)
         if s.deadline_ns <= 0:
             s.deadline_ns = 1
+    try:
+        s.by_claim = <uint8_t*>_zeroed(C * P, sizeof(uint8_t))
+        s.by_any = <int32_t*>_zeroed(P, sizeof(int32_t))
+        s.shared_n = <int32_t*>_zeroed(P, sizeof(int32_t))
+        s.consumed = <int64_t*>_zeroed(pb.slot_available.shape[0], sizeof(int64_t))
+        s.cap_used = <int64_t*>_zeroed(v.K, sizeof(int64_t))
+        s.code_count = <int32_t*>_zeroed(pb.n_codes, sizeof(int32_t))
+        s.con_added = <int32_t*>_zeroed(v.Q, sizeof(int32_t))
+        s.res_alt = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
+        s.res_pos = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
+        s.res_charged = <uint8_t*>_zeroed(C * MAX_RESULTS, sizeof(uint8_t))
+        s.res_n = <int32_t*>_zeroed(C, sizeof(int32_t))
+        s.chosen_sub = <int32_t*>_zeroed(v.R, sizeof(int32_t))
+        for i in range(v.R):
+            s.chosen_sub[i] = -1
+        with nogil:
+            rc = allocate_one(&v, &s, 0, 0, 0, 0, False, 0)
+        results = []
+        if rc == FOUND:
+            for c in range(C):
+                results.append([(s.res_alt[c * MAX_RESULTS + i], s.res_pos[c * MAX_RESULTS + i])
+                                for i in range(s.res_n[c])])
+        chosen = [s.chosen_sub[i] for i in range(v.R)]
+        return rc, s.work, results, chosen, s.err_alt, s.err_pos
+    finally:
+        free(s.by_claim)
+        free(s.by_any)
+        free(s.shared_n)
+        free(s.consumed)
+        free(s.cap_used)
+        free(s.code_count)
+        free(s.con_added)
+        free(s.res_alt)
+        free(s.res_pos)
+        free(s.res_charged)
+        free(s.res_n)
+        free(s.chosen_sub)
 
-    v.P, v.A, v.C = pb.n_positions, pb.n_alts, pb.n_claims
-    v.R = pb.req_has_subs.shape[0]
-    v.K = pb.cap_room.shape[0]
-    v.Q = pb.n_constraints
-    v.taints, v.consumable = pb.taints_enabled, pb.consumable_enabled
-    v.claim_req_ptr = _i32(pb.claim_req_ptr)
-    v.req_has_subs = _u8(pb.req_has_subs)
-    v.req_alt_ptr = _i32(pb.req_alt_ptr)
-    v.alt_all = _u8(pb.alt_all)
-    v.alt_admin = _u8(pb.alt_admin)
-    v.alt_count = _i32(pb.alt_count)
-    v.all_ptr = _i32(pb.all_ptr)
-    v.all_pos = _i32(pb.all_pos)
-    v.selectable = _u8(pb.selectable)
-    v.taint_blocks = _u8(pb.taint_blocks)
-    v.capacity = _u8(pb.capacity)
-    v.possible = _u8(pb.possible)
-    v.last_error = _i32(pb.last_error)
-    v.rest_prunable = _u8(pb.rest_prunable)
-    v.rest_need = _i32(pb.rest_need)
-    v.rest_max = _i32(pb.rest_max)
-    v.rest_requests = _i32(pb.rest_requests)
-    v.rest_possible = _u8(pb.rest_possible)
-    v.in_use = _u8(pb.in_use)
-    v.allow_multi = _u8(pb.allow_multi)
-    v.counters_blocked = _u8(pb.counters_blocked)
-    v.committed_share = _u8(pb.committed_share)
-    v.pos_pool = _i32(pb.pos_pool)
-    v.cons_ptr = _i32(pb.cons_ptr)
-    v.cons_slot = _i32(pb.cons_slot)
-    v.cons_amount = _i64(pb.cons_amount)
-    v.pool_slot_ptr = _i32(pb.pool_slot_ptr)
-    v.slot_available = _i64(pb.slot_available)
-    v.cap_ptr = _i32(pb.cap_ptr)
-    v.cap_room = _i64(pb.cap_room)
-    v.alt_cap_use = _i64(pb.alt_cap_use)
-    v.claim_con_ptr = _i32(pb.claim_con_ptr)
-    v.con_distinct = _u8(pb.con_distinct)
-    v.con_applies = _u8(pb.con_applies)
-    v.con_value_ptr = _i32(pb.con_value_ptr)
-    v.con_values = _i32(pb.con_values)
 
-    with nogil:
-        rc = allocate_one(&v, &s, 0, 0, 0, 0, False, 0)
+cdef bint _monotonic(const int32_t[::1] ptr):
+    cdef Py_ssize_t i
+    if ptr.shape[0] == 0 or ptr[0] != 0:
+        return False
+    for i in range(1, ptr.shape[0]):
+        if ptr[i] < ptr[i - 1]:
+            return False
+    return True
 
-    results = []
-    if rc == FOUND:
-        for c in range(C):
-            results.append([(int(res_alt[c * MAX_RESULTS + i]), int(res_pos[c * MAX_RESULTS + i]))
-                            for i in range(res_n[c])])
-    return rc, int(s.work), results, chosen_sub[: pb.req_has_subs.shape[0]].tolist(), s.err_alt, s.err_pos
+
+cdef void *_zeroed(Py_ssize_t n, size_t size) except NULL:
+    """calloc that never returns NULL for n == 0 and raises MemoryError on failure."""
+    cdef void *ptr = calloc(n if n > 0 else 1, size)
+    if ptr == NULL:
+        raise MemoryError()
+    return ptr
 
 
 # Empty memoryviews have no element 0; a dummy keeps pointers valid (never read).

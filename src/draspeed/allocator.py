@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from draspeed import _core
-from draspeed.api.model import AllocationResult, DeviceClass, Node, ResourceClaim
+from draspeed.api.model import (
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+    DeviceClass,
+    Node,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ResourceClaim,
+)
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
-from draspeed.problem import Prepared, ProblemBuilder
+from draspeed.problem import Prepared, prepare, selector_error_text
 from draspeed.rules.results import ChosenDevice, ResultError, build_allocation_result
 from draspeed.snapshot import Snapshot
 
@@ -31,8 +42,11 @@ class Allocator:
     allocator. ``last_stats`` is then the stats of whichever call finished last.
     """
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, *,
+                 share_id: Callable[[], str] = lambda: str(uuid.uuid4())) -> None:
+        """``share_id`` makes the shareID of each shared allocation (tests may fix it)."""
         self.snapshot = snapshot
+        self.share_id = share_id
         self.last_stats = Stats()
 
     def allocate(
@@ -50,16 +64,23 @@ class Allocator:
         if not claims:
             return []
         view = self.snapshot.node_view(node)
-        builder = ProblemBuilder(self.snapshot, view, claims)
-        prepared = builder.build()
+        prepared = prepare(self.snapshot, view, claims)
         outcome, work, picks, chosen_sub, err_alt, err_pos = _core.search(
             prepared.problem, deadline or 0.0
         )
         self.last_stats = Stats(work)
         if outcome == _OUT["found"]:
-            return self._results(claims, node, prepared, picks, chosen_sub)
+            # Same question, same picks: the same result, copied, with fresh shareIDs.
+            key = (tuple(map(tuple, picks)), tuple(chosen_sub))
+            templates = prepared.results.get(key)
+            if templates is None:
+                templates = self._results(claims, node, prepared, picks, chosen_sub)
+                prepared.results[key] = templates
+            return [_copy_result(t, self.share_id) for t in templates]
         if outcome == _OUT["selector_error"]:
-            raise AllocationError(builder.selector_error_text(err_alt, err_pos))
+            raise AllocationError(selector_error_text(
+                self.snapshot, view, claims, prepared.alternatives[err_alt],
+                prepared.selector_errors[(err_alt, err_pos)], err_pos))
         if outcome == _OUT["constraint_error"]:
             alt = prepared.alternatives[err_alt]
             device = self.snapshot.device_id(int(view.positions[err_pos]))
@@ -95,7 +116,7 @@ class Allocator:
                     device_id=snap.device_id(g),
                     device=snap.device(g),
                     slice=snap.device_slice_of(g),
-                    share_id=str(uuid.uuid4()) if multi else None,
+                    share_id="" if multi else None,  # a fresh one per copy
                     consumed_capacity=share or None,
                     admin_access=alt.admin,
                 ))
@@ -116,3 +137,37 @@ class Allocator:
             except ResultError as exc:
                 raise AllocationError(str(exc)) from exc
         return out
+
+
+def _copy_result(template: AllocationResult, share_id: Callable[[], str]) -> AllocationResult:
+    """A result the caller may change freely, with a fresh shareID per shared device.
+
+    Explicit constructors, not dataclasses.replace: this runs on every cached answer.
+    """
+    devices = template.devices
+    return AllocationResult(
+        devices=DeviceAllocationResult(
+            results=[
+                DeviceRequestAllocationResult(
+                    r.request, r.driver, r.pool, r.device, r.admin_access, list(r.tolerations),
+                    list(r.binding_conditions), list(r.binding_failure_conditions),
+                    None if r.share_id is None else share_id(), dict(r.consumed_capacity))
+                for r in devices.results
+            ],
+            config=[DeviceAllocationConfiguration(c.source, list(c.requests), c.opaque)
+                    for c in devices.config],
+        ),
+        node_selector=_copy_selector(template.node_selector),
+    )
+
+
+def _copy_selector(selector: NodeSelector | None) -> NodeSelector | None:
+    if selector is None:
+        return None
+    return NodeSelector([
+        NodeSelectorTerm(
+            [NodeSelectorRequirement(r.key, r.operator, list(r.values)) for r in term.match_expressions],
+            [NodeSelectorRequirement(r.key, r.operator, list(r.values)) for r in term.match_fields],
+        )
+        for term in selector.node_selector_terms
+    ])

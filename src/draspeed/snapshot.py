@@ -16,7 +16,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,8 @@ class NodeView:
     # Counter slots of each pool: (counter set, counter) names and what is still available.
     pool_slots: list[list[tuple[str, str]]]
     pool_available: list[list[Quantity]]
+    # Claims-independent arrays and per-question results (draspeed.problem), filled lazily.
+    cache: dict[object, Any] = field(default_factory=dict)
 
 
 class SelectorResults:
