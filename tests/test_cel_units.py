@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -158,10 +157,9 @@ def test_version_attributes_are_semver_values() -> None:
 )
 def test_hostile_expressions_stop_at_the_cost_limit(expr: str) -> None:
     sel = compile_selector(expr)
-    start = time.perf_counter()
+    # Ending with the cost-limit error (not running to completion) is what bounds it.
     with pytest.raises(CELRuntimeError, match="actual cost limit exceeded"):
         sel.matches(device_input("x", Device(name="d")))
-    assert time.perf_counter() - start < 5.0
 
 
 # ---- vector path -----------------------------------------------------------------------

@@ -15,29 +15,76 @@ from draspeed.reference import ReferenceAllocator
 from draspeed.snapshot import Snapshot
 
 
-def _cluster(total: str, each: str, count: int, shared_capacity: str | None = None) -> list[dict[str, Any]]:
+def _cluster(
+    total: str, each: str, count: int, shared_capacity: str | None = None
+) -> list[dict[str, Any]]:
     devices: list[dict[str, Any]] = [
-        {"name": f"dev-{i}", "consumesCounters": [{"counterSet": "set", "counters": {"c": {"value": each}}}]}
+        {
+            "name": f"dev-{i}",
+            "consumesCounters": [{"counterSet": "set", "counters": {"c": {"value": each}}}],
+        }
         for i in range(4)
     ]
     if shared_capacity is not None:
-        devices.append({"name": "shared", "allowMultipleAllocations": True,
-                        "capacity": {"bytes": {"value": shared_capacity}}})
+        devices.append(
+            {
+                "name": "shared",
+                "allowMultipleAllocations": True,
+                "capacity": {"bytes": {"value": shared_capacity}},
+            }
+        )
     pool = {"name": "pool", "generation": 1, "resourceSliceCount": 2}
     return [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "cls"},
-         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "drv.example.com"'}}]}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "counters"},
-         "spec": {"driver": "drv.example.com", "nodeName": "node-1", "pool": pool,
-                  "sharedCounters": [{"name": "set", "counters": {"c": {"value": total}}}]}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "devices"},
-         "spec": {"driver": "drv.example.com", "nodeName": "node-1", "pool": pool, "devices": devices}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-         "metadata": {"name": "claim", "namespace": "ns"},
-         "spec": {"devices": {"requests": [{"name": "req", "exactly": {
-             "deviceClassName": "cls", "count": count,
-             "selectors": [{"cel": {"expression": "!device.allowMultipleAllocations"}}]}}]}}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "cls"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "drv.example.com"'}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "counters"},
+            "spec": {
+                "driver": "drv.example.com",
+                "nodeName": "node-1",
+                "pool": pool,
+                "sharedCounters": [{"name": "set", "counters": {"c": {"value": total}}}],
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "devices"},
+            "spec": {
+                "driver": "drv.example.com",
+                "nodeName": "node-1",
+                "pool": pool,
+                "devices": devices,
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "claim", "namespace": "ns"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "req",
+                            "exactly": {
+                                "deviceClassName": "cls",
+                                "count": count,
+                                "selectors": [
+                                    {"cel": {"expression": "!device.allowMultipleAllocations"}}
+                                ],
+                            },
+                        }
+                    ]
+                }
+            },
+        },
     ]
 
 
@@ -94,10 +141,14 @@ def test_small_values_stay_in_int64() -> None:
 def test_shared_capacity_beyond_int64(shares: int, fits: bool) -> None:
     docs = _cluster("1", "1", 1, shared_capacity="100000000000000000000001")
     docs[-1]["spec"]["devices"]["requests"] = [
-        {"name": f"share-{i}", "exactly": {
-            "deviceClassName": "cls",
-            "selectors": [{"cel": {"expression": "device.allowMultipleAllocations"}}],
-            "capacity": {"requests": {"bytes": "33333333333333333333334"}}}}
+        {
+            "name": f"share-{i}",
+            "exactly": {
+                "deviceClassName": "cls",
+                "selectors": [{"cel": {"expression": "device.allowMultipleAllocations"}}],
+                "capacity": {"requests": {"bytes": "33333333333333333333334"}},
+            },
+        }
         for i in range(shares)
     ]
     fast, ref, builder = _both(docs)

@@ -35,7 +35,20 @@ _EXPORTS = {
     "Snapshot": "draspeed.snapshot",
 }
 
-__all__ = [*sorted(_EXPORTS), "Objects", "__version__", "load"]
+__all__ = [
+    "AllocationError",
+    "AllocationTimeout",
+    "Allocator",
+    "DraspeedError",
+    "Features",
+    "InputError",
+    "NodeAllocationError",
+    "Objects",
+    "Quantity",
+    "Snapshot",
+    "__version__",
+    "load",
+]
 
 # ``draspeed.load`` is a function named like its module: bind it now, after the module
 # is imported, so a later ``import draspeed.load`` cannot leave the module in its place.

@@ -11,8 +11,8 @@ from draspeed.api.model import (
     AllocationResult,
     DeviceAllocationConfiguration,
     DeviceAllocationResult,
-    DeviceRequestAllocationResult,
     DeviceClass,
+    DeviceRequestAllocationResult,
     Node,
     NodeSelector,
     NodeSelectorRequirement,
@@ -42,8 +42,9 @@ class Allocator:
     allocator. ``last_stats`` is then the stats of whichever call finished last.
     """
 
-    def __init__(self, snapshot: Snapshot, *,
-                 share_id: Callable[[], str] = lambda: str(uuid.uuid4())) -> None:
+    def __init__(
+        self, snapshot: Snapshot, *, share_id: Callable[[], str] = lambda: str(uuid.uuid4())
+    ) -> None:
         """``share_id`` makes the shareID of each shared allocation (tests may fix it)."""
         self.snapshot = snapshot
         self.share_id = share_id
@@ -78,9 +79,16 @@ class Allocator:
                 prepared.results[key] = templates
             return [_copy_result(t, self.share_id) for t in templates]
         if outcome == _OUT["selector_error"]:
-            raise AllocationError(selector_error_text(
-                self.snapshot, view, claims, prepared.alternatives[err_alt],
-                prepared.selector_errors[(err_alt, err_pos)], err_pos))
+            raise AllocationError(
+                selector_error_text(
+                    self.snapshot,
+                    view,
+                    claims,
+                    prepared.alternatives[err_alt],
+                    prepared.selector_errors[(err_alt, err_pos)],
+                    err_pos,
+                )
+            )
         if outcome == _OUT["constraint_error"]:
             alt = prepared.alternatives[err_alt]
             device = self.snapshot.device_id(int(view.positions[err_pos]))
@@ -93,14 +101,22 @@ class Allocator:
         if outcome == _OUT["overflow"]:
             # The builder switches to exact sums before int64 could overflow; reaching
             # this means that bound is wrong, and guessing would be worse than stopping.
-            raise AllocationError("draspeed internal error: an int64 counter or capacity sum "
-                                  "overflowed in the compiled core")
+            raise AllocationError(
+                "draspeed internal error: an int64 counter or capacity sum "
+                "overflowed in the compiled core"
+            )
         if view.any_invalid:
             raise NodeAllocationError("invalid resource pools were encountered")
         return None
 
-    def _results(self, claims: list[ResourceClaim], node: Node, prepared: Prepared,
-                 picks: list[list[tuple[int, int]]], chosen_sub: list[int]) -> list[AllocationResult]:
+    def _results(
+        self,
+        claims: list[ResourceClaim],
+        node: Node,
+        prepared: Prepared,
+        picks: list[list[tuple[int, int]]],
+        chosen_sub: list[int],
+    ) -> list[AllocationResult]:
         snap = self.snapshot
         out = []
         for c, claim in enumerate(claims):
@@ -110,16 +126,18 @@ class Allocator:
                 g = int(prepared.view.positions[p])
                 share = prepared.share_use.get((a, p))
                 multi = share is not None
-                chosen.append(ChosenDevice(
-                    request=alt.name,
-                    parent_request=alt.parent,
-                    device_id=snap.device_id(g),
-                    device=snap.device(g),
-                    slice=snap.device_slice_of(g),
-                    share_id="" if multi else None,  # a fresh one per copy
-                    consumed_capacity=share or None,
-                    admin_access=alt.admin,
-                ))
+                chosen.append(
+                    ChosenDevice(
+                        request=alt.name,
+                        parent_request=alt.parent,
+                        device_id=snap.device_id(g),
+                        device=snap.device(g),
+                        slice=snap.device_slice_of(g),
+                        share_id="" if multi else None,  # a fresh one per copy
+                        consumed_capacity=share or None,
+                        admin_access=alt.admin,
+                    )
+                )
             classes: list[DeviceClass | None] = []
             selected: list[int | None] = []
             for r in prepared.claim_requests[c]:
@@ -132,8 +150,11 @@ class Allocator:
                     selected.append(None)
                     classes.append(prepared.alternatives[alt_ids[0]].device_class)
             try:
-                out.append(build_allocation_result(claim, chosen, classes, selected, node.name,
-                                                   snap.features))
+                out.append(
+                    build_allocation_result(
+                        claim, chosen, classes, selected, node.name, snap.features
+                    )
+                )
             except ResultError as exc:
                 raise AllocationError(str(exc)) from exc
         return out
@@ -149,13 +170,23 @@ def _copy_result(template: AllocationResult, share_id: Callable[[], str]) -> All
         devices=DeviceAllocationResult(
             results=[
                 DeviceRequestAllocationResult(
-                    r.request, r.driver, r.pool, r.device, r.admin_access, list(r.tolerations),
-                    list(r.binding_conditions), list(r.binding_failure_conditions),
-                    None if r.share_id is None else share_id(), dict(r.consumed_capacity))
+                    r.request,
+                    r.driver,
+                    r.pool,
+                    r.device,
+                    r.admin_access,
+                    list(r.tolerations),
+                    list(r.binding_conditions),
+                    list(r.binding_failure_conditions),
+                    None if r.share_id is None else share_id(),
+                    dict(r.consumed_capacity),
+                )
                 for r in devices.results
             ],
-            config=[DeviceAllocationConfiguration(c.source, list(c.requests), c.opaque)
-                    for c in devices.config],
+            config=[
+                DeviceAllocationConfiguration(c.source, list(c.requests), c.opaque)
+                for c in devices.config
+            ],
         ),
         node_selector=_copy_selector(template.node_selector),
     )
@@ -164,10 +195,18 @@ def _copy_result(template: AllocationResult, share_id: Callable[[], str]) -> All
 def _copy_selector(selector: NodeSelector | None) -> NodeSelector | None:
     if selector is None:
         return None
-    return NodeSelector([
-        NodeSelectorTerm(
-            [NodeSelectorRequirement(r.key, r.operator, list(r.values)) for r in term.match_expressions],
-            [NodeSelectorRequirement(r.key, r.operator, list(r.values)) for r in term.match_fields],
-        )
-        for term in selector.node_selector_terms
-    ])
+    return NodeSelector(
+        [
+            NodeSelectorTerm(
+                [
+                    NodeSelectorRequirement(r.key, r.operator, list(r.values))
+                    for r in term.match_expressions
+                ],
+                [
+                    NodeSelectorRequirement(r.key, r.operator, list(r.values))
+                    for r in term.match_fields
+                ],
+            )
+            for term in selector.node_selector_terms
+        ]
+    )

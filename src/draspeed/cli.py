@@ -59,26 +59,56 @@ def _add_allocate(sub: Any) -> None:
         "input order (as one pod's claims), on --node. Claims with status.allocation are "
         "in-use state. Prints the claims with status.allocation filled.",
     )
-    p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                   help="YAML/JSON file or directory with Kubernetes objects; '-' reads stdin; repeatable")
-    p.add_argument("--node", required=True, help="node to allocate on (a Node in the input, or a bare name)")
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="YAML/JSON file or directory with Kubernetes objects; '-' reads stdin; repeatable",
+    )
+    p.add_argument(
+        "--node", required=True, help="node to allocate on (a Node in the input, or a bare name)"
+    )
     p.add_argument("-o", "--output", choices=("yaml", "json", "table"), default="yaml")
-    p.add_argument("--feature-gates", type=_feature_gates, default=Features(),
-                   help="e.g. DRAAdminAccess=false,DRAPrioritizedList=true (default: all DRA gates on)")
-    p.add_argument("--engine", choices=ENGINES, default="fast",
-                   help="fast: compiled core (default); reference: plain-Python allocator, for debugging")
-    p.add_argument("--timeout", type=parse_duration, default=None,
-                   help="give up after this long (e.g. 10s), as kube-scheduler's filter timeout does")
-    p.add_argument("--validate", type=_boolean, default=True, metavar="true|false",
-                   help="check objects against the API's validation rules first (default true); "
-                   "false feeds the allocator what it is given, as upstream's own tests do")
-    p.add_argument("--stats", action="store_true",
-                   help="print the search's work counter and wall time to stderr")
+    p.add_argument(
+        "--feature-gates",
+        type=_feature_gates,
+        default=Features(),
+        help="e.g. DRAAdminAccess=false,DRAPrioritizedList=true (default: all DRA gates on)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="fast",
+        help="fast: compiled core (default); reference: plain-Python allocator, for debugging",
+    )
+    p.add_argument(
+        "--timeout",
+        type=parse_duration,
+        default=None,
+        help="give up after this long (e.g. 10s), as kube-scheduler's filter timeout does",
+    )
+    p.add_argument(
+        "--validate",
+        type=_boolean,
+        default=True,
+        metavar="true|false",
+        help="check objects against the API's validation rules first (default true); "
+        "false feeds the allocator what it is given, as upstream's own tests do",
+    )
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the search's work counter and wall time to stderr",
+    )
     p.set_defaults(run=_run_allocate)
 
 
 def _add_demo(sub: Any) -> None:
-    p = sub.add_parser("demo", help="allocate the built-in demo cluster's claims on each of its nodes")
+    p = sub.add_parser(
+        "demo", help="allocate the built-in demo cluster's claims on each of its nodes"
+    )
     p.add_argument("-o", "--output", choices=("yaml", "json", "table"), default="table")
     p.add_argument("--engine", choices=ENGINES, default="fast")
     p.set_defaults(run=_run_demo)
@@ -87,7 +117,8 @@ def _add_demo(sub: Any) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="draspeed",
-        description="Kubernetes DRA device allocation, decided exactly as the upstream allocator decides it.",
+        description="Kubernetes DRA device allocation, decided exactly as the upstream "
+        "allocator decides it.",
     )
     from draspeed import __version__
 
@@ -102,7 +133,9 @@ def _claims_document(outcome: AllocateOutcome) -> dict[str, Any]:
     from draspeed.api import claim_with_allocation
 
     assert outcome.results is not None
-    items = [claim_with_allocation(c, r) for c, r in zip(outcome.claims, outcome.results)]
+    items = [
+        claim_with_allocation(c, r) for c, r in zip(outcome.claims, outcome.results, strict=True)
+    ]
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
@@ -116,7 +149,7 @@ def _print_document(doc: Any, output: str, out: TextIO) -> None:
 
 def _table(outcome: AllocateOutcome) -> list[list[str]]:
     rows = [["CLAIM", "REQUEST", "DEVICE", "NODE"]]
-    for claim, result in zip(outcome.claims, outcome.results or []):
+    for claim, result in zip(outcome.claims, outcome.results or [], strict=False):
         for r in result.devices.results:
             rows.append([claim.key, r.request, f"{r.driver}/{r.pool}/{r.device}", outcome.node])
     return rows
@@ -125,7 +158,9 @@ def _table(outcome: AllocateOutcome) -> list[list[str]]:
 def _print_table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        out.write("   ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n")
+        out.write(
+            "   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        )
 
 
 def _report(outcome: AllocateOutcome, output: str, out: TextIO, err: TextIO) -> int:
@@ -150,12 +185,17 @@ def _run_allocate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     objects = load(*args.filename, validate=args.validate)
     outcome = allocate_objects(
-        objects, args.node, features=args.feature_gates, engine=args.engine,
+        objects,
+        args.node,
+        features=args.feature_gates,
+        engine=args.engine,
         timeout=args.timeout or None,
     )
     if args.stats:
-        err.write(f"stats: engine={args.engine} searchSteps={outcome.work} "
-                  f"seconds={outcome.seconds:.6f}\n")
+        err.write(
+            f"stats: engine={args.engine} searchSteps={outcome.work} "
+            f"seconds={outcome.seconds:.6f}\n"
+        )
     return _report(outcome, args.output, out, err)
 
 
@@ -165,7 +205,9 @@ def _run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_demo(args.output, args.engine, out, err)
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """Entry point; returns the exit status (also used by tests with captured streams)."""
     out, err = out or sys.stdout, err or sys.stderr
     parser = build_parser()

@@ -60,7 +60,9 @@ class Features:
             name, sep, raw = item.partition("=")
             name, raw = name.strip(), raw.strip().lower()
             if not sep or raw not in ("true", "false"):
-                raise InputError("--feature-gates", f"[{i}]", f"expected NAME=true|false, got {item!r}")
+                raise InputError(
+                    "--feature-gates", f"[{i}]", f"expected NAME=true|false, got {item!r}"
+                )
             attr = _GATES.get(name)
             if attr is not None:
                 values[attr] = raw == "true"

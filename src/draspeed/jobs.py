@@ -93,7 +93,9 @@ def find_node(objects: Objects, name: str) -> Node:
     return Node(metadata=ObjectMeta(name=name))
 
 
-def split_claims(claims: Sequence[ResourceClaim]) -> tuple[list[ResourceClaim], list[ResourceClaim]]:
+def split_claims(
+    claims: Sequence[ResourceClaim],
+) -> tuple[list[ResourceClaim], list[ResourceClaim]]:
     """(already allocated, to allocate), both in input order."""
     allocated = [c for c in claims if c.status.allocation is not None]
     pending = [c for c in claims if c.status.allocation is None]

@@ -107,19 +107,32 @@ class NodeArrays:
         self.in_use = np.fromiter((i in allocated.devices for i in ids), dtype=bool, count=P)
         self.multi = np.fromiter(
             (f.consumable_capacity and bool(d.allow_multiple_allocations) for d in devices),
-            dtype=bool, count=P)
+            dtype=bool,
+            count=P,
+        )
         # A committed share (with or without consumedCapacity) has paid the device's
         # counters and keeps it from being allocated whole (upstream #140437, #140798).
         self.committed = np.fromiter(
-            (f.consumable_capacity and (allocated.has_share(i) or i in allocated.consumed_capacity)
-             for i in ids), dtype=bool, count=P)
+            (
+                f.consumable_capacity
+                and (allocated.has_share(i) or i in allocated.consumed_capacity)
+                for i in ids
+            ),
+            dtype=bool,
+            count=P,
+        )
         self.counters_blocked = np.fromiter(
             (not f.partitionable_devices and bool(d.consumes_counters) for d in devices),
-            dtype=bool, count=P)
+            dtype=bool,
+            count=P,
+        )
         self.tainted = [p for p, d in enumerate(devices) if d.taints]
         self.has_binding_conditions = [p for p, d in enumerate(devices) if d.binding_conditions]
-        self.per_device_node = [p for p, g in enumerate(positions)
-                                if snap.device_slice_of(g).spec.per_device_node_selection]
+        self.per_device_node = [
+            p
+            for p, g in enumerate(positions)
+            if snap.device_slice_of(g).spec.per_device_node_selection
+        ]
         self._counters(view, f.partitionable_devices)
         self._capacities(snap)
         self.attribute_values: dict[str, list[list[tuple[str, object]]]] = {}
@@ -132,8 +145,10 @@ class NodeArrays:
         for available in view.pool_available:
             slot_base.append(len(slot_terms))
             slot_terms.extend([q.nanos] for q in available)
-        index = [{name: slot_base[i] + k for k, name in enumerate(slots)}
-                 for i, slots in enumerate(view.pool_slots)]
+        index = [
+            {name: slot_base[i] + k for k, name in enumerate(slots)}
+            for i, slots in enumerate(view.pool_slots)
+        ]
         cons_ptr, cons_slot, cons_nanos = [0], [], []
         for p, device in enumerate(self.devices):
             if partitionable:
@@ -147,13 +162,13 @@ class NodeArrays:
             cons_ptr.append(len(cons_slot))
         units = [_unit(terms) for terms in slot_terms]
         self.pool_slot_ptr = [*slot_base, len(slot_terms)]
-        self.slot_available = [terms[0] // u for terms, u in zip(slot_terms, units)]
+        self.slot_available = [terms[0] // u for terms, u in zip(slot_terms, units, strict=True)]
         self.cons_ptr, self.cons_slot = cons_ptr, cons_slot
-        self.cons_amount = [n // units[s] for n, s in zip(cons_nanos, cons_slot)]
+        self.cons_amount = [n // units[s] for n, s in zip(cons_nanos, cons_slot, strict=True)]
         # |available| and the sum of |consumption| per slot, for the worst-case bound.
         self.slot_spread = [abs(v) for v in self.slot_available]
         self.slot_charges = [0] * len(slot_terms)
-        for amount, slot in zip(self.cons_amount, cons_slot):
+        for amount, slot in zip(self.cons_amount, cons_slot, strict=True):
             self.slot_charges[slot] += abs(amount)
 
     def _capacities(self, snap: Snapshot) -> None:
@@ -175,8 +190,9 @@ class NodeArrays:
         """Each position's values of one attribute, as a constraint compares them."""
         found = self.attribute_values.get(attribute)
         if found is None:
-            found = [_attribute_values(d.attributes.get(attribute), list_types)
-                     for d in self.devices]
+            found = [
+                _attribute_values(d.attributes.get(attribute), list_types) for d in self.devices
+            ]
             self.attribute_values[attribute] = found
         return found
 
@@ -208,8 +224,14 @@ def prepare(snapshot: Snapshot, view: NodeView, claims: list[ResourceClaim]) -> 
     return found
 
 
-def selector_error_text(snapshot: Snapshot, view: NodeView, claims: list[ResourceClaim],
-                        alt: Alternative, failure: SelectorFailure, p: int) -> str:
+def selector_error_text(
+    snapshot: Snapshot,
+    view: NodeView,
+    claims: list[ResourceClaim],
+    alt: Alternative,
+    failure: SelectorFailure,
+    p: int,
+) -> str:
     """Upstream's message for the selector that failed on position p for ``alt``."""
     from_class, index, compile_error, runtime_error = failure
     if from_class:
@@ -257,34 +279,60 @@ class ProblemBuilder:
             for r, request in enumerate(claim.spec.devices.requests):
                 subs = request.first_available
                 if subs and not f.prioritized_list:
-                    raise _fail(f"claim {claim.key}, request {request.name}: has subrequests, "
-                                "but the DRAPrioritizedList feature is disabled")
+                    raise _fail(
+                        f"claim {claim.key}, request {request.name}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
                 if not f.consumable_capacity:
                     if request.exactly is not None and request.exactly.capacity is not None:
-                        raise _fail(f"claim {claim.key}, request {request.name}: has capacity "
-                                    "requests, but the DRAConsumableCapacity feature is disabled")
+                        raise _fail(
+                            f"claim {claim.key}, request {request.name}: has capacity "
+                            "requests, but the DRAConsumableCapacity feature is disabled"
+                        )
                     for sub in subs:
                         if sub.capacity is not None:
-                            raise _fail(f"claim {claim.key}, subrequest {sub.name}: has capacity "
-                                        "requests, but the DRAConsumableCapacity feature is disabled")
+                            raise _fail(
+                                f"claim {claim.key}, subrequest {sub.name}: has capacity "
+                                "requests, but the DRAConsumableCapacity feature is disabled"
+                            )
                 alt_ids: list[int] = []
                 if subs:
                     fewest = math.inf
                     for i, sub in enumerate(subs):
-                        alt = self._validate(c, claim, r, i, sub.name, request.name, sub.device_class_name,
-                                             sub.selectors, sub.allocation_mode, sub.count, None,
-                                             sub.tolerations, sub.capacity)
+                        alt = self._validate(
+                            c,
+                            claim,
+                            r,
+                            i,
+                            sub.name,
+                            request.name,
+                            sub.device_class_name,
+                            sub.selectors,
+                            sub.allocation_mode,
+                            sub.count,
+                            None,
+                            sub.tolerations,
+                            sub.capacity,
+                        )
                         alt_ids.append(alt)
                         fewest = min(fewest, self.alts[alt].count)
                     min_devices += int(fewest)
                 else:
                     ex = request.exactly
                     alt = self._validate(
-                        c, claim, r, None, request.name, None,
+                        c,
+                        claim,
+                        r,
+                        None,
+                        request.name,
+                        None,
                         ex.device_class_name if ex else "",
-                        ex.selectors if ex else [], ex.allocation_mode if ex else "ExactCount",
-                        ex.count if ex else 1, ex.admin_access if ex else None,
-                        ex.tolerations if ex else [], ex.capacity if ex else None,
+                        ex.selectors if ex else [],
+                        ex.allocation_mode if ex else "ExactCount",
+                        ex.count if ex else 1,
+                        ex.admin_access if ex else None,
+                        ex.tolerations if ex else [],
+                        ex.capacity if ex else None,
                     )
                     alt_ids.append(alt)
                     min_devices += self.alts[alt].count
@@ -292,36 +340,69 @@ class ProblemBuilder:
                 self.request_alts.append(alt_ids)
                 self.request_has_subs.append(bool(subs))
             if min_devices > MAX_RESULTS:
-                raise _fail(f"claim {claim.key}: number of requested devices {min_devices} exceeds "
-                            f"the claim limit of {MAX_RESULTS}")
+                raise _fail(
+                    f"claim {claim.key}: number of requested devices {min_devices} exceeds "
+                    f"the claim limit of {MAX_RESULTS}"
+                )
             for i, constraint in enumerate(claim.spec.devices.constraints):
                 if constraint.match_attribute is None and constraint.distinct_attribute is None:
-                    raise _fail(f"claim {claim.key}, constraint #{i}: empty constraint "
-                                "(unsupported constraint type?)")
+                    raise _fail(
+                        f"claim {claim.key}, constraint #{i}: empty constraint "
+                        "(unsupported constraint type?)"
+                    )
             self.claim_requests.append(requests_of_claim)
 
-    def _validate(self, c: int, claim: ResourceClaim, r: int, sub: int | None, name: str,
-                  parent: str | None, class_name: str, selectors: list[DeviceSelector], mode: str,
-                  count: int, admin_access: bool | None, tolerations: list[DeviceToleration],
-                  capacity: CapacityRequirements | None) -> int:
+    def _validate(
+        self,
+        c: int,
+        claim: ResourceClaim,
+        r: int,
+        sub: int | None,
+        name: str,
+        parent: str | None,
+        class_name: str,
+        selectors: list[DeviceSelector],
+        mode: str,
+        count: int,
+        admin_access: bool | None,
+        tolerations: list[DeviceToleration],
+        capacity: CapacityRequirements | None,
+    ) -> int:
         for i, selector in enumerate(selectors):
             if selector.cel is None:
-                raise _fail(f"claim {claim.key}, request {name}, selector #{i}: CEL expression "
-                            "empty (unsupported selector type?)")
+                raise _fail(
+                    f"claim {claim.key}, request {name}, selector #{i}: CEL expression "
+                    "empty (unsupported selector type?)"
+                )
         if not self.features.admin_access and admin_access is not None:
-            raise _fail(f"claim {claim.key}, request {name}: admin access is requested, "
-                        "but the feature is disabled")
+            raise _fail(
+                f"claim {claim.key}, request {name}: admin access is requested, "
+                "but the feature is disabled"
+            )
         if class_name == "":
-            raise _fail(f"claim {claim.key}, request {name}: missing device class name "
-                        "(unsupported request type?)")
+            raise _fail(
+                f"claim {claim.key}, request {name}: missing device class name "
+                "(unsupported request type?)"
+            )
         device_class = self.snap.classes.get(class_name)
         if device_class is None:
-            raise _fail(f"claim {claim.key}, request {name}: could not retrieve device class "
-                        f'{class_name}: deviceclass.resource.k8s.io "{class_name}" not found')
+            raise _fail(
+                f"claim {claim.key}, request {name}: could not retrieve device class "
+                f'{class_name}: deviceclass.resource.k8s.io "{class_name}" not found'
+            )
         alt = Alternative(
-            claim=c, request=r, sub=sub, name=name, parent=parent, device_class=device_class,
-            selectors=selectors, all_mode=False, count=0, admin=bool(admin_access),
-            tolerations=tolerations, capacity=dict(capacity.requests) if capacity else {},
+            claim=c,
+            request=r,
+            sub=sub,
+            name=name,
+            parent=parent,
+            device_class=device_class,
+            selectors=selectors,
+            all_mode=False,
+            count=0,
+            admin=bool(admin_access),
+            tolerations=tolerations,
+            capacity=dict(capacity.requests) if capacity else {},
         )
         index = len(self.alts)
         self.alts.append(alt)
@@ -344,22 +425,31 @@ class ProblemBuilder:
         cursor = 0
         for pool in self.view.pools:
             if pool.incomplete:
-                raise _fail(f"claim {claim.key}, request {alt.name}: asks for all devices, but "
-                            f"resource pool {pool.id} is currently being updated")
+                raise _fail(
+                    f"claim {claim.key}, request {alt.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently being updated"
+                )
             if pool.invalid:
-                raise _fail(f"claim {claim.key}, request {alt.name}: asks for all devices, but "
-                            f"resource pool {pool.id} is currently invalid")
+                raise _fail(
+                    f"claim {claim.key}, request {alt.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently invalid"
+                )
             for p in range(cursor, cursor + len(pool.devices)):
                 verdict = row[p]
                 if verdict == SEL_ERROR:
-                    raise _fail(selector_error_text(self.snap, self.view, self.claims, alt,
-                                                    self.selector_errors[(a, p)], p))
+                    raise _fail(
+                        selector_error_text(
+                            self.snap, self.view, self.claims, alt, self.selector_errors[(a, p)], p
+                        )
+                    )
                 if verdict != SEL_YES:
                     continue
                 # Collected by static capacity, ignoring what committed shares use, so a
                 # matching but used-up device makes the request fail (upstream #140769).
-                if self.features.consumable_capacity and self._static_capacity(
-                        a, p, ignore_use=True) == CAP_FAIL:
+                if (
+                    self.features.consumable_capacity
+                    and self._static_capacity(a, p, ignore_use=True) == CAP_FAIL
+                ):
                     continue
                 alt.all_positions.append(p)
             cursor += len(pool.devices)
@@ -372,8 +462,11 @@ class ProblemBuilder:
         """Selector verdict per position (upstream isSelectable, eagerly), cached per
         (class, request selectors) on the node."""
         alt = self.alts[a]
-        key = ("selectable", alt.device_class.metadata.name,
-               tuple(s.cel.expression for s in alt.selectors if s.cel is not None))
+        key = (
+            "selectable",
+            alt.device_class.metadata.name,
+            tuple(s.cel.expression for s in alt.selectors if s.cel is not None),
+        )
         cached = self.view.cache.get(key)
         if cached is None:
             cached = self.view.cache[key] = self._compute_selectable(alt)
@@ -382,7 +475,9 @@ class ProblemBuilder:
             self.selector_errors[(a, p)] = failure
         return row
 
-    def _compute_selectable(self, alt: Alternative) -> tuple[np.ndarray, dict[int, SelectorFailure]]:
+    def _compute_selectable(
+        self, alt: Alternative
+    ) -> tuple[np.ndarray, dict[int, SelectorFailure]]:
         snap, view, node = self.snap, self.view, self.node
         positions = view.positions
         row = np.full(self.n_pos, SEL_YES, dtype=np.uint8)
@@ -396,22 +491,29 @@ class ProblemBuilder:
             if not len(pending):
                 break
             if selector.cel is None:  # only a class can get here; upstream would crash
-                raise _fail(f"class {alt.device_class.metadata.name}: selector #{i}: "
-                            "CEL expression empty (unsupported selector type?)")
+                raise _fail(
+                    f"class {alt.device_class.metadata.name}: selector #{i}: "
+                    "CEL expression empty (unsupported selector type?)"
+                )
             results = snap.selector_results(selector.cel.expression)
             verdict = snap.evaluate(results, positions[pending])
             row[pending[verdict == FALSE]] = SEL_NO
             for p in pending[verdict == ERROR].tolist():
                 row[p] = SEL_ERROR
-                failures[p] = (from_class, i, results.compile_error,
-                               results.messages.get(int(positions[p])))
+                failures[p] = (
+                    from_class,
+                    i,
+                    results.compile_error,
+                    results.messages.get(int(positions[p])),
+                )
         for p in node.per_device_node:
             if row[p] != SEL_YES:
                 continue
             device = node.devices[p]
             try:
-                if not node_matches(view.node, device.node_name or "", bool(device.all_nodes),
-                                    device.node_selector):
+                if not node_matches(
+                    view.node, device.node_name or "", bool(device.all_nodes), device.node_selector
+                ):
                     row[p] = SEL_NO
             except NodeSelectorError as exc:
                 row[p] = SEL_ERROR
@@ -424,8 +526,11 @@ class ProblemBuilder:
             return np.full(self.n_pos, CAP_OK, dtype=np.uint8)
         if not self.alts[a].capacity and self.node.plain_capacity is not None:
             return self.node.plain_capacity
-        row = np.fromiter((self._static_capacity(a, p) for p in range(self.n_pos)),
-                          dtype=np.uint8, count=self.n_pos)
+        row = np.fromiter(
+            (self._static_capacity(a, p) for p in range(self.n_pos)),
+            dtype=np.uint8,
+            count=self.n_pos,
+        )
         if not self.alts[a].capacity:
             # Without capacity requests the verdict is the device's own: same for every alt.
             self.node.plain_capacity = row
@@ -438,8 +543,9 @@ class ProblemBuilder:
             return CAP_DYNAMIC if self.node.multi[p] else CAP_OK
         already = {} if ignore_use else self.snap.allocated.consumed_capacity.get(device_id, {})
         try:
-            fits = request_fits(already, self.alts[a].capacity, device.capacity, {},
-                                driver=device_id.driver)
+            fits = request_fits(
+                already, self.alts[a].capacity, device.capacity, {}, driver=device_id.driver
+            )
         except UnknownCapacityError:
             return CAP_FAIL
         if not fits:
@@ -484,8 +590,9 @@ class ProblemBuilder:
         if K:
             for a, alt in enumerate(self.alts):
                 for p in np.flatnonzero(capacity[a] == CAP_DYNAMIC).tolist():
-                    share = consumed_capacity(alt.capacity, node.devices[p].capacity,
-                                              driver=node.ids[p].driver)
+                    share = consumed_capacity(
+                        alt.capacity, node.devices[p].capacity, driver=node.ids[p].driver
+                    )
                     share_use[(a, p)] = share
                     for k in range(cap_ptr[p], cap_ptr[p + 1]):
                         use_nanos[a][k] = share[node.cap_names[k]].nanos
@@ -493,19 +600,36 @@ class ProblemBuilder:
             for a in range(A):
                 for p in np.flatnonzero(capacity[a] == CAP_DYNAMIC).tolist():
                     share_use[(a, p)] = {}
-        cap_units = [_unit([node.cap_room_nanos[k], *(use_nanos[a][k] for a in range(A))])
-                     for k in range(K)]
+        cap_units = [
+            _unit([node.cap_room_nanos[k], *(use_nanos[a][k] for a in range(A))]) for k in range(K)
+        ]
         cap_room = [node.cap_room_nanos[k] // cap_units[k] for k in range(K)]
         alt_cap_use = [use_nanos[a][k] // cap_units[k] for a in range(A) for k in range(K)]
         slot_available, cons_amount = node.slot_available, node.cons_amount
-        slot_bound = [s + c * claims_n for s, c in zip(node.slot_spread, node.slot_charges)]
-        cap_bound = [abs(cap_room[k]) + MAX_RESULTS * claims_n * max(
-            (abs(alt_cap_use[a * K + k]) for a in range(A)), default=0) for k in range(K)]
+        slot_bound = [
+            s + c * claims_n for s, c in zip(node.slot_spread, node.slot_charges, strict=True)
+        ]
+        cap_bound = [
+            abs(cap_room[k])
+            + MAX_RESULTS
+            * claims_n
+            * max((abs(alt_cap_use[a * K + k]) for a in range(A)), default=0)
+            for k in range(K)
+        ]
         exact: ExactSums | None = None
         if any(b >= _INT64_LIMIT for b in (*slot_bound, *cap_bound)):
-            exact = ExactSums(self.view.position_pool.tolist(), node.pool_slot_ptr,
-                              slot_available, node.cons_ptr, node.cons_slot, cons_amount,
-                              cap_ptr, cap_room, alt_cap_use, K)
+            exact = ExactSums(
+                self.view.position_pool.tolist(),
+                node.pool_slot_ptr,
+                slot_available,
+                node.cons_ptr,
+                node.cons_slot,
+                cons_amount,
+                cap_ptr,
+                cap_room,
+                alt_cap_use,
+                K,
+            )
             slot_available = [0] * len(slot_available)
             cons_amount = [0] * len(cons_amount)
             cap_room, alt_cap_use = [0] * len(cap_room), [0] * len(alt_cap_use)
@@ -546,11 +670,19 @@ class ProblemBuilder:
             **con,
             "exact": exact,
         }
-        problem = _core.Problem(arrays, taints_enabled=f.device_taints,
-                                consumable_enabled=f.consumable_capacity)
-        return Prepared(self.view, self.alts, self.request_alts,
-                        self.request_has_subs, self.claim_requests, self.selector_errors,
-                        problem, share_use)
+        problem = _core.Problem(
+            arrays, taints_enabled=f.device_taints, consumable_enabled=f.consumable_capacity
+        )
+        return Prepared(
+            self.view,
+            self.alts,
+            self.request_alts,
+            self.request_has_subs,
+            self.claim_requests,
+            self.selector_errors,
+            problem,
+            share_use,
+        )
 
     def _rest_bounds(self, possible: np.ndarray, last_error: list[int]) -> dict[str, np.ndarray]:
         """Per request: what it and the claim's later requests need at least / at most, and
@@ -568,7 +700,8 @@ class ProblemBuilder:
                 alts = [self.alts[a] for a in alt_ids]
                 prunable = prunable and all(
                     not alt.all_mode and not alt.admin and last_error[a] < 0
-                    for a, alt in zip(alt_ids, alts))
+                    for a, alt in zip(alt_ids, alts, strict=True)
+                )
                 need += min(alt.count for alt in alts)
                 most += max(alt.count for alt in alts)
                 union = union | possible[alt_ids].any(axis=0)
@@ -602,10 +735,15 @@ class ProblemBuilder:
                 row = np.zeros(A, dtype=bool)
                 for a, alt in enumerate(self.alts):
                     if alt.claim == c:
-                        row[a] = (not wanted or (alt.parent or alt.name) in wanted
-                                  or (alt.parent is not None and f"{alt.parent}/{alt.name}" in wanted))
+                        row[a] = (
+                            not wanted
+                            or (alt.parent or alt.name) in wanted
+                            or (alt.parent is not None and f"{alt.parent}/{alt.name}" in wanted)
+                        )
                 applies.append(row)
-                for device_values in self.node.values_of(attribute, self.features.list_type_attributes):
+                for device_values in self.node.values_of(
+                    attribute, self.features.list_type_attributes
+                ):
                     for value in device_values:
                         values.append(codes.setdefault((q, value), len(codes)))
                     value_ptr.append(len(values))
@@ -648,12 +786,27 @@ class ExactSums:
     about the search stays compiled. Same arrays, same meaning, unbounded integers.
     """
 
-    def __init__(self, pos_pool: list[int], pool_slot_ptr: list[int], available: list[int],
-                 cons_ptr: list[int], cons_slot: list[int], cons_amount: list[int],
-                 cap_ptr: list[int], cap_room: list[int], alt_cap_use: list[int], n_cap: int):
+    def __init__(
+        self,
+        pos_pool: list[int],
+        pool_slot_ptr: list[int],
+        available: list[int],
+        cons_ptr: list[int],
+        cons_slot: list[int],
+        cons_amount: list[int],
+        cap_ptr: list[int],
+        cap_room: list[int],
+        alt_cap_use: list[int],
+        n_cap: int,
+    ):
         self.pos_pool, self.pool_slot_ptr, self.available = pos_pool, pool_slot_ptr, available
         self.cons_ptr, self.cons_slot, self.cons_amount = cons_ptr, cons_slot, cons_amount
-        self.cap_ptr, self.cap_room, self.alt_cap_use, self.n_cap = cap_ptr, cap_room, alt_cap_use, n_cap
+        self.cap_ptr, self.cap_room, self.alt_cap_use, self.n_cap = (
+            cap_ptr,
+            cap_room,
+            alt_cap_use,
+            n_cap,
+        )
         self.reset()
 
     def reset(self) -> None:
@@ -679,8 +832,10 @@ class ExactSums:
 
     def fits(self, a: int, p: int) -> bool:
         base = a * self.n_cap
-        return all(self.cap_used[k] + self.alt_cap_use[base + k] <= self.cap_room[k]
-                   for k in range(self.cap_ptr[p], self.cap_ptr[p + 1]))
+        return all(
+            self.cap_used[k] + self.alt_cap_use[base + k] <= self.cap_room[k]
+            for k in range(self.cap_ptr[p], self.cap_ptr[p + 1])
+        )
 
     def take(self, a: int, p: int, sign: int) -> None:
         base = a * self.n_cap
@@ -688,7 +843,9 @@ class ExactSums:
             self.cap_used[k] += sign * self.alt_cap_use[base + k]
 
 
-def _attribute_values(attribute: DeviceAttribute | None, list_types: bool) -> list[tuple[str, object]]:
+def _attribute_values(
+    attribute: DeviceAttribute | None, list_types: bool
+) -> list[tuple[str, object]]:
     """A constraint's view of one attribute: typed values; empty = no usable value."""
     if attribute is None or attribute.kind is None:
         return []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from draspeed.api.model import Device, DeviceClass, Node, ResourceClaim, ResourceSlice
-from draspeed.errors import AllocationError, CELCompileError, CELRuntimeError
+from draspeed.errors import AllocationError, CELCompileError
 from draspeed.features import Features
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
@@ -195,8 +195,10 @@ class Snapshot:
                 from draspeed.cel import DeviceTable
 
                 self._table = DeviceTable.build(
-                    [(self.slices[s].spec.driver, self.device(g))
-                     for g, s in enumerate(self.device_slice)],
+                    [
+                        (self.slices[s].spec.driver, self.device(g))
+                        for g, s in enumerate(self.device_slice)
+                    ],
                     list_type_attributes=self.features.list_type_attributes,
                     # The experimental allocator hands CEL the device's real value
                     # whatever the DRAConsumableCapacity gate says.
@@ -222,12 +224,18 @@ class Snapshot:
         spec = rs.spec
         try:
             if spec.node_name or spec.all_nodes or spec.node_selector is not None:
-                return node_matches(node, spec.node_name or "", bool(spec.all_nodes), spec.node_selector)
+                return node_matches(
+                    node, spec.node_name or "", bool(spec.all_nodes), spec.node_selector
+                )
             if spec.per_device_node_selection:
                 for device in spec.devices:
                     try:
-                        if node_matches(node, device.node_name or "", bool(device.all_nodes),
-                                        device.node_selector):
+                        if node_matches(
+                            node,
+                            device.node_name or "",
+                            bool(device.all_nodes),
+                            device.node_selector,
+                        ):
                             return True
                     except NodeSelectorError as exc:
                         raise AllocationError(
@@ -246,8 +254,9 @@ class Snapshot:
         by_pool: dict[PoolID, list[int]] = {}
         for s_idx in [*self._slices_on_node.get(node.name, ()), *self._slices_shared]:
             rs = self.slices[s_idx]
-            if not partitionable and (rs.spec.per_device_node_selection is not None
-                                      or rs.spec.shared_counters):
+            if not partitionable and (
+                rs.spec.per_device_node_selection is not None or rs.spec.shared_counters
+            ):
                 continue
             if not self._relevant(rs, node):
                 continue
@@ -286,7 +295,9 @@ class Snapshot:
         pools = plain + with_conditions
         return self._index_node(node, pools)
 
-    def _build_pool(self, pid: PoolID, targeting: list[int], all_of_pool: list[int] | None) -> PoolView:
+    def _build_pool(
+        self, pid: PoolID, targeting: list[int], all_of_pool: list[int] | None
+    ) -> PoolView:
         partitionable = self.features.partitionable_devices
         targeting = sorted(targeting, key=lambda s: self.slices[s].metadata.name)
         device_slices: list[int] = []
@@ -309,7 +320,9 @@ class Snapshot:
             first = self.slice_first_device[s_idx]
             for d_idx, device in enumerate(self.slices[s_idx].spec.devices):
                 if device.name in seen:
-                    return PoolView(pid, invalid=True, invalid_reason=f"duplicate device name {device.name}")
+                    return PoolView(
+                        pid, invalid=True, invalid_reason=f"duplicate device name {device.name}"
+                    )
                 seen.add(device.name)
                 pool.devices.append(first + d_idx)
                 if device.binding_conditions:
@@ -319,7 +332,9 @@ class Snapshot:
         for s_idx in counter_slices:
             for cs in self.slices[s_idx].spec.shared_counters:
                 if cs.name in pool.counter_sets:
-                    return PoolView(pid, invalid=True, invalid_reason=f"duplicate counter set name {cs.name}")
+                    return PoolView(
+                        pid, invalid=True, invalid_reason=f"duplicate counter set name {cs.name}"
+                    )
                 pool.counter_sets[cs.name] = {n: c.value for n, c in cs.counters.items()}
         for s_idx in other_slices:
             first = self.slice_first_device[s_idx]
@@ -328,11 +343,18 @@ class Snapshot:
             for use in self.device(g).consumes_counters:
                 counters = pool.counter_sets.get(use.counter_set)
                 if counters is None:
-                    return PoolView(pid, invalid=True, invalid_reason=f"counter set {use.counter_set} not found")
+                    return PoolView(
+                        pid, invalid=True, invalid_reason=f"counter set {use.counter_set} not found"
+                    )
                 for name in use.counters:
                     if name not in counters:
-                        return PoolView(pid, invalid=True,
-                                        invalid_reason=f"counter {name} not found in counter set {use.counter_set}")
+                        return PoolView(
+                            pid,
+                            invalid=True,
+                            invalid_reason=(
+                                f"counter {name} not found in counter set {use.counter_set}"
+                            ),
+                        )
         return pool
 
     def _index_node(self, node: Node, pools: list[PoolView]) -> NodeView:
@@ -341,7 +363,9 @@ class Snapshot:
         pool_slots: list[list[tuple[str, str]]] = []
         pool_available: list[list[Quantity]] = []
         for p_idx, pool in enumerate(pools):
-            slots = [(cs, c) for cs in sorted(pool.counter_sets) for c in sorted(pool.counter_sets[cs])]
+            slots = [
+                (cs, c) for cs in sorted(pool.counter_sets) for c in sorted(pool.counter_sets[cs])
+            ]
             available = {slot: pool.counter_sets[slot[0]][slot[1]] for slot in slots}
             for g in [*pool.devices, *pool.other_devices]:
                 if not self.allocated.is_allocated(self.device_id(g)):

@@ -39,15 +39,17 @@ def demo_rows(engine: Engine = "fast") -> list[dict[str, Any]]:
             devices = []
             for result in outcome.results or []:
                 devices += [f"{r.pool}/{r.device}" for r in result.devices.results]
-            rows.append({
-                "claim": claim.key,
-                "node": node.name,
-                "fits": outcome.fits,
-                "devices": devices,
-                "error": outcome.error,
-                "work": outcome.work,
-                "microseconds": round(outcome.seconds * 1e6, 1),
-            })
+            rows.append(
+                {
+                    "claim": claim.key,
+                    "node": node.name,
+                    "fits": outcome.fits,
+                    "devices": devices,
+                    "error": outcome.error,
+                    "work": outcome.work,
+                    "microseconds": round(outcome.seconds * 1e6, 1),
+                }
+            )
     return rows
 
 
@@ -63,11 +65,21 @@ def run_demo(output: str, engine: Engine, out: TextIO, err: TextIO) -> int:
     table = [["CLAIM", "NODE", "FITS", "DEVICES", "STEPS", "TIME(us)"]]
     for r in rows:
         what = ", ".join(r["devices"]) if r["fits"] else (r["error"] or "-")
-        table.append([r["claim"], r["node"], "yes" if r["fits"] else "no", what,
-                      str(r["work"]), f"{r['microseconds']:.0f}"])
+        table.append(
+            [
+                r["claim"],
+                r["node"],
+                "yes" if r["fits"] else "no",
+                what,
+                str(r["work"]),
+                f"{r['microseconds']:.0f}",
+            ]
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
-    out.write(f"\nengine: {engine}; the cluster: `python -c \"import draspeed.demo as d; "
-              f"print(d.demo_cluster_text())\"`\n")
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    out.write(
+        f'\nengine: {engine}; the cluster: `python -c "import draspeed.demo as d; '
+        f'print(d.demo_cluster_text())"`\n'
+    )
     return 0
