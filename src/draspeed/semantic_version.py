@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from draspeed.errors import SemverError
+from draspeed.gotext import go_quote
 
 _NUMBERS: Final = frozenset("0123456789")
 _ALPHANUM: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789")
@@ -186,15 +187,15 @@ def _parse_strict(text: str) -> SemVer:
         if not part:
             raise SemverError("Build meta data is empty")
         if not _only(part, _ALPHANUM):
-            raise SemverError(f"Invalid character(s) found in build meta data {_go_quote(part)}")
+            raise SemverError(f"Invalid character(s) found in build meta data {go_quote(part)}")
     return SemVer(major, minor, patch, prerelease, tuple(build))
 
 
 def _number(text: str, lower: str, title: str) -> int:
     if not _only(text, _NUMBERS):
-        raise SemverError(f"Invalid character(s) found in {lower} number {_go_quote(text)}")
+        raise SemverError(f"Invalid character(s) found in {lower} number {go_quote(text)}")
     if len(text) > 1 and text[0] == "0":
-        raise SemverError(f"{title} number must not contain leading zeroes {_go_quote(text)}")
+        raise SemverError(f"{title} number must not contain leading zeroes {go_quote(text)}")
     return _parse_uint64(text)
 
 
@@ -204,12 +205,12 @@ def _prerelease_id(text: str) -> PrereleaseId:
     if _only(text, _NUMBERS):
         if len(text) > 1 and text[0] == "0":
             raise SemverError(
-                f"Numeric PreRelease version must not contain leading zeroes {_go_quote(text)}"
+                f"Numeric PreRelease version must not contain leading zeroes {go_quote(text)}"
             )
         return _parse_uint64(text)
     if _only(text, _ALPHANUM):
         return text
-    raise SemverError(f"Invalid character(s) found in prerelease {_go_quote(text)}")
+    raise SemverError(f"Invalid character(s) found in prerelease {go_quote(text)}")
 
 
 def _parse_uint64(digits: str) -> int:
@@ -217,7 +218,7 @@ def _parse_uint64(digits: str) -> int:
     if not digits:
         raise SemverError('strconv.ParseUint: parsing "": invalid syntax')
     if len(digits) > 20 or int(digits) > _UINT64_MAX:
-        raise SemverError(f"strconv.ParseUint: parsing {_go_quote(digits)}: value out of range")
+        raise SemverError(f"strconv.ParseUint: parsing {go_quote(digits)}: value out of range")
     return int(digits)
 
 
@@ -225,31 +226,3 @@ def _only(text: str, allowed: frozenset[str]) -> bool:
     return all(c in allowed for c in text)
 
 
-_GO_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def _go_quote(text: str) -> str:
-    """Go ``%q`` (strconv.Quote) of a string, close enough for error messages."""
-    out = []
-    for c in text:
-        if c in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[c])
-        elif c.isprintable() and c != "\x7f":
-            out.append(c)
-        elif ord(c) < 0x80:
-            out.append(f"\\x{ord(c):02x}")
-        elif ord(c) <= 0xFFFF:
-            out.append(f"\\u{ord(c):04x}")
-        else:
-            out.append(f"\\U{ord(c):08x}")
-    return '"' + "".join(out) + '"'

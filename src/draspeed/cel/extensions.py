@@ -30,6 +30,7 @@ from draspeed.cel.values import (
     no_such_overload,
     type_name,
 )
+from draspeed.gotext import GO_ESCAPES
 
 COST_LIMIT = 1_000_000
 
@@ -166,22 +167,11 @@ def join(items: Any, sep: Any = "") -> str:
     return sep.join(items)
 
 
-_QUOTE_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
 
 
 def quote(s: Any) -> str:
     text = _str(s)
-    return '"' + "".join(_QUOTE_ESCAPES.get(c, c) for c in text) + '"'
+    return '"' + "".join(GO_ESCAPES.get(c, c) for c in text) + '"'
 
 
 def format_string(fmt: Any, args: Any) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from draspeed.api.model import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from draspeed.errors import DraspeedError
+from draspeed.gotext import go_quote
 
 _LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _FIELD_OPERATORS = ("In", "NotIn")
@@ -57,32 +58,6 @@ class NodeSelectorError(DraspeedError, ValueError):
 # --------------------------------------------------------------------------------------
 
 
-def _go_quote(text: str) -> str:
-    """``strconv.Quote`` / ``%q`` for the strings that can appear in selectors."""
-    escapes = {
-        "\a": "\\a",
-        "\b": "\\b",
-        "\f": "\\f",
-        "\n": "\\n",
-        "\r": "\\r",
-        "\t": "\\t",
-        "\v": "\\v",
-        "\\": "\\\\",
-        '"': '\\"',
-    }
-    out = []
-    for ch in text:
-        if ch in escapes:
-            out.append(escapes[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def _go_json(value: object) -> str:
@@ -110,7 +85,7 @@ def _invalid(path: str, bad_value: str, detail: str) -> str:
 
 
 def _not_supported(path: str, bad_value: str, supported: Sequence[str]) -> str:
-    quoted = ", ".join(_go_quote(v) for v in supported)
+    quoted = ", ".join(go_quote(v) for v in supported)
     return f"{path}: Unsupported value: {_go_json(bad_value)}: supported values: {quoted}"
 
 
@@ -218,7 +193,7 @@ def _label_requirement_problems(req: NodeSelectorRequirement, path: str) -> list
     problems: list[str] = []
     key_problems = _label_key_problems(req.key)
     if key_problems:
-        problems.append(_invalid(f"{path}.key", _go_quote(req.key), "; ".join(key_problems)))
+        problems.append(_invalid(f"{path}.key", go_quote(req.key), "; ".join(key_problems)))
     values_path = f"{path}.values"
     if req.operator in ("In", "NotIn"):
         if not req.values:
@@ -252,7 +227,7 @@ def _label_requirement_problems(req: NodeSelectorRequirement, path: str) -> list
                 problems.append(
                     _invalid(
                         f"{values_path}[{i}]",
-                        _go_quote(value),
+                        go_quote(value),
                         "for 'Gt', 'Lt' operators, the value must be an integer",
                     )
                 )
@@ -261,7 +236,7 @@ def _label_requirement_problems(req: NodeSelectorRequirement, path: str) -> list
         if value_problems:
             problems.append(
                 _invalid(
-                    f"{values_path}[{i}][{req.key}]", _go_quote(value), "; ".join(value_problems)
+                    f"{values_path}[{i}][{req.key}]", go_quote(value), "; ".join(value_problems)
                 )
             )
     return problems
