@@ -118,6 +118,8 @@ cdef struct View:
     const uint8_t *con_applies
     const int32_t *con_value_ptr
     const int32_t *con_values
+    const uint8_t *con_present
+    const uint8_t *con_first_needs_value
     int Q
 
 
@@ -168,6 +170,8 @@ cdef class Problem:
     cdef const uint8_t[::1] con_applies       # q * n_alts + a
     cdef const int32_t[::1] con_value_ptr     # (q * n_positions + p) -> value codes
     cdef const int32_t[::1] con_values
+    cdef const uint8_t[::1] con_present       # q * n_positions + p: the device has the attribute
+    cdef const uint8_t[::1] con_first_needs_value  # matchAttribute in list mode
     cdef public int n_codes
     # Exact Python-integer sums when values do not fit int64 (draspeed.problem), or None.
     cdef public object exact
@@ -211,6 +215,8 @@ cdef class Problem:
         self.con_applies = a["con_applies"]
         self.con_value_ptr = a["con_value_ptr"]
         self.con_values = a["con_values"]
+        self.con_present = a["con_present"]
+        self.con_first_needs_value = a["con_first_needs_value"]
         self.n_claims = self.claim_req_ptr.shape[0] - 1
         self.n_positions = self.in_use.shape[0]
         self.n_alts = self.alt_all.shape[0]
@@ -266,6 +272,8 @@ cdef class Problem:
         v.con_applies = _u8(self.con_applies)
         v.con_value_ptr = _i32(self.con_value_ptr)
         v.con_values = _i32(self.con_values)
+        v.con_present = _u8(self.con_present)
+        v.con_first_needs_value = _u8(self.con_first_needs_value)
 
     cdef void _check_shapes(self) except *:
         # One up-front check so the unchecked loops below cannot read out of bounds.
@@ -298,6 +306,8 @@ cdef class Problem:
             "claim_con_ptr": (self.claim_con_ptr.shape[0], self.n_claims + 1),
             "con_applies": (self.con_applies.shape[0], Q * A),
             "con_value_ptr": (self.con_value_ptr.shape[0], Q * P + 1),
+            "con_present": (self.con_present.shape[0], Q * P),
+            "con_first_needs_value": (self.con_first_needs_value.shape[0], Q),
         }
         for name, (got, want) in expect.items():
             if got != want:
@@ -438,8 +448,19 @@ cdef inline void take_capacity(View *v, Scratch *s, int a, int p, int sign) noex
 
 cdef inline bint constraint_accepts(View *v, Scratch *s, int q, int p) noexcept nogil:
     """matchAttribute: some value shared by every device so far (sets intersect);
-    distinctAttribute: no value shared with any device so far. No value: reject."""
-    cdef int k, lo = v.con_value_ptr[<Py_ssize_t>q * v.P + p], hi = v.con_value_ptr[<Py_ssize_t>q * v.P + p + 1]
+    distinctAttribute: no value shared with any device so far.
+
+    A device without the attribute is rejected. The first device only needs the
+    attribute to exist (upstream compares later devices against it), except that
+    matchAttribute over sets needs a non-empty set to intersect; after that, a
+    device without a usable value (empty list, a list in scalar mode) is rejected.
+    """
+    cdef Py_ssize_t cell = <Py_ssize_t>q * v.P + p
+    cdef int k, lo = v.con_value_ptr[cell], hi = v.con_value_ptr[cell + 1]
+    if not v.con_present[cell]:
+        return False
+    if s.con_added[q] == 0:
+        return lo < hi or not v.con_first_needs_value[q]
     if lo == hi:
         return False
     if v.con_distinct[q]:

@@ -719,6 +719,8 @@ class ProblemBuilder:
     def _constraints(self, A: int) -> dict[str, Any]:
         """Constraint attribute values as codes (sets; a scalar is a set of one)."""
         distinct: list[bool] = []
+        first_needs_value: list[bool] = []
+        present: list[bool] = []
         applies: list[np.ndarray] = []
         value_ptr = [0]
         values: list[int] = []
@@ -731,6 +733,10 @@ class ProblemBuilder:
                 assert attribute is not None  # checked in preflight
                 q = len(distinct)
                 distinct.append(constraint.match_attribute is None)
+                first_needs_value.append(
+                    constraint.match_attribute is not None and self.features.list_type_attributes
+                )
+                present.extend(attribute in d.attributes for d in self.node.devices)
                 wanted = set(constraint.requests)
                 row = np.zeros(A, dtype=bool)
                 for a, alt in enumerate(self.alts):
@@ -754,6 +760,8 @@ class ProblemBuilder:
             "con_applies": _u8(np.stack(applies) if applies else np.zeros((0, A), dtype=bool)),
             "con_value_ptr": _i32(value_ptr),
             "con_values": _i32(values),
+            "con_present": _u8(present),
+            "con_first_needs_value": _u8(first_needs_value),
             "n_codes": len(codes),
         }
 
