@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+from draspeed.generate import generate
+from draspeed.generate.scenarios import Loaded, Scenario
+
+if TYPE_CHECKING:
+    from draspeed.api.model import Node
+    from draspeed.jobs import Engine
+    from draspeed.load import Objects
 
 SLICES = 12_500
 DEVICES_PER_SLICE = 8
@@ -108,3 +119,135 @@ def slice_list_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("decode") / "resourceslices.json"
     path.write_bytes(msgspec.json.encode(resource_slice_list()))
     return path
+
+
+# --------------------------------------------------------------------------------------
+# Generated clusters and scenarios (draspeed.generate), shared by the allocation and
+# snapshot benchmarks.
+# --------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--bench-huge",
+        action="store_true",
+        default=False,
+        help="also run the ~1M-device dynamic-MIG snapshot build (its input takes "
+        "minutes to generate and decode)",
+    )
+
+
+@pytest.fixture(scope="session")
+def scenarios() -> Callable[[Scenario], Loaded]:
+    """Decode each scenario once per session: ``scenarios(SCENARIOS["mig-1g10gb"])``."""
+    cache: dict[str, Loaded] = {}
+
+    def get(scenario: Scenario) -> Loaded:
+        if scenario.name not in cache:
+            cache[scenario.name] = scenario.load()
+        return cache[scenario.name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def clusters() -> Callable[..., Objects]:
+    """Decoded generated clusters, cached per (kind, nodes, options)."""
+    cache: dict[tuple[Any, ...], Objects] = {}
+
+    def get(kind: str, nodes: int, **options: Any) -> Objects:
+        key = (kind, nodes, tuple(sorted(options.items())))
+        if key not in cache:
+            cache[key] = generate(kind, nodes, **options).decoded()
+        return cache[key]
+
+    return get
+
+
+class PerNode:
+    """Drives one ``allocate`` call per benchmark round, cycling through the nodes.
+
+    ``warm``: one allocator for the whole run (the fast engine keeps what it learnt
+    about each node). ``cold``: a fresh allocator (a new snapshot) for every pass over
+    the nodes, so every timed call is the first one on its node. The snapshot is
+    built, and its one-time lazy state primed by a call on the first node, in
+    ``setup``, outside the timed calls; that first call is reported as
+    ``first_call_ms``.
+    """
+
+    def __init__(self, loaded: Loaded, engine: Engine, mode: str) -> None:
+        self.loaded, self.engine, self.mode = loaded, engine, mode
+        self.nodes = loaded.nodes
+        self.allocator = loaded.allocator(engine)
+        self.next = 0
+        self.work: list[int] = []
+        self.fits = 0
+        self.calls = 0
+        self.first_call_s = 0.0
+
+    def _fresh(self) -> None:
+        """A new allocator, primed on the first node (the pass then starts at the second)."""
+        self.allocator = self.loaded.allocator(self.engine)
+        start = time.perf_counter()
+        self.allocate(self.nodes[0])
+        self.first_call_s = time.perf_counter() - start
+        self.next = 1 if len(self.nodes) > 1 else 0
+
+    def setup(self) -> tuple[tuple[Node], dict[str, Any]]:
+        if self.next == len(self.nodes):
+            if self.mode == "cold":
+                self._fresh()
+            else:
+                self.next = 0
+        node = self.nodes[self.next]
+        self.next += 1
+        return (node,), {}
+
+    def allocate(self, node: Node) -> None:
+        if self.allocator.allocate(self.loaded.claims, node) is not None:
+            self.fits += 1
+
+    def teardown(self, node: Node) -> None:
+        self.work.append(self.allocator.last_stats.num_allocate_one_invocations)
+        self.calls += 1
+
+    def run(self, benchmark: BenchmarkFixture, *, budget_s: float = 3.0,
+            max_passes: int = 2) -> None:
+        """Time single calls: as many as fit ``budget_s`` (at least 5; at most
+        ``max_passes`` passes over the nodes, or 200 calls on small clusters). Warm runs
+        first visit every node once, untimed."""
+        self.allocate(self.nodes[0])  # process-wide one-time costs (imports) out of the way
+        if self.mode == "warm":
+            for node in self.nodes:
+                self.allocate(node)
+        else:
+            self._fresh()
+        start = time.perf_counter()
+        self.allocate(self.nodes[-1])
+        per_call = time.perf_counter() - start
+        if self.mode == "cold":
+            self._fresh()
+        self.fits, self.calls, self.work = 0, 0, []
+        most = max(max_passes * len(self.nodes), 200)
+        rounds = int(min(most, max(budget_s / max(per_call, 1e-6), 5)))
+        benchmark.pedantic(self.allocate, setup=self.setup, teardown=self.teardown,
+                           rounds=rounds, iterations=1)
+        work = sorted(self.work)
+        benchmark.extra_info.update({
+            "engine": self.engine,
+            "mode": self.mode,
+            "nodes": len(self.nodes),
+            "devices": self.loaded.n_devices,
+            "claims": len(self.loaded.claims),
+            "calls": self.calls,
+            "fits": self.fits,
+            "work_median": work[len(work) // 2],
+            "work_max": work[-1],
+        })
+        if self.mode == "cold":
+            benchmark.extra_info["first_call_ms"] = round(self.first_call_s * 1e3, 3)
+
+
+@pytest.fixture
+def per_node() -> Callable[[Loaded, Engine, str], PerNode]:
+    return PerNode

@@ -126,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_allocate(sub)
     _add_demo(sub)
+    from draspeed.generate.cli import add_generate_parser
+
+    add_generate_parser(sub)
     return parser
 
 

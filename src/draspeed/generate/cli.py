@@ -1,0 +1,158 @@
+"""``draspeed generate KIND --nodes N [--seed S] [-o yaml|json] [kind options]``.
+
+Prints a ``kind: List`` of Nodes, DeviceClasses, ResourceSlices, ResourceClaimTemplates
+and already-allocated ResourceClaims (``kubectl apply -f`` takes it; the claims'
+status is in-use state for ``draspeed allocate``). ``--claim TEMPLATE`` adds pending
+claims made from the templates::
+
+    draspeed generate nvidia-mig --nodes 4 --allocated half --claim mig-3g40gb \
+        | draspeed allocate -f - --node node-00002
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+import msgspec
+import yaml
+
+from draspeed.generate import KINDS, generate
+from draspeed.generate._base import parse_fill
+from draspeed.generate.scheduler_perf import SHAPES
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+_HELP = {
+    "nvidia-gpu": "8x H100 80GB full-GPU nodes (gpu.nvidia.com)",
+    "nvidia-mig": "8x H100 80GB nodes in dynamic-MIG mode: counter sets, full GPUs, "
+                  "every placement",
+    "example": "dra-example-driver nodes (gpu.example.com): identical GPUs",
+    "scheduler-perf": "upstream scheduler_perf DRA shapes (test-driver.cdi.k8s.io)",
+    "network-attached": "rack pools (nodeSelector), dual-homed links (perDeviceNodeSelection) "
+                        "and shared volumes (allNodes, consumable capacity)",
+}
+
+
+def _fraction(text: str) -> float:
+    try:
+        return parse_fill(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--nodes", type=_count, required=True, metavar="N", help="number of nodes")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed (default 0): same seed, same output")
+    p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    p.add_argument("--claim", action="append", default=[], metavar="TEMPLATE",
+                   help="also print a pending ResourceClaim made from this claim template "
+                   "(repeatable), ready for `draspeed allocate`")
+    return p
+
+
+def _allocated(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--allocated", type=_fraction, default=0.0, metavar="FRACTION",
+                   help=f"share of {what} already allocated by running claims: a fraction in "
+                   "[0, 1] or empty/half/full (default 0)")
+
+
+def _namespace(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--namespace", default="default",
+                   help="namespace of the claim templates and claims (default: default)")
+
+
+def add_generate_parser(subparsers: Any) -> None:
+    """Add the ``generate`` subcommand (one sub-subcommand per kind)."""
+    parser = subparsers.add_parser(
+        "generate",
+        help="print a realistic generated cluster (seeded, deterministic)",
+        description="Generate a cluster of resource.k8s.io/v1 objects as real DRA drivers "
+        "publish them, with matching DeviceClasses and claim templates.",
+    )
+    kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
+    common = _common()
+    for kind in KINDS:
+        p = kinds.add_parser(kind, parents=[common], help=_HELP[kind], description=_HELP[kind])
+        if kind in ("nvidia-gpu", "nvidia-mig", "example"):
+            p.add_argument("--gpus-per-node", type=_count, default=8, metavar="N",
+                           help="GPUs per node (default 8)")
+        if kind == "nvidia-mig":
+            p.add_argument("--pool-per", choices=("node", "gpu"), default="node",
+                           help="one pool per node (default) or one pool per GPU")
+            p.add_argument("--media-extensions", action="store_true",
+                           help="add the 1g.10gb+me placements (26 devices per GPU, not 19)")
+        if kind in ("nvidia-gpu", "example"):
+            _allocated(p, "GPUs")
+        elif kind == "nvidia-mig":
+            _allocated(p, "GPUs (each carved into random MIG placements)")
+        if kind == "scheduler-perf":
+            p.add_argument("--shape", choices=SHAPES, default="basic")
+            p.add_argument("--devices-per-node", type=_count, default=10, metavar="M",
+                           help="devices per node of the basic driver (default 10)")
+            p.add_argument("--fill", type=_fraction, default=0.0, metavar="FILL",
+                           help="pre-allocated share: empty, half, full (all but 10 devices, "
+                           "as upstream) or a fraction; basic and partitionable shapes")
+            p.add_argument("--pools-per-node", type=_count, default=20, metavar="P",
+                           help="partitionable / consumable-capacity pools per node (default 20)")
+        if kind == "network-attached":
+            p.add_argument("--nodes-per-rack", type=_count, default=8, metavar="N")
+            p.add_argument("--gpus-per-rack", type=_count, default=16, metavar="N")
+            p.add_argument("--volumes", type=_count, default=32, metavar="N",
+                           help="shared volumes in the cluster-wide pool (default 32)")
+        if kind != "scheduler-perf":
+            _namespace(p)
+    parser.set_defaults(run=run)
+
+
+# Options of each kind: argparse dest -> keyword argument of the generator.
+_OPTIONS = {
+    "nvidia-gpu": ("gpus_per_node", "allocated", "namespace"),
+    "nvidia-mig": ("gpus_per_node", "pool_per", "media_extensions", "allocated", "namespace"),
+    "example": ("gpus_per_node", "allocated", "namespace"),
+    "scheduler-perf": ("shape", "devices_per_node", "fill", "pools_per_node"),
+    "network-attached": ("nodes_per_rack", "gpus_per_rack", "volumes", "namespace"),
+}
+
+
+class _NoAliasDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Generated objects share identical sub-dicts; YAML must spell each one out
+    (an ``&id001`` anchor is valid YAML but not what kubectl users expect)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    options = {name: getattr(args, name) for name in _OPTIONS[args.kind]}
+    try:
+        cluster = generate(args.kind, args.nodes, args.seed, **options)
+    except ValueError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    document = cluster.document()
+    try:
+        for i, template in enumerate(args.claim):
+            document["items"].append(cluster.claim(template, f"{template}-{i}"))
+    except KeyError as exc:
+        err.write(f"error: {exc.args[0]}\n")
+        return EXIT_USAGE
+    if args.output == "json":
+        out.write(msgspec.json.format(msgspec.json.encode(document), indent=2).decode())
+        out.write("\n")
+    else:
+        yaml.dump(document, out, Dumper=_NoAliasDumper, sort_keys=False,
+                  default_flow_style=False, width=120)
+    return EXIT_OK
