@@ -539,9 +539,13 @@ class ProblemBuilder:
     def _static_capacity(self, a: int, p: int, *, ignore_use: bool = False) -> int:
         """upstream CmpRequestOverCapacity with nothing in flight."""
         device, device_id = self.node.devices[p], self.node.ids[p]
-        if not device.capacity and not self.alts[a].capacity:
-            return CAP_DYNAMIC if self.node.multi[p] else CAP_OK
         already = {} if ignore_use else self.snap.allocated.consumed_capacity.get(device_id, {})
+        if not self.alts[a].capacity and not already and all(
+            c.request_policy is None for c in device.capacity.values()
+        ):
+            # Nothing requested, no policy, nothing used: each capacity is consumed whole,
+            # which always fits (upstream's check would compute value <= value).
+            return CAP_DYNAMIC if self.node.multi[p] else CAP_OK
         try:
             fits = request_fits(
                 already, self.alts[a].capacity, device.capacity, {}, driver=device_id.driver

@@ -94,8 +94,13 @@ _SAFE_STR_LIMIT: Final = 10**_SAFE_STR_DIGITS
 # ---------------------------------------------------------------------------
 
 
+_SMALL_POW10 = tuple(10**i for i in range(64))  # the exponents real quantities use
+
+
 def _pow10(n: int) -> int:
     """10**n for 0 <= n <= MAX_EXPONENT_DIGITS; larger powers are refused, not computed."""
+    if 0 <= n < 64:
+        return _SMALL_POW10[n]
     if n > MAX_EXPONENT_DIGITS:
         raise QuantityError(
             f"quantity needs 10^{n}, beyond draspeed's limit of 10^{MAX_EXPONENT_DIGITS}"
