@@ -203,7 +203,13 @@ def _fail(message: str) -> AllocationError:
 
 def claims_signature(claims: list[ResourceClaim]) -> bytes:
     """A key for a claim set: names and specs (what a prepared problem depends on)."""
-    return _signature_encoder.encode([(c.key, c.spec) for c in claims])
+    specs = [(c.key, c.spec) for c in claims]
+    try:
+        return _signature_encoder.encode(specs)
+    except (OverflowError, TypeError, msgspec.EncodeError):
+        # Opaque parameters may hold what msgpack cannot (ints beyond 64 bits): the
+        # model's repr is slower but total and just as deterministic.
+        return repr(specs).encode()
 
 
 def prepare(snapshot: Snapshot, view: NodeView, claims: list[ResourceClaim]) -> Prepared:
