@@ -343,6 +343,16 @@ cdef class Problem:
         for k in range(self.con_values.shape[0]):
             if not 0 <= self.con_values[k] < self.n_codes:
                 raise ValueError(f"Problem.con_values[{k}] out of range")
+        cdef Py_ssize_t r
+        for r in range(R):
+            owned = self.req_alt_ptr[r + 1] - self.req_alt_ptr[r]
+            if owned < 1 or (not self.req_has_subs[r] and owned != 1):
+                raise ValueError(f"Problem: request {r} owns {owned} alternatives "
+                                 "(a plain request owns one, a prioritized list at least one)")
+        if self.exact is not None and not all(
+                callable(getattr(self.exact, m, None))
+                for m in ("reset", "charge", "release", "fits", "take")):
+            raise TypeError("Problem.exact must be None or a draspeed.problem.ExactSums")
         for a in range(A):
             if self.alt_count[a] < 0:
                 raise ValueError(f"Problem.alt_count[{a}] is negative")
