@@ -1,0 +1,12 @@
+"""Helpers for proving the allocator: used by draspeed's own tests, never by the fast path.
+
+- :mod:`draspeed.testing.invariants`: ``check_allocation`` lists every property an
+  allocation result must have (no double allocation, counters, capacity, selectors,
+  taints, constraints, size, node selector), whatever engine produced it.
+- :mod:`draspeed.testing.engines`: run the fast and the reference engine on the same
+  inputs and compare their answers (results, "does not fit", error text).
+- :mod:`draspeed.testing.cases`: scenarios in the differential format (``<id>.yaml`` +
+  ``<id>.expected.json``), read and written.
+- :mod:`draspeed.testing.strategies`: Hypothesis strategies for clusters and claim sets
+  (imports hypothesis; only tests import it).
+"""

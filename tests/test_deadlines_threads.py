@@ -1,0 +1,311 @@
+"""Deadlines and concurrency.
+
+- A search with a deadline ends with ``AllocationTimeout`` within 10 ms of it, on an
+  input whose search is exponential (20 identical devices; a claim for 10 of them
+  plus 10 more that a constraint makes impossible: every one of the C(20, 10)
+  choices for the first request is tried before the answer is "no").
+- The pre-flight before the search (CEL compilation, selector evaluation) does not
+  look at the deadline yet: a cold first call overshoots by the time the CEL parser
+  takes to load. Recorded as an expected failure until the engines check it there.
+- Many threads calling ``allocate`` on one allocator (one snapshot, cold caches) get
+  the answers serial calls get; the compiled search releases the GIL, so another
+  thread runs while it searches.
+
+There is no free-threaded CPython on the test machines yet (``python3.13t``); the
+threads here run under the GIL, with the search itself outside it.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from draspeed.errors import AllocationError, AllocationTimeout
+from draspeed.features import Features
+from draspeed.jobs import Engine, make_allocator
+from draspeed.load import load
+from draspeed.testing.engines import Inputs, results_json
+
+SLACK = 0.010  # the contract: the timeout is raised within 10 ms of the deadline
+BUDGET = 0.05
+
+
+def pathological_yaml(devices: int = 20, first: int = 10, second: int = 10) -> str:
+    items = "\n".join(
+        f"  - name: gpu-{i}\n"
+        f"    attributes:\n"
+        f"      model: {{string: a100}}\n"
+        f"      pcieRoot: {{string: pci-{i}}}"
+        for i in range(devices)
+    )
+    return f"""\
+apiVersion: v1
+kind: Node
+metadata: {{name: node-1}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {{name: gpu}}
+spec:
+  selectors:
+  - cel: {{expression: 'device.driver == "gpu.example.com"'}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: node-1-gpus}}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {{name: node-1, generation: 1, resourceSliceCount: 1}}
+  devices:
+{items}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {{name: two-tens, namespace: default}}
+spec:
+  devices:
+    requests:
+    - {{name: first, exactly: {{deviceClassName: gpu, count: {first}}}}}
+    - {{name: second, exactly: {{deviceClassName: gpu, count: {second}}}}}
+    constraints:
+    # Every device has its own PCIe root: "second" can never get two devices.
+    - {{matchAttribute: gpu.example.com/pcieRoot, requests: [second]}}
+"""
+
+
+def _inputs(text: str) -> Inputs:
+    return Inputs.from_objects(load(text), "node-1", Features())
+
+
+def _overshoot(engine: Engine, inputs: Inputs, budget: float) -> float:
+    allocator = make_allocator(engine, inputs.slices, inputs.classes, inputs.allocated,
+                               inputs.features)
+    # Warm-up: pre-flight (CEL, node view) runs, the search stops at once.
+    with pytest.raises(AllocationTimeout):
+        allocator.allocate(inputs.claims, inputs.node, deadline=time.monotonic())
+    deadline = time.monotonic() + budget
+    with pytest.raises(AllocationTimeout, match=r"^filter operation aborted: context deadline"):
+        allocator.allocate(inputs.claims, inputs.node, deadline=deadline)
+    assert allocator.last_stats.num_allocate_one_invocations > 0
+    return time.monotonic() - deadline
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_deadline_ends_the_search(engine: Engine) -> None:
+    inputs = _inputs(pathological_yaml())
+    late = sorted(_overshoot(engine, inputs, BUDGET) for _ in range(5))
+    # The median guards against a busy machine descheduling the test for a moment.
+    assert late[2] <= SLACK, f"overshoot per run (s): {late}"
+    assert late[-1] <= 10 * SLACK, f"overshoot per run (s): {late}"
+
+
+def test_small_version_finishes_without_deadline() -> None:
+    """The same shape, small enough to finish: both engines say "does not fit"."""
+    inputs = _inputs(pathological_yaml(devices=8, first=4, second=2))
+    for engine in ("fast", "reference"):
+        allocator = make_allocator(engine, inputs.slices, inputs.classes, inputs.allocated,
+                                   inputs.features)
+        assert allocator.allocate(inputs.claims, inputs.node) is None
+
+
+COLD_START = """
+import sys, time
+sys.path[:0] = {paths!r}
+from draspeed.errors import AllocationTimeout
+from draspeed.features import Features
+from draspeed.jobs import make_allocator
+from draspeed.load import load
+from draspeed.testing.engines import Inputs
+inputs = Inputs.from_objects(load({text!r}), "node-1", Features())
+allocator = make_allocator({engine!r}, inputs.slices, inputs.classes, inputs.allocated,
+                           inputs.features)
+deadline = time.monotonic() + {budget!r}
+try:
+    allocator.allocate(inputs.claims, inputs.node, deadline=deadline)
+except AllocationTimeout:
+    pass
+print(time.monotonic() - deadline)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the deadline is checked only inside the search; a cold first call spends "
+    "~0.7 s compiling CEL (loading the parser) before the search starts",
+)
+@pytest.mark.parametrize("engine", ["fast"])
+def test_deadline_covers_a_cold_first_call(engine: Engine) -> None:
+    source = COLD_START.format(paths=[p for p in sys.path if p], text=pathological_yaml(),
+                               engine=engine, budget=BUDGET)
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], capture_output=True,
+                         text=True, timeout=120, check=True)
+    late = float(run.stdout.strip().splitlines()[-1])
+    assert late <= SLACK, f"cold first call overshoots its deadline by {late:.3f} s"
+
+
+# --------------------------------------------------------------------------------------
+# Threads
+# --------------------------------------------------------------------------------------
+
+
+def _threads_cluster() -> str:
+    """Four nodes of eight GPUs (two NUMA nodes, partitionable memory on node-1, one
+    shareable GPU per node) and claims of many shapes."""
+    docs = []
+    for n in range(1, 5):
+        docs.append(f"apiVersion: v1\nkind: Node\nmetadata: {{name: node-{n}, labels: "
+                    f"{{rack: r{n % 2}}}}}\n")
+        devices = []
+        for i in range(8):
+            fields = [f"  - name: gpu-{i}", "    attributes:",
+                      f"      model: {{string: {'a100' if i % 3 else 'h100'}}}",
+                      f"      numa: {{int: {i // 4}}}",
+                      "    capacity:", "      memory: {value: 40Gi}"]
+            if i == 7:
+                fields.append("    allowMultipleAllocations: true")
+            if n == 1 and i < 4:
+                fields += ["    consumesCounters:", "    - counterSet: mem",
+                           "      counters: {gb: {value: 20Gi}}"]
+            devices.append("\n".join(fields))
+        count = 2 if n == 1 else 1
+        docs.append(
+            f"apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: "
+            f"{{name: node-{n}-gpus}}\nspec:\n  driver: gpu.example.com\n  nodeName: node-{n}\n"
+            f"  pool: {{name: node-{n}, generation: 1, resourceSliceCount: {count}}}\n"
+            f"  devices:\n" + "\n".join(devices) + "\n")
+        if n == 1:
+            docs.append(
+                "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: "
+                "{name: node-1-counters}\nspec:\n  driver: gpu.example.com\n  nodeName: node-1\n"
+                "  pool: {name: node-1, generation: 1, resourceSliceCount: 2}\n"
+                "  sharedCounters:\n  - name: mem\n    counters: {gb: {value: 50Gi}}\n")
+    docs.append(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec:\n"
+        "  selectors:\n  - cel: {expression: 'device.driver == \"gpu.example.com\"'}\n")
+    return "---\n".join(docs)
+
+
+CLAIM_SHAPES: list[dict[str, Any]] = [
+    {"requests": [{"name": "one", "exactly": {"deviceClassName": "gpu"}}]},
+    {"requests": [{"name": "pair", "exactly": {"deviceClassName": "gpu", "count": 2}}],
+     "constraints": [{"matchAttribute": "gpu.example.com/numa"}]},
+    {"requests": [{"name": "h", "exactly": {"deviceClassName": "gpu", "count": 3, "selectors": [
+        {"cel": {"expression": 'device.attributes["gpu.example.com"].model == "h100"'}}]}}]},
+    {"requests": [{"name": "all", "exactly": {"deviceClassName": "gpu",
+                                              "allocationMode": "All"}}]},
+    {"requests": [{"name": "share", "exactly": {"deviceClassName": "gpu", "capacity": {
+        "requests": {"memory": "10Gi"}}}}]},
+    {"requests": [{"name": "pick", "firstAvailable": [
+        {"name": "big", "deviceClassName": "gpu", "count": 9},
+        {"name": "small", "deviceClassName": "gpu", "count": 3}]}]},
+    {"requests": [{"name": "four", "exactly": {"deviceClassName": "gpu", "count": 4}}],
+     "constraints": [{"distinctAttribute": "gpu.example.com/model"}]},
+    {"requests": [{"name": "bad", "exactly": {"deviceClassName": "gpu", "selectors": [
+        {"cel": {"expression": 'device.attributes["gpu.example.com"].missing'}}]}}]},
+]
+
+
+def _queries() -> tuple[Inputs, list[tuple[int, str]]]:
+    claims = []
+    for i, spec in enumerate(CLAIM_SHAPES):
+        claims.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                       "metadata": {"name": f"claim-{i}", "namespace": "default"},
+                       "spec": {"devices": spec}})
+    objects = load(_threads_cluster(), claims)
+    inputs = Inputs.from_objects(objects, "node-1", Features())
+    queries = [(i, f"node-{n}") for i in range(len(claims)) for n in range(1, 5)]
+    return inputs, queries
+
+
+def _answer(allocator: Any, inputs: Inputs, nodes: dict[str, Any], query: tuple[int, str]) -> Any:
+    claim, node = query
+    try:
+        results = allocator.allocate([inputs.claims[claim]], nodes[node])
+    except AllocationError as exc:
+        return (type(exc).__name__, str(exc))
+    return None if results is None else results_json(results)
+
+
+def test_threads_agree_with_serial_calls() -> None:
+    inputs, queries = _queries()
+    objects_nodes = {n.name: n for n in load(_threads_cluster()).nodes}
+
+    def fresh() -> Any:
+        return make_allocator("fast", inputs.slices, inputs.classes, inputs.allocated,
+                              inputs.features)
+
+    serial = fresh()
+    expected = {q: _answer(serial, inputs, objects_nodes, q) for q in queries}
+    assert any(isinstance(v, list) for v in expected.values())
+    assert any(v is None for v in expected.values())
+    assert any(isinstance(v, tuple) for v in expected.values())
+
+    shared = fresh()  # cold: the threads fill its per-node and selector caches together
+    errors: list[str] = []
+    start = threading.Barrier(8)
+
+    def worker(seed: int) -> None:
+        order = queries * 6
+        random.Random(seed).shuffle(order)
+        start.wait()
+        for q in order:
+            got = _answer(shared, inputs, objects_nodes, q)
+            if got != expected[q]:
+                errors.append(f"{q}: {got!r} != {expected[q]!r}")
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+
+
+def test_search_releases_the_gil() -> None:
+    """While one thread searches (until its deadline), another thread keeps running."""
+    inputs = _inputs(pathological_yaml())
+    allocator = make_allocator("fast", inputs.slices, inputs.classes, inputs.allocated,
+                               inputs.features)
+    with pytest.raises(AllocationTimeout):  # warm-up: pre-flight outside the measurement
+        allocator.allocate(inputs.claims, inputs.node, deadline=time.monotonic())
+    done = threading.Event()
+    outcome: list[BaseException] = []
+
+    def search() -> None:
+        try:
+            allocator.allocate(inputs.claims, inputs.node, deadline=time.monotonic() + 0.4)
+        except BaseException as exc:  # handed to the main thread
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=search)
+    ticks = 0
+    thread.start()
+    time.sleep(0.05)  # let the search enter the compiled core
+    began = time.monotonic()
+    while not done.is_set():
+        ticks += 1
+    elapsed = time.monotonic() - began
+    thread.join()
+    assert outcome and isinstance(outcome[0], AllocationTimeout)
+    # Holding the GIL for the search would leave this loop a handful of ticks per switch.
+    assert elapsed > 0.2 and ticks > 10_000, (elapsed, ticks)
+
+
+def test_free_threaded_build_is_not_available_here() -> None:
+    """Documents the environment: rerun this module under python3.13t when there is one."""
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        pytest.skip("free-threaded interpreter: the tests above ran without a GIL")
+    assert not Path(sys.executable).name.endswith("t")
