@@ -206,3 +206,11 @@ def test_vector_columns_are_sorted_by_value() -> None:
     ).evaluate(table)
     assert match.tolist() == [True, False, True, True, True]
     assert isinstance(match, np.ndarray)
+
+
+def test_compile_is_the_documented_entry_point() -> None:
+    import draspeed.cel as cel
+
+    selector = cel.compile('device.driver == "a.example.com"')
+    assert selector is cel.compile_selector('device.driver == "a.example.com"')  # cached
+    assert selector.matches(device_input("a.example.com", Device(name="d")))

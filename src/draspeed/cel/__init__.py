@@ -37,11 +37,15 @@ from draspeed.cel.device import DeviceInput, device_input
 from draspeed.cel.selector import Selector, clear_cache, compile_selector
 from draspeed.cel.table import DeviceTable
 
+# ``draspeed.cel.compile(expression)``, like ``re.compile``: the name the docs use.
+compile = compile_selector  # noqa: A001
+
 __all__ = [
     "DeviceInput",
     "DeviceTable",
     "Selector",
     "clear_cache",
+    "compile",
     "compile_selector",
     "device_input",
 ]
