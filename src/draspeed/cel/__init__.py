@@ -38,7 +38,7 @@ from draspeed.cel.selector import Selector, clear_cache, compile_selector
 from draspeed.cel.table import DeviceTable
 
 # ``draspeed.cel.compile(expression)``, like ``re.compile``: the name the docs use.
-compile = compile_selector  # noqa: A001
+compile = compile_selector
 
 __all__ = [
     "DeviceInput",
