@@ -19,8 +19,23 @@ import yaml
 
 from draspeed.errors import DraspeedError
 
-SHARED = Path(__file__).resolve().parents[4] / "shared"
-PROJECT = Path(__file__).resolve().parents[3]
+
+def _project_root() -> Path:
+    """The checkout whose ``tests/`` holds the seed corpora.
+
+    Tests run against the installed package (site-packages), so the module's own path
+    says nothing about the checkout: look from the working directory up, then fall
+    back to the source tree this module sits in.
+    """
+    here = Path(__file__).resolve().parents[3]
+    for base in (Path.cwd(), *Path.cwd().parents, here):
+        if (base / "tests" / "conformance" / "upstream").is_dir():
+            return base
+    return here
+
+
+PROJECT = _project_root()
+SHARED = PROJECT.parent / "shared"  # beside the checkout, as CI and developers have it
 
 
 class Hang(Exception):
