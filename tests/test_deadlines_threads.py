@@ -274,7 +274,9 @@ def test_threads_agree_with_serial_calls() -> None:
 
 def test_search_releases_the_gil() -> None:
     """While one thread searches (until its deadline), another thread keeps running."""
-    inputs = _inputs(pathological_yaml())
+    # C(30, 15) combinations under an unsatisfiable constraint: far beyond the deadline on
+    # any machine, so the search is still running while the main thread counts.
+    inputs = _inputs(pathological_yaml(devices=30, first=15, second=15))
     allocator = make_allocator("fast", inputs.slices, inputs.classes, inputs.allocated,
                                inputs.features)
     with pytest.raises(AllocationTimeout):  # warm-up: pre-flight outside the measurement
