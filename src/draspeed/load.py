@@ -7,7 +7,10 @@ of the Kubernetes Python clients (``kubernetes`` models, lightkube and kr8s obje
 ``kind: List`` and typed lists (``ResourceSliceList`` ...) are expanded.
 
 JSON takes a fast path (msgspec, with the cyclic garbage collector paused while the
-object trees are built: it would otherwise rescan millions of young containers).
+object trees are built: it would otherwise rescan millions of young containers), and
+ResourceSlice devices of the common shape are built from per-load caches
+(:mod:`draspeed.api.common_devices`). YAML is not tuned for bulk input: even libyaml
+parses it ~40x slower than msgspec parses the same JSON, so dump big clusters as JSON.
 """
 
 from __future__ import annotations
@@ -185,6 +188,7 @@ class _Loader:
         self.validate = validate
         self.objects = Objects()
         self.caches = Caches()
+        self.supported: set[tuple[str, str]] = set()  # (apiVersion, kind) pairs seen
 
     def source(self, source: Any) -> None:
         if isinstance(source, os.PathLike):
@@ -232,13 +236,18 @@ class _Loader:
         self.documents(docs, str(path))
 
     def documents(self, docs: list[Any], origin: str) -> None:
-        for i, doc in enumerate(docs):
-            if isinstance(doc, list):
-                # A top-level JSON/YAML array of objects: each element is a document.
-                for j, item in enumerate(doc):
-                    self.document(item, f"{origin} document {i + 1} item {j + 1}", None)
-            else:
-                self.document(doc, origin, i + 1)
+        """Documents parsed from JSON/YAML text (builtin types only, see Caches)."""
+        self.caches.exact_types = True
+        try:
+            for i, doc in enumerate(docs):
+                if isinstance(doc, list):
+                    # A top-level JSON/YAML array of objects: each element is a document.
+                    for j, item in enumerate(doc):
+                        self.document(item, f"{origin} document {i + 1} item {j + 1}", None)
+                else:
+                    self.document(doc, origin, i + 1)
+        finally:
+            self.caches.exact_types = False
 
     def document(self, doc: Any, origin: str, index: int | None) -> None:
         where = origin if index is None else f"{origin} document {index}"
@@ -248,7 +257,7 @@ class _Loader:
         if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
             self.list_items(doc, kind, where)
             return
-        self.one(doc, where, "")
+        self.one(doc, where, None)
 
     def list_items(self, doc: Mapping[str, Any], kind: str, where: str) -> None:
         # Items of typed lists (API list responses) carry no apiVersion/kind of their own.
@@ -258,28 +267,28 @@ class _Loader:
         if not isinstance(items, list):
             raise InputError(where, "items", wrong_type("array", items))
         for j, item in enumerate(items):
-            if not isinstance(item, Mapping):
+            if type(item) is not dict and not isinstance(item, Mapping):
                 raise InputError(where, f"items[{j}]", wrong_type("object", item))
             type_meta = None
             if item_kind is not None:
                 type_meta = (item.get("apiVersion") or api_version, item.get("kind") or item_kind)
-            self.one(item, where, f"items[{j}]", type_meta)
+            self.one(item, where, j, type_meta)
 
-    def one(self, obj: Mapping[str, Any], where: str, prefix: str, type_meta: Any = None) -> None:
+    def one(
+        self, obj: Mapping[str, Any], where: str, item: int | None, type_meta: Any = None
+    ) -> None:
+        """Decode one object: the document, or item ``item`` of its list."""
         api_version, kind = (
             type_meta if type_meta is not None else (obj.get("apiVersion"), obj.get("kind"))
         )
-        path = f"{prefix}." if prefix else ""
-        for key, value in (("apiVersion", api_version), ("kind", kind)):
-            if not isinstance(value, str) or not value:
-                raise InputError(
-                    where,
-                    f"{path}{key}",
-                    "Required value" if not value else wrong_type("string", value),
-                )
+        # Per item of a list of thousands: the path for errors is built only for errors.
+        if not (type(api_version) is str and type(kind) is str and api_version and kind):
+            self.check_type_meta(api_version, kind, where, item)
         assert isinstance(api_version, str) and isinstance(kind, str)
-        if lookup(api_version, kind) is None:
-            raise InputError(where, f"{path}kind", unsupported(api_version, kind))
+        if (api_version, kind) not in self.supported:
+            if lookup(api_version, kind) is None:
+                raise InputError(where, f"{_prefix(item)}kind", unsupported(api_version, kind))
+            self.supported.add((api_version, kind))
         try:
             decoded = decode_object(
                 obj,
@@ -290,6 +299,20 @@ class _Loader:
             )
         except InputError as exc:
             if hasattr(exc, "add_note"):  # Python >= 3.11
-                exc.add_note(f"in {where}" + (f", {prefix}" if prefix else ""))
+                exc.add_note(f"in {where}" + ("" if item is None else f", items[{item}]"))
             raise
         self.objects.add(decoded)
+
+    @staticmethod
+    def check_type_meta(api_version: Any, kind: Any, where: str, item: int | None) -> None:
+        for key, value in (("apiVersion", api_version), ("kind", kind)):
+            if not isinstance(value, str) or not value:
+                raise InputError(
+                    where,
+                    f"{_prefix(item)}{key}",
+                    "Required value" if not value else wrong_type("string", value),
+                )
+
+
+def _prefix(item: int | None) -> str:
+    return "" if item is None else f"items[{item}]."

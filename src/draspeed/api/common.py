@@ -38,7 +38,7 @@ def object_name(kind: str, obj: Mapping[str, Any], *, namespaced: bool) -> str:
     """``Kind ns/name`` or ``Kind name``, tolerant of a broken metadata stanza."""
     meta = obj.get("metadata")
     name = namespace = ""
-    if isinstance(meta, Mapping):
+    if type(meta) is dict or isinstance(meta, Mapping):
         raw_name, raw_ns = meta.get("name"), meta.get("namespace")
         name = raw_name if isinstance(raw_name, str) else ""
         namespace = raw_ns if isinstance(raw_ns, str) and namespaced else ""
@@ -57,22 +57,55 @@ def _string_map(ctx: DecodeContext, d: Mapping[str, Any], key: str, path: str) -
     return dict(m)
 
 
-def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: bool) -> ObjectMeta:
-    meta = ctx.mapping(obj, "metadata", "")
-    if meta is None:
-        if ctx.validate:
-            ctx.fail("metadata.name", required())
-        return ObjectMeta()
-    path = "metadata"
-    result = ObjectMeta(
-        name=ctx.string(meta, "name", path),
-        namespace=ctx.string(meta, "namespace", path) if namespaced else "",
-        uid=ctx.string(meta, "uid", path),
-        labels=_string_map(ctx, meta, "labels", path),
-        annotations=_string_map(ctx, meta, "annotations", path),
-        generation=ctx.opt_int(meta, "generation", path) or 0,
-        resource_version=ctx.string(meta, "resourceVersion", path),
+def _plain_metadata(meta: dict[str, Any], namespaced: bool) -> ObjectMeta | None:
+    """The metadata when every field has its plain type (strings, an int64, string maps
+    of strings), else None: the typed readers then decide and report."""
+    name = meta.get("name", "")
+    namespace = meta.get("namespace", "") if namespaced else ""
+    uid = meta.get("uid", "")
+    version = meta.get("resourceVersion", "")
+    generation = meta.get("generation", 0)
+    if (
+        type(name) is not str
+        or type(namespace) is not str
+        or type(uid) is not str
+        or type(version) is not str
+        or type(generation) is not int
+        or not limits.INT64_MIN <= generation <= limits.INT64_MAX
+    ):
+        return None
+    labels = _plain_string_map(meta.get("labels"))
+    annotations = _plain_string_map(meta.get("annotations"))
+    if labels is None or annotations is None:
+        return None
+    return ObjectMeta(
+        name=name,
+        namespace=namespace,
+        uid=uid,
+        labels=labels,
+        annotations=annotations,
+        generation=generation,
+        resource_version=version,
     )
+
+
+_ONLY_STR = frozenset((str,))
+
+
+def _plain_string_map(value: Any) -> dict[str, str] | None:
+    """A copy of a dict of strings (empty for null), else None."""
+    if value is None:
+        return {}
+    if type(value) is dict and (not value or set(map(type, value.values())) == _ONLY_STR):
+        return dict(value)
+    return None
+
+
+def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: bool) -> ObjectMeta:
+    meta = obj.get("metadata")
+    result = _plain_metadata(meta, namespaced) if type(meta) is dict else None
+    if result is None:
+        result = _checked_metadata(ctx, obj, namespaced=namespaced)
     if ctx.validate:
         problem = names.check_dns_subdomain(result.name)
         if problem is not None:
@@ -82,6 +115,26 @@ def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: b
             if problem is not None:
                 ctx.fail("metadata.namespace", problem)
     return result
+
+
+def _checked_metadata(
+    ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: bool
+) -> ObjectMeta:
+    meta = ctx.mapping(obj, "metadata", "")
+    if meta is None:
+        if ctx.validate:
+            ctx.fail("metadata.name", required())
+        return ObjectMeta()
+    path = "metadata"
+    return ObjectMeta(
+        name=ctx.string(meta, "name", path),
+        namespace=ctx.string(meta, "namespace", path) if namespaced else "",
+        uid=ctx.string(meta, "uid", path),
+        labels=_string_map(ctx, meta, "labels", path),
+        annotations=_string_map(ctx, meta, "annotations", path),
+        generation=ctx.opt_int(meta, "generation", path) or 0,
+        resource_version=ctx.string(meta, "resourceVersion", path),
+    )
 
 
 # ------------------------------------------------------------------------------ nodes

@@ -13,9 +13,31 @@ import re
 from draspeed.api import limits
 from draspeed.api.messages import invalid, required, too_long
 
-_DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
-_DNS_LABEL_RE = re.compile(_DNS_LABEL)
-_DNS_SUBDOMAIN_RE = re.compile(rf"{_DNS_LABEL}(?:\.{_DNS_LABEL})*")
+# DNS labels ("[a-z0-9]([-a-z0-9]*[a-z0-9])?") and subdomains (labels joined by dots) are
+# checked with str methods, not a regex: every slice has unique object, pool and node
+# names, and backtracking over "[-a-z0-9]*[a-z0-9]" costs more than the rest of the check.
+_LABEL_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
+_SUBDOMAIN_CHARS = _LABEL_CHARS + "."
+
+
+def _is_dns_label(name: str) -> bool:
+    """Lower case letters, digits and '-', starting and ending with a letter or digit."""
+    return bool(name) and not name.strip(_LABEL_CHARS) and name[0] != "-" and name[-1] != "-"
+
+
+def _is_dns_subdomain(name: str) -> bool:
+    """DNS labels joined by single dots."""
+    return (
+        bool(name)
+        and not name.strip(_SUBDOMAIN_CHARS)
+        and name[0] not in "-."
+        and name[-1] not in "-."
+        and ".." not in name
+        and "-." not in name
+        and ".-" not in name
+    )
+
+
 _C_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LABEL_NAME_PART_RE = re.compile(r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 
@@ -63,7 +85,7 @@ def check_dns_label(name: str) -> str | None:
         return required()
     if _byte_len(name) > DNS_LABEL_MAX:
         return invalid(name, f"must be no more than {DNS_LABEL_MAX} characters")
-    if _DNS_LABEL_RE.fullmatch(name) is None:
+    if not _is_dns_label(name):
         return invalid(name, _LABEL_DETAIL)
     return None
 
@@ -74,7 +96,7 @@ def check_dns_subdomain(name: str) -> str | None:
         return required()
     if _byte_len(name) > DNS_SUBDOMAIN_MAX:
         return invalid(name, f"must be no more than {DNS_SUBDOMAIN_MAX} characters")
-    if _DNS_SUBDOMAIN_RE.fullmatch(name) is None:
+    if not _is_dns_subdomain(name):
         return invalid(name, _SUBDOMAIN_DETAIL)
     return None
 
@@ -86,7 +108,7 @@ def check_driver_name(name: str) -> str | None:
     if _byte_len(name) > limits.DRIVER_NAME_MAX_LENGTH:
         return too_long(limits.DRIVER_NAME_MAX_LENGTH)
     # Upstream lower-cases before the subdomain check, so upper case letters pass.
-    if _DNS_SUBDOMAIN_RE.fullmatch(name.lower()) is None:
+    if not _is_dns_subdomain(name.lower()):
         return invalid(name, _SUBDOMAIN_DETAIL)
     return None
 
@@ -98,7 +120,7 @@ def check_pool_name(name: str) -> str | None:
     if _byte_len(name) > limits.POOL_NAME_MAX_LENGTH:
         return too_long(limits.POOL_NAME_MAX_LENGTH)
     for part in name.split("/"):
-        if not part or _byte_len(part) > DNS_SUBDOMAIN_MAX or not _DNS_SUBDOMAIN_RE.fullmatch(part):
+        if not part or _byte_len(part) > DNS_SUBDOMAIN_MAX or not _is_dns_subdomain(part):
             return invalid(name, f"each '/'-separated part: {_SUBDOMAIN_DETAIL}")
     return None
 

@@ -2,7 +2,9 @@
 
 This is the bulk of any cluster dump, so the per-device and per-attribute loops avoid
 building field paths until something is wrong, and look distinct attribute names,
-attribute values and quantities up in the load's :class:`~draspeed.api.context.Caches`.
+attribute values and quantities up in the load's :class:`~draspeed.api.context.Caches`;
+devices of the common shape do not even come here but are built by
+:mod:`draspeed.api.common_devices` from those caches.
 
 Version differences handled here:
 
@@ -19,6 +21,7 @@ from typing import Any
 
 from draspeed.api import limits, names
 from draspeed.api.common import decode_metadata, decode_node_selector, decode_taint
+from draspeed.api.common_devices import decode_common_devices
 from draspeed.api.context import Caches, DecodeContext, DraspeedWarning, child, dict_of
 from draspeed.api.messages import (
     duplicate,
@@ -52,8 +55,10 @@ def decode_resource_slice(
     ctx: DecodeContext, obj: Mapping[str, Any], version: str
 ) -> ResourceSlice:
     metadata = decode_metadata(ctx, obj, namespaced=False)
-    spec_raw = ctx.mapping(obj, "spec", "", required=True)
-    assert spec_raw is not None
+    spec_raw = obj.get("spec")
+    if type(spec_raw) is not dict:
+        spec_raw = ctx.mapping(obj, "spec", "", required=True)
+        assert spec_raw is not None
     nested = version in ("v1beta1", "v1alpha3")
     spec = _decode_spec(ctx, spec_raw, nested=nested, bare_capacity=version == "v1alpha3")
     return ResourceSlice(
@@ -67,14 +72,22 @@ def decode_resource_slice(
 def _decode_spec(
     ctx: DecodeContext, raw: Mapping[str, Any], *, nested: bool, bare_capacity: bool
 ) -> ResourceSliceSpec:
+    # Once per slice: the plain types are read inline, anything else (null, a wrong
+    # type) through the typed readers, which decide and report as everywhere else.
     validate = ctx.validate
-    driver = ctx.string(raw, "driver", "spec", required=True)
+    driver = raw.get("driver")
+    if type(driver) is not str:
+        driver = ctx.string(raw, "driver", "spec", required=True)
     if validate:
         ctx.check("driver", driver, names.check_driver_name, "spec.driver")
     pool = _decode_pool(ctx, raw)
 
-    node_name = ctx.opt_string(raw, "nodeName", "spec")
-    all_nodes = ctx.opt_bool(raw, "allNodes", "spec")
+    node_name = raw.get("nodeName")
+    if node_name is not None and type(node_name) is not str:
+        node_name = ctx.opt_string(raw, "nodeName", "spec")
+    all_nodes = raw.get("allNodes")
+    if all_nodes is not None and type(all_nodes) is not bool:
+        all_nodes = ctx.opt_bool(raw, "allNodes", "spec")
     if nested:
         # Plain fields in these versions: the zero value means "not set".
         node_name = node_name or None
@@ -85,15 +98,21 @@ def _decode_spec(
         if selector_raw is None
         else decode_node_selector(ctx, selector_raw, "spec.nodeSelector")
     )
-    per_device = ctx.opt_bool(raw, "perDeviceNodeSelection", "spec")
+    per_device = raw.get("perDeviceNodeSelection")
+    if per_device is not None and type(per_device) is not bool:
+        per_device = ctx.opt_bool(raw, "perDeviceNodeSelection", "spec")
     if validate:
         _check_node_selection(ctx, node_name, node_selector, all_nodes, per_device)
 
     # Current API servers refuse slices with both devices and sharedCounters, but earlier
     # ones stored them (partitionable devices before their redesign) and upstream's
     # allocator handles them: they pass.
-    devices_raw = ctx.array(raw, "devices", "spec")
-    counters_raw = ctx.array(raw, "sharedCounters", "spec")
+    devices_raw = raw.get("devices")
+    if devices_raw is not None and type(devices_raw) is not list:
+        devices_raw = ctx.array(raw, "devices", "spec")
+    counters_raw = raw.get("sharedCounters")
+    if counters_raw is not None:
+        counters_raw = ctx.array(raw, "sharedCounters", "spec")
 
     devices: list[Device] = []
     if devices_raw:
@@ -114,13 +133,20 @@ def _decode_spec(
 
 
 def _decode_pool(ctx: DecodeContext, spec: Mapping[str, Any]) -> ResourcePool:
-    raw = ctx.mapping(spec, "pool", "spec", required=True)
-    assert raw is not None
-    pool = ResourcePool(
-        name=ctx.string(raw, "name", "spec.pool", required=True),
-        generation=ctx.opt_int(raw, "generation", "spec.pool") or 0,
-        resource_slice_count=ctx.opt_int(raw, "resourceSliceCount", "spec.pool") or 0,
-    )
+    raw = spec.get("pool")
+    if type(raw) is not dict:
+        raw = ctx.mapping(spec, "pool", "spec", required=True)
+        assert raw is not None
+    name = raw.get("name")
+    if type(name) is not str:
+        name = ctx.string(raw, "name", "spec.pool", required=True)
+    generation = raw.get("generation")
+    if type(generation) is not int or not limits.INT64_MIN <= generation <= limits.INT64_MAX:
+        generation = ctx.opt_int(raw, "generation", "spec.pool") or 0
+    count = raw.get("resourceSliceCount")
+    if type(count) is not int or not limits.INT64_MIN <= count <= limits.INT64_MAX:
+        count = ctx.opt_int(raw, "resourceSliceCount", "spec.pool") or 0
+    pool = ResourcePool(name=name, generation=generation, resource_slice_count=count)
     if ctx.validate:
         ctx.check("pool", pool.name, names.check_pool_name, "spec.pool.name")
         if pool.resource_slice_count <= 0:
@@ -228,16 +254,34 @@ def _decode_devices(
     nested: bool,
     bare_capacity: bool,
 ) -> list[Device]:
-    """The device list. This loop runs for every device of a cluster dump, so the
-    common shape (name, attributes with one scalar value each, capacities without a
-    request policy) takes a path of dict lookups in the load's caches; anything else,
-    and every first occurrence, goes through the checked decoders below. Field paths
-    are only built for errors."""
+    """The device list: the common shape from the load's caches
+    (:mod:`draspeed.api.common_devices`), anything else through :func:`_decode_device`."""
+    key_names = ctx.caches.attribute_names.get(driver)
+    if key_names is None:
+        key_names = ctx.caches.attribute_names[driver] = {}
+
+    def checked(i: int, d: Any) -> Device:
+        return _decode_device(ctx, i, d, driver, key_names, per_device, nested, bare_capacity)
+
+    return decode_common_devices(ctx, devices_raw, driver, nested, bare_capacity, checked)
+
+
+def _decode_device(
+    ctx: DecodeContext,
+    i: int,
+    d: Any,
+    driver: str,
+    key_names: dict[str, str],
+    per_device: bool | None,
+    nested: bool,
+    bare_capacity: bool,
+) -> Device:
+    """Device ``i``, every field checked (errors name its path). Distinct attribute
+    names, attribute values and quantities are memoised in the load's caches, which is
+    what lets :func:`~draspeed.api.common_devices.decode_common_devices` take the next
+    device of the same shape without this function."""
     caches = ctx.caches
     validate = ctx.validate
-    key_names = caches.attribute_names.get(driver)
-    if key_names is None:
-        key_names = caches.attribute_names[driver] = {}
     attr_caches = caches.attributes
     strings = attr_caches["string"][1]
     capacities = caches.capacities
@@ -245,140 +289,135 @@ def _decode_devices(
     max_fields = limits.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE
     max_values = limits.RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE
     base_keys = 0 if nested else 1  # "name" lives next to the fields in v1
-    devices: list[Device] = []
-    append = devices.append
-    for i, d in enumerate(devices_raw):
-        if type(d) is not dict:
-            if not isinstance(d, Mapping):
-                ctx.fail(f"spec.devices[{i}]", wrong_type("object", d))
-            d = dict(d)
-        name = d.get("name")
-        if type(name) is not str:
-            ctx.fail(
-                f"spec.devices[{i}].name",
-                required() if name is None else wrong_type("string", name),
-            )
-        if validate and name not in dns_labels:
-            problem = names.check_dns_label(name)
-            if problem is not None:
-                ctx.fail(f"spec.devices[{i}].name", problem)
-            dns_labels.add(name)
-        body: Any = d
-        if nested:
-            body = d.get("basic")
-            if body is None:
-                append(Device(name=name))
-                continue
-            if type(body) is not dict:
-                if not isinstance(body, Mapping):
-                    ctx.fail(f"spec.devices[{i}].basic", wrong_type("object", body))
-                body = dict(body)
 
-        attrs: dict[str, DeviceAttribute] = {}
-        a = body.get("attributes")
-        extra_values = 0
-        if a:
-            if type(a) is not dict:
-                a = _as_dict(ctx, a, f"{_device_path(i, nested)}.attributes")
-            for key, value in a.items():
-                fq = key_names.get(key)
-                if fq is None:
-                    fq = _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.attributes")
-                attr = None
+    if type(d) is not dict:
+        if not isinstance(d, Mapping):
+            ctx.fail(f"spec.devices[{i}]", wrong_type("object", d))
+        d = dict(d)
+    name = d.get("name")
+    if type(name) is not str:
+        ctx.fail(
+            f"spec.devices[{i}].name",
+            required() if name is None else wrong_type("string", name),
+        )
+    if validate and name not in dns_labels:
+        problem = names.check_dns_label(name)
+        if problem is not None:
+            ctx.fail(f"spec.devices[{i}].name", problem)
+        dns_labels.add(name)
+    body: Any = d
+    if nested:
+        body = d.get("basic")
+        if body is None:
+            return Device(name=name)
+        if type(body) is not dict:
+            if not isinstance(body, Mapping):
+                ctx.fail(f"spec.devices[{i}].basic", wrong_type("object", body))
+            body = dict(body)
+
+    attrs: dict[str, DeviceAttribute] = {}
+    a = body.get("attributes")
+    extra_values = 0
+    if a:
+        if type(a) is not dict:
+            a = _as_dict(ctx, a, f"{_device_path(i, nested)}.attributes")
+        for key, value in a.items():
+            fq = key_names.get(key)
+            if fq is None:
+                fq = _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.attributes")
+            attr = None
+            try:
+                [(kind, v)] = value.items()  # the common shape: {kind: value}
+            except (AttributeError, ValueError):
+                pass
+            else:
+                if kind == "string":
+                    if type(v) is str:
+                        attr = strings.get(v)
+                        if attr is None and (
+                            not validate or len(v) <= 16 or (len(v) <= 64 and v.isascii())
+                        ):
+                            # A new string that fits 64 bytes (uuids, serials).
+                            attr = strings[v] = DeviceAttribute("string", v)
+                else:
+                    entry = attr_caches.get(kind)
+                    if entry is not None and type(v) is entry[0]:
+                        attr = entry[1].get(v)
+            if attr is None:
                 try:
-                    [(kind, v)] = value.items()  # the common shape: {kind: value}
+                    attr = _attribute_value(caches, validate, value)
+                except _BadValue as bad:
+                    path = child(f"{_device_path(i, nested)}.attributes", key)
+                    ctx.fail(f"{path}.{bad.where}" if bad.where else path, bad.message)
+                if attr.kind in LIST_KINDS:
+                    extra_values += max(len(attr.value), 1) - 1
+            attrs[fq] = attr
+        if len(attrs) != len(a):
+            attrs = _merge_duplicates(
+                ctx, a, driver, f"{_device_path(i, nested)}.attributes", _decode_attribute
+            )
+
+    caps: dict[str, DeviceCapacity] = {}
+    c = body.get("capacity")
+    if c:
+        if type(c) is not dict:
+            c = _as_dict(ctx, c, f"{_device_path(i, nested)}.capacity")
+        for key, value in c.items():
+            fq = key_names.get(key)
+            if fq is None:
+                fq = _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.capacity")
+            cap = None
+            if bare_capacity:
+                if type(value) is str:
+                    cap = capacities.get(value)
+            else:
+                try:
+                    [(field, text)] = value.items()  # the common shape: {value: text}
                 except (AttributeError, ValueError):
                     pass
                 else:
-                    if kind == "string":
-                        if type(v) is str:
-                            attr = strings.get(v)
-                            if attr is None and (
-                                not validate or len(v) <= 16 or (len(v) <= 64 and v.isascii())
-                            ):
-                                # A new string that fits 64 bytes (uuids, serials).
-                                attr = strings[v] = DeviceAttribute("string", v)
-                    else:
-                        entry = attr_caches.get(kind)
-                        if entry is not None and type(v) is entry[0]:
-                            attr = entry[1].get(v)
-                if attr is None:
-                    try:
-                        attr = _attribute_value(caches, validate, value)
-                    except _BadValue as bad:
-                        path = child(f"{_device_path(i, nested)}.attributes", key)
-                        ctx.fail(f"{path}.{bad.where}" if bad.where else path, bad.message)
-                    if attr.kind in LIST_KINDS:
-                        extra_values += max(len(attr.value), 1) - 1
-                attrs[fq] = attr
-            if len(attrs) != len(a):
-                attrs = _merge_duplicates(
-                    ctx, a, driver, f"{_device_path(i, nested)}.attributes", _decode_attribute
+                    if field == "value" and type(text) is str:
+                        cap = capacities.get(text)
+            if cap is None:
+                path = child(f"{_device_path(i, nested)}.capacity", key)
+                cap = (
+                    _bare_capacity(ctx, value, path)
+                    if bare_capacity
+                    else _decode_capacity(ctx, value, path)
                 )
+            caps[fq] = cap
+        if len(caps) != len(c):
+            caps = _merge_duplicates(
+                ctx,
+                c,
+                driver,
+                f"{_device_path(i, nested)}.capacity",
+                _bare_capacity if bare_capacity else _decode_capacity,
+            )
 
-        caps: dict[str, DeviceCapacity] = {}
-        c = body.get("capacity")
-        if c:
-            if type(c) is not dict:
-                c = _as_dict(ctx, c, f"{_device_path(i, nested)}.capacity")
-            for key, value in c.items():
-                fq = key_names.get(key)
-                if fq is None:
-                    fq = _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.capacity")
-                cap = None
-                if bare_capacity:
-                    if type(value) is str:
-                        cap = capacities.get(value)
-                else:
-                    try:
-                        [(field, text)] = value.items()  # the common shape: {value: text}
-                    except (AttributeError, ValueError):
-                        pass
-                    else:
-                        if field == "value" and type(text) is str:
-                            cap = capacities.get(text)
-                if cap is None:
-                    path = child(f"{_device_path(i, nested)}.capacity", key)
-                    cap = (
-                        _bare_capacity(ctx, value, path)
-                        if bare_capacity
-                        else _decode_capacity(ctx, value, path)
-                    )
-                caps[fq] = cap
-            if len(caps) != len(c):
-                caps = _merge_duplicates(
-                    ctx,
-                    c,
-                    driver,
-                    f"{_device_path(i, nested)}.capacity",
-                    _bare_capacity if bare_capacity else _decode_capacity,
-                )
+    if validate and (a or c):
+        total = (len(a) if a else 0) + (len(c) if c else 0)
+        if total > max_fields:
+            ctx.fail(
+                _device_path(i, nested),
+                invalid(
+                    total,
+                    f"the total number of attributes and capacities must not exceed {max_fields}",
+                ),
+            )
+        if a and len(a) + extra_values > max_values:
+            ctx.fail(
+                _device_path(i, nested),
+                invalid(
+                    len(a) + extra_values,
+                    f"the total number of attribute values must not exceed {max_values}",
+                ),
+            )
 
-        if validate and (a or c):
-            total = (len(a) if a else 0) + (len(c) if c else 0)
-            if total > max_fields:
-                ctx.fail(
-                    _device_path(i, nested),
-                    invalid(
-                        total,
-                        "the total number of attributes and capacities must not exceed "
-                        f"{max_fields}",
-                    ),
-                )
-            if a and len(a) + extra_values > max_values:
-                ctx.fail(
-                    _device_path(i, nested),
-                    invalid(
-                        len(a) + extra_values,
-                        f"the total number of attribute values must not exceed {max_values}",
-                    ),
-                )
-
-        device = Device(name, attrs, caps)
-        if len(body) > base_keys + (a is not None) + (c is not None):
-            _decode_device_extras(ctx, device, body, _device_path(i, nested), per_device)
-        append(device)
-    return devices
+    device = Device(name, attrs, caps)
+    if len(body) > base_keys + (a is not None) + (c is not None):
+        _decode_device_extras(ctx, device, body, _device_path(i, nested), per_device)
+    return device
 
 
 def _as_dict(ctx: DecodeContext, value: Any, path: str) -> dict[str, Any]:
