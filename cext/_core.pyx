@@ -217,6 +217,10 @@ cdef class Problem:
         self.con_values = a["con_values"]
         self.con_present = a["con_present"]
         self.con_first_needs_value = a["con_first_needs_value"]
+        for name in ("claim_req_ptr", "req_alt_ptr", "all_ptr", "cons_ptr", "pool_slot_ptr",
+                     "cap_ptr", "claim_con_ptr", "con_value_ptr"):
+            if len(a[name]) == 0:  # every CSR pointer array holds at least its end
+                raise ValueError(f"Problem.{name} is empty")
         self.n_claims = self.claim_req_ptr.shape[0] - 1
         self.n_positions = self.in_use.shape[0]
         self.n_alts = self.alt_all.shape[0]
