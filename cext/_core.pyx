@@ -21,7 +21,7 @@ integer; every sum is overflow-checked and an overflow is reported, never wrappe
 from time import monotonic
 
 from cpython.object cimport PyObject
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -390,12 +390,3 @@ class Snapshot:
             pool_slots=pool_slots,
             pool_available=pool_available,
         )
-
-    def nodes_in_slices(self) -> list[str]:
-        """Node names that slices name, sorted: the nodes a cluster dump implies."""
-        return sorted(self._slices_on_node)
-
-
-def device_ids(snapshot: Snapshot, devices: Iterable[int]) -> list[str]:
-    """``driver/pool/device`` for global device indices (for messages and tests)."""
-    return [str(snapshot.device_id(g)) for g in devices]

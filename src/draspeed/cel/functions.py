@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from draspeed.cel.types import Type, parse_type
+from draspeed.cel.types import Type, parse_type, split_top_level
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def declare(
         head, _, result_text = rest.rpartition("->")
         name, _, args_text = head.strip().partition("(")
         args_text = args_text.strip()[:-1]
-        params = tuple(recv) + tuple(parse_type(a) for a in _split_args(args_text))
+        params = tuple(recv) + tuple(parse_type(a) for a in split_top_level(args_text))
         fn = FUNCTIONS.setdefault(name.strip(), Function(name.strip()))
         fn.overloads.append(Overload(params, parse_type(result_text), kind == "m"))
         if impl is not None:
@@ -80,22 +80,6 @@ def _split_receiver(text: str) -> tuple[str, str]:
         elif ch == " " and depth == 0:
             return text[:i], text[i + 1 :].strip()
     raise ValueError(text)
-
-
-def _split_args(text: str) -> list[str]:
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
 
 
 def string_cost(*indices: int) -> Callable[[tuple[Any, ...], Any], int]:

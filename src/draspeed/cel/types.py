@@ -92,7 +92,7 @@ def parse_type(text: str) -> Type:
     if "(" in text:
         head, _, rest = text.partition("(")
         inner = rest[:-1]
-        parts = _split_top(inner)
+        parts = split_top_level(inner)
         args = tuple(parse_type(p) for p in parts)
         if head == "list":
             return list_of(args[0])
@@ -108,7 +108,8 @@ def parse_type(text: str) -> Type:
     return _NAMED[text]
 
 
-def _split_top(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
+    """Comma-separated parts of ``text`` outside parentheses, stripped, empties dropped."""
     parts: list[str] = []
     depth = 0
     start = 0
