@@ -2,6 +2,7 @@
 
 ``DRASPEED_DEBUG=1`` builds with bounds and wraparound checks on and without
 optimisation, for fuzzing the core through its Python entry points.
+``DRASPEED_ONLY=_name`` builds just that module (development: one extension at a time).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ extensions = [
         extra_compile_args=compile_args,
     )
     for pyx in sorted(Path("cext").glob("*.pyx"))
+    if os.environ.get("DRASPEED_ONLY", pyx.stem) == pyx.stem
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives, quiet=True))

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         InputError,
         NodeAllocationError,
     )
+    from draspeed.feasibility import Feasibility, NodeOutcome
     from draspeed.features import Features
     from draspeed.quantity import Quantity
     from draspeed.snapshot import Snapshot
@@ -30,6 +31,8 @@ _EXPORTS = {
     "DraspeedError": "draspeed.errors",
     "InputError": "draspeed.errors",
     "NodeAllocationError": "draspeed.errors",
+    "Feasibility": "draspeed.feasibility",
+    "NodeOutcome": "draspeed.feasibility",
     "Features": "draspeed.features",
     "Quantity": "draspeed.quantity",
     "Snapshot": "draspeed.snapshot",
@@ -40,9 +43,11 @@ __all__ = [
     "AllocationTimeout",
     "Allocator",
     "DraspeedError",
+    "Feasibility",
     "Features",
     "InputError",
     "NodeAllocationError",
+    "NodeOutcome",
     "Objects",
     "Quantity",
     "Snapshot",

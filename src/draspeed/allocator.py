@@ -17,9 +17,11 @@ from draspeed.api.model import (
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    ObjectMeta,
     ResourceClaim,
 )
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
+from draspeed.feasibility import Feasibility, NodeOutcome
 from draspeed.problem import Prepared, prepare, selector_error_text
 from draspeed.rules.results import ChosenDevice, ResultError, build_allocation_result
 from draspeed.snapshot import Snapshot
@@ -108,6 +110,56 @@ class Allocator:
         if view.any_invalid:
             raise NodeAllocationError("invalid resource pools were encountered")
         return None
+
+    def feasible_nodes(
+        self,
+        claims: Sequence[ResourceClaim],
+        nodes: Sequence[Node | str] | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> Feasibility:
+        """For every node (``nodes``, or the snapshot's known nodes): what ``allocate``
+        would answer there. Node names not known to the snapshot are unlabelled nodes."""
+        claims = list(claims)
+        outcomes = []
+        for node in self._nodes(nodes):
+            try:
+                results = self.allocate(claims, node, deadline=deadline)
+            except AllocationTimeout as exc:
+                outcomes.append(NodeOutcome(node.name, "timeout", str(exc)))
+                continue
+            except NodeAllocationError as exc:
+                outcomes.append(
+                    NodeOutcome(
+                        node.name,
+                        "node-error",
+                        str(exc),
+                        self.last_stats.num_allocate_one_invocations,
+                    )
+                )
+                continue
+            except AllocationError as exc:
+                outcomes.append(
+                    NodeOutcome(
+                        node.name, "error", str(exc), self.last_stats.num_allocate_one_invocations
+                    )
+                )
+                continue
+            work = self.last_stats.num_allocate_one_invocations
+            if results is None:
+                outcomes.append(NodeOutcome(node.name, "does-not-fit", None, work))
+            else:
+                outcomes.append(NodeOutcome(node.name, "fits", None, work, results))
+        return Feasibility(outcomes)
+
+    def _nodes(self, nodes: Sequence[Node | str] | None) -> list[Node]:
+        if nodes is None:
+            return self.snapshot.nodes
+        known = self.snapshot.given_nodes
+        return [
+            n if isinstance(n, Node) else known.get(n) or Node(metadata=ObjectMeta(name=n))
+            for n in nodes
+        ]
 
     def _results(
         self,

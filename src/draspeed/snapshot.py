@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from draspeed.api.model import Device, DeviceClass, Node, ResourceClaim, ResourceSlice
+from draspeed.api.model import (
+    Device,
+    DeviceClass,
+    Node,
+    ObjectMeta,
+    ResourceClaim,
+    ResourceSlice,
+)
 from draspeed.errors import AllocationError, CELCompileError
 from draspeed.features import Features
 from draspeed.rules.allocated_state import AllocatedState
@@ -95,10 +102,13 @@ class Snapshot:
         classes: Sequence[DeviceClass],
         allocated_claims: Sequence[ResourceClaim],
         features: Features,
+        nodes: Sequence[Node] = (),
     ) -> None:
         self.features = features
         self.slices = list(slices)
         self.classes = {c.metadata.name: c for c in classes}
+        self.allocated_claims = [c for c in allocated_claims if c.status.allocation is not None]
+        self.given_nodes = {n.name: n for n in nodes}
         self.allocated = AllocatedState.from_claims(
             allocated_claims, consumable_capacity=features.consumable_capacity
         )
@@ -134,8 +144,90 @@ class Snapshot:
         allocated_claims: Sequence[ResourceClaim] = (),
         *,
         features: Features | None = None,
+        nodes: Sequence[Node] = (),
     ) -> Snapshot:
-        return cls(slices, classes, allocated_claims, features or Features())
+        """Index a cluster state. ``nodes``: Node objects (labels matter for node
+        selectors); nodes named only by slices are known too, without labels."""
+        return cls(slices, classes, allocated_claims, features or Features(), nodes)
+
+    # ----------------------------------------------------------------------------------
+    # Versions: every update returns a new snapshot; this one stays as it was
+    # ----------------------------------------------------------------------------------
+
+    def update_slices(
+        self,
+        added: Sequence[ResourceSlice] = (),
+        removed: Sequence[ResourceSlice | str] = (),
+    ) -> Snapshot:
+        """A new version with ``removed`` (slices or slice names) gone and ``added``
+        in; an added slice whose name exists replaces it (a new pool generation)."""
+        gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
+        gone |= {a.metadata.name for a in added}
+        kept = [rs for rs in self.slices if rs.metadata.name not in gone]
+        return self._derive(slices=[*kept, *added])
+
+    def add_allocated(self, claims: ResourceClaim | Sequence[ResourceClaim]) -> Snapshot:
+        """A new version where ``claims`` (with ``status.allocation``) hold their devices;
+        a claim with the key of an allocated one replaces it."""
+        new = [claims] if isinstance(claims, ResourceClaim) else list(claims)
+        for claim in new:
+            if claim.status.allocation is None:
+                raise ValueError(f"claim {claim.key} has no status.allocation to add")
+        keys = {c.key for c in new}
+        kept = [c for c in self.allocated_claims if c.key not in keys]
+        return self._derive(allocated=[*kept, *new])
+
+    def remove_allocated(
+        self, claims: ResourceClaim | str | Sequence[ResourceClaim | str]
+    ) -> Snapshot:
+        """A new version without these allocated claims (claims or ``namespace/name`` keys)."""
+        items = [claims] if isinstance(claims, (ResourceClaim, str)) else list(claims)
+        keys = {c if isinstance(c, str) else c.key for c in items}
+        return self._derive(allocated=[c for c in self.allocated_claims if c.key not in keys])
+
+    def update_classes(
+        self, added: Sequence[DeviceClass] = (), removed: Sequence[DeviceClass | str] = ()
+    ) -> Snapshot:
+        """A new version with classes added, replaced (same name) or removed."""
+        gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
+        classes = {n: c for n, c in self.classes.items() if n not in gone}
+        classes.update((c.metadata.name, c) for c in added)
+        return self._derive(classes=list(classes.values()))
+
+    def update_nodes(
+        self, added: Sequence[Node] = (), removed: Sequence[Node | str] = ()
+    ) -> Snapshot:
+        """A new version with Node objects added, replaced (same name) or removed."""
+        gone = {r if isinstance(r, str) else r.name for r in removed}
+        nodes = {n: v for n, v in self.given_nodes.items() if n not in gone}
+        nodes.update((n.name, n) for n in added)
+        return self._derive(nodes=list(nodes.values()))
+
+    def _derive(
+        self,
+        *,
+        slices: Sequence[ResourceSlice] | None = None,
+        classes: Sequence[DeviceClass] | None = None,
+        allocated: Sequence[ResourceClaim] | None = None,
+        nodes: Sequence[Node] | None = None,
+    ) -> Snapshot:
+        return Snapshot(
+            self.slices if slices is None else slices,
+            list(self.classes.values()) if classes is None else classes,
+            self.allocated_claims if allocated is None else allocated,
+            self.features,
+            list(self.given_nodes.values()) if nodes is None else nodes,
+        )
+
+    @property
+    def nodes(self) -> list[Node]:
+        """The known nodes: the Node objects given, then nodes named by slices (sorted),
+        as unlabelled Node objects."""
+        out = list(self.given_nodes.values())
+        for name in sorted(self._slices_on_node):
+            if name not in self.given_nodes:
+                out.append(Node(metadata=ObjectMeta(name=name)))
+        return out
 
     # ----------------------------------------------------------------------------------
     # Devices
