@@ -1,16 +1,18 @@
 # cython: language_level=3
 """The compiled search: upstream's depth-first allocation over flat integer arrays.
 
-The Python layer (``draspeed.problem``) turns one ``Allocate`` call into a
-:class:`Problem`: the node's devices as *positions* in upstream's search order
+The Python layer (``draspeed.claimset``) turns one ``Allocate`` question, over one
+node or many, into a :class:`Problem`: each node's devices as *positions* in
+upstream's search order
 (pools, then slices, then devices; incomplete and invalid pools left out), the
 requests flattened into *alternatives* (a plain request, or one subrequest of a
 ``firstAvailable`` list), and every per-(alternative, position) fact that does not
 change during the search precomputed (selector outcome, taint verdict, capacity
 verdict, consumed capacity).  What changes during the search -- devices in flight,
 counters consumed, capacity in flight, constraint state, results -- lives in
-scratch arrays the caller allocates per call, so a Problem could be searched
-again.  The search itself holds no Python object and runs without the GIL.
+scratch arrays allocated per call and left clean after each node, so one call
+searches node after node and a Problem can be searched again.  The search itself
+holds no Python object and runs without the GIL.
 
 The recursion mirrors upstream's ``allocateOne`` call for call, so the work
 counter equals upstream's ``NumAllocateOneInvocations``.  Quantities arrive as
@@ -80,7 +82,9 @@ OUTCOME = {"found": FOUND, "not_found": NOT_FOUND, "max_size": MAX_SIZE_EXCEEDED
 
 
 cdef struct View:
-    int P, A, R, C, K
+    # P: positions of the node being searched; S: the stride of (row, position) arrays,
+    # i.e. the positions of all nodes (a node's block starts at its offset in every row).
+    int P, S, A, R, C, K, N
     bint taints, consumable
     const int32_t *claim_req_ptr
     const uint8_t *req_has_subs
@@ -120,32 +124,41 @@ cdef struct View:
     const int32_t *con_values
     const uint8_t *con_present
     const uint8_t *con_first_needs_value
+    const int32_t *node_ptr
     int Q
 
 
 cdef class Problem:
-    """One Allocate call as arrays; see ``draspeed.problem`` for how each is built."""
+    """One Allocate question over one or many nodes, as arrays (``draspeed.claimset``).
+
+    Positions of all nodes are concatenated, node by node (``node_ptr``); an array
+    indexed by (row, position) holds rows of all positions, so a node's part of every
+    row starts at the node's offset.  Per-node values (All-mode lists, counts, bounds)
+    are indexed node-major.  The search of node n sees exactly what a one-node problem
+    made of its block would show it.
+    """
 
     # -- shape ----------------------------------------------------------------------
-    cdef public int n_claims, n_positions, n_alts, n_constraints
+    cdef public int n_claims, n_positions, n_alts, n_constraints, n_nodes
     cdef public bint taints_enabled, consumable_enabled
+    cdef const int32_t[::1] node_ptr          # node n owns positions [ptr[n], ptr[n+1])
     # -- claims and requests ---------------------------------------------------------
     cdef const int32_t[::1] claim_req_ptr     # claim c owns requests [ptr[c], ptr[c+1])
     cdef const uint8_t[::1] req_has_subs      # request came with firstAvailable
     cdef const int32_t[::1] req_alt_ptr       # request r owns alternatives [ptr[r], ptr[r+1])
     cdef const uint8_t[::1] alt_all           # allocationMode All
     cdef const uint8_t[::1] alt_admin         # adminAccess
-    cdef const int32_t[::1] alt_count         # devices needed (All: len of its list)
-    cdef const int32_t[::1] all_ptr           # All-mode device lists, CSR over positions
-    cdef const int32_t[::1] all_pos
+    cdef const int32_t[::1] alt_count         # n * n_alts + a: devices needed (All: its list)
+    cdef const int32_t[::1] all_ptr           # All-mode lists, CSR over (n * n_alts + a)
+    cdef const int32_t[::1] all_pos           # ... of node-local positions
     # -- static verdicts, alternative-major (a * n_positions + p) -----------------
     cdef const uint8_t[::1] selectable
     cdef const uint8_t[::1] taint_blocks
     cdef const uint8_t[::1] capacity
     cdef const uint8_t[::1] possible          # could be allocated if nothing were in flight
-    cdef const int32_t[::1] last_error        # per alternative: last SEL_ERROR position, or -1
+    cdef const int32_t[::1] last_error        # n * n_alts + a: last SEL_ERROR position, or -1
     # Per request r: bounds over r and the claim's later requests (see may_finish_claim).
-    cdef const uint8_t[::1] rest_prunable
+    cdef const uint8_t[::1] rest_prunable     # n * n_requests + r
     cdef const int32_t[::1] rest_need
     cdef const int32_t[::1] rest_max
     cdef const int32_t[::1] rest_requests
@@ -155,7 +168,7 @@ cdef class Problem:
     cdef const uint8_t[::1] allow_multi       # allowMultipleAllocations (feature applied)
     cdef const uint8_t[::1] counters_blocked  # consumes counters, partitionable off
     cdef const uint8_t[::1] committed_share  # has a committed share (or its capacity)
-    cdef const int32_t[::1] pos_pool
+    cdef const int32_t[::1] pos_pool          # pool of each position (pools of all nodes)
     cdef const int32_t[::1] cons_ptr          # counter consumption, CSR over positions
     cdef const int32_t[::1] cons_slot
     cdef const int64_t[::1] cons_amount
@@ -173,12 +186,13 @@ cdef class Problem:
     cdef const uint8_t[::1] con_present       # q * n_positions + p: the device has the attribute
     cdef const uint8_t[::1] con_first_needs_value  # matchAttribute in list mode
     cdef public int n_codes
-    # Exact Python-integer sums when values do not fit int64 (draspeed.problem), or None.
+    # Exact Python-integer sums when values do not fit int64 (draspeed.claimset), or None.
     cdef public object exact
     # Raw pointers into the arrays above (kept alive by this object), for the search.
     cdef View v
 
     def __init__(self, dict a not None, *, bint taints_enabled, bint consumable_enabled):
+        self.node_ptr = a["node_ptr"] if "node_ptr" in a else _one_node(a["in_use"])
         self.claim_req_ptr = a["claim_req_ptr"]
         self.req_has_subs = a["req_has_subs"]
         self.req_alt_ptr = a["req_alt_ptr"]
@@ -218,10 +232,11 @@ cdef class Problem:
         self.con_present = a["con_present"]
         self.con_first_needs_value = a["con_first_needs_value"]
         for name in ("claim_req_ptr", "req_alt_ptr", "all_ptr", "cons_ptr", "pool_slot_ptr",
-                     "cap_ptr", "claim_con_ptr", "con_value_ptr"):
-            if len(a[name]) == 0:  # every CSR pointer array holds at least its end
+                     "cap_ptr", "claim_con_ptr", "con_value_ptr", "node_ptr"):
+            if len(a.get(name, self.node_ptr)) == 0:  # every CSR pointer array holds its end
                 raise ValueError(f"Problem.{name} is empty")
         self.n_claims = self.claim_req_ptr.shape[0] - 1
+        self.n_nodes = self.node_ptr.shape[0] - 1
         self.n_positions = self.in_use.shape[0]
         self.n_alts = self.alt_all.shape[0]
         self.n_constraints = self.con_distinct.shape[0]
@@ -232,10 +247,16 @@ cdef class Problem:
         self._check_shapes()
         self._point()
 
+    def node_offsets(self):
+        """Where each node's positions start, and the end: ``node_ptr`` as a list."""
+        return [self.node_ptr[i] for i in range(self.n_nodes + 1)]
+
     cdef void _point(self):
         """Fill ``self.v``: the arrays as raw pointers, read by the nogil search."""
         cdef View *v = &self.v
         v.P, v.A, v.C = self.n_positions, self.n_alts, self.n_claims
+        v.S, v.N = self.n_positions, self.n_nodes
+        v.node_ptr = _i32(self.node_ptr)
         v.R = self.req_has_subs.shape[0]
         v.K = self.cap_room.shape[0]
         v.Q = self.n_constraints
@@ -284,17 +305,18 @@ cdef class Problem:
         cdef Py_ssize_t P = self.n_positions, A = self.n_alts, Q = self.n_constraints
         cdef Py_ssize_t R = self.req_has_subs.shape[0]
         cdef Py_ssize_t K = self.cap_room.shape[0]
+        cdef Py_ssize_t N = self.n_nodes
         expect = {
             "req_alt_ptr": (self.req_alt_ptr.shape[0], R + 1),
             "alt_admin": (self.alt_admin.shape[0], A),
-            "alt_count": (self.alt_count.shape[0], A),
-            "all_ptr": (self.all_ptr.shape[0], A + 1),
+            "alt_count": (self.alt_count.shape[0], N * A),
+            "all_ptr": (self.all_ptr.shape[0], N * A + 1),
             "selectable": (self.selectable.shape[0], A * P),
             "taint_blocks": (self.taint_blocks.shape[0], A * P),
             "capacity": (self.capacity.shape[0], A * P),
             "possible": (self.possible.shape[0], A * P),
-            "last_error": (self.last_error.shape[0], A),
-            "rest_prunable": (self.rest_prunable.shape[0], R),
+            "last_error": (self.last_error.shape[0], N * A),
+            "rest_prunable": (self.rest_prunable.shape[0], N * R),
             "rest_need": (self.rest_need.shape[0], R),
             "rest_max": (self.rest_max.shape[0], R),
             "rest_requests": (self.rest_requests.shape[0], R),
@@ -316,9 +338,11 @@ cdef class Problem:
         for name, (got, want) in expect.items():
             if got != want:
                 raise ValueError(f"Problem.{name}: length {got}, expected {want}")
+        if self.node_ptr[N] != P:
+            raise ValueError("Problem: node pointers do not cover the positions")
         if self.claim_req_ptr[self.n_claims] != R or self.req_alt_ptr[R] != A:
             raise ValueError("Problem: request/alternative pointers do not cover the arrays")
-        if self.all_ptr[A] != self.all_pos.shape[0] or self.cons_ptr[P] != self.cons_slot.shape[0]:
+        if self.all_ptr[N * A] != self.all_pos.shape[0] or self.cons_ptr[P] != self.cons_slot.shape[0]:
             raise ValueError("Problem: CSR pointers do not cover their arrays")
         if self.cap_ptr[P] != K or self.con_value_ptr[Q * P] != self.con_values.shape[0]:
             raise ValueError("Problem: CSR pointers do not cover their arrays")
@@ -331,19 +355,20 @@ cdef class Problem:
                           ("all_ptr", self.all_ptr), ("cons_ptr", self.cons_ptr),
                           ("pool_slot_ptr", self.pool_slot_ptr), ("cap_ptr", self.cap_ptr),
                           ("claim_con_ptr", self.claim_con_ptr),
-                          ("con_value_ptr", self.con_value_ptr)):
+                          ("con_value_ptr", self.con_value_ptr), ("node_ptr", self.node_ptr)):
             if not _monotonic(ptr):
                 raise ValueError(f"Problem.{name} must start at 0 and never decrease")
-        cdef Py_ssize_t p, k, a
+        cdef Py_ssize_t p, k, a, n
         for p in range(P):
             if not 0 <= self.pos_pool[p] < n_pools:
                 raise ValueError(f"Problem.pos_pool[{p}] out of range")
         for k in range(self.cons_slot.shape[0]):
             if not 0 <= self.cons_slot[k] < self.slot_available.shape[0]:
                 raise ValueError(f"Problem.cons_slot[{k}] out of range")
-        for k in range(self.all_pos.shape[0]):
-            if not 0 <= self.all_pos[k] < P:
-                raise ValueError(f"Problem.all_pos[{k}] out of range")
+        for n in range(N):
+            for k in range(self.all_ptr[n * A], self.all_ptr[n * A + A]):
+                if not 0 <= self.all_pos[k] < self.node_ptr[n + 1] - self.node_ptr[n]:
+                    raise ValueError(f"Problem.all_pos[{k}] out of range for node {n}")
         for k in range(self.con_values.shape[0]):
             if not 0 <= self.con_values[k] < self.n_codes:
                 raise ValueError(f"Problem.con_values[{k}] out of range")
@@ -356,12 +381,15 @@ cdef class Problem:
         if self.exact is not None and not all(
                 callable(getattr(self.exact, m, None))
                 for m in ("reset", "charge", "release", "fits", "take")):
-            raise TypeError("Problem.exact must be None or a draspeed.problem.ExactSums")
-        for a in range(A):
-            if self.alt_count[a] < 0:
-                raise ValueError(f"Problem.alt_count[{a}] is negative")
-            if self.alt_all[a] and self.all_ptr[a + 1] - self.all_ptr[a] != self.alt_count[a]:
-                raise ValueError(f"Problem: All-mode alternative {a} has a list of another length")
+            raise TypeError("Problem.exact must be None or a draspeed.claimset.ExactSums")
+        for n in range(N):
+            for a in range(A):
+                k = n * A + a
+                if self.alt_count[k] < 0:
+                    raise ValueError(f"Problem.alt_count[{k}] is negative")
+                if self.alt_all[a] and self.all_ptr[k + 1] - self.all_ptr[k] != self.alt_count[k]:
+                    raise ValueError(f"Problem: All-mode alternative {a} of node {n} has a "
+                                     "list of another length")
 
 cdef struct Scratch:
     # in flight
@@ -381,7 +409,7 @@ cdef struct Scratch:
     # bookkeeping
     int64_t work
     int64_t deadline_ns      # CLOCK_MONOTONIC; 0 = none
-    PyObject *exact          # draspeed.problem.ExactSums, or NULL for int64 sums
+    PyObject *exact          # draspeed.claimset.ExactSums, or NULL for int64 sums
     int32_t err_alt
     int32_t err_pos
 
@@ -433,7 +461,7 @@ cdef inline void release_counters(View *v, Scratch *s, int p, int upto) noexcept
 
 cdef int capacity_fits(View *v, Scratch *s, int a, int p) noexcept nogil:
     """upstream CmpRequestOverCapacity, with the static part decided by the caller."""
-    cdef uint8_t verdict = v.capacity[<Py_ssize_t>a * v.P + p]
+    cdef uint8_t verdict = v.capacity[<Py_ssize_t>a * v.S + p]
     cdef int k
     cdef long long total
     if verdict != CAP_DYNAMIC:
@@ -469,7 +497,7 @@ cdef inline bint constraint_accepts(View *v, Scratch *s, int q, int p) noexcept 
     matchAttribute over sets needs a non-empty set to intersect; after that, a
     device without a usable value (empty list, a list in scalar mode) is rejected.
     """
-    cdef Py_ssize_t cell = <Py_ssize_t>q * v.P + p
+    cdef Py_ssize_t cell = <Py_ssize_t>q * v.S + p
     cdef int k, lo = v.con_value_ptr[cell], hi = v.con_value_ptr[cell + 1]
     if not v.con_present[cell]:
         return False
@@ -490,7 +518,7 @@ cdef inline bint constraint_accepts(View *v, Scratch *s, int q, int p) noexcept 
 
 cdef inline void constraint_add(View *v, Scratch *s, int q, int p, int delta) noexcept nogil:
     cdef int k
-    for k in range(v.con_value_ptr[<Py_ssize_t>q * v.P + p], v.con_value_ptr[<Py_ssize_t>q * v.P + p + 1]):
+    for k in range(v.con_value_ptr[<Py_ssize_t>q * v.S + p], v.con_value_ptr[<Py_ssize_t>q * v.S + p + 1]):
         s.code_count[v.con_values[k]] += delta
     s.con_added[q] += delta
 
@@ -525,7 +553,7 @@ cdef int allocate_device(View *v, Scratch *s, int c, int a, int p, bint must) no
         if rc != FOUND:
             return rc
         charged = True
-    if v.taints and v.taint_blocks[<Py_ssize_t>a * v.P + p]:
+    if v.taints and v.taint_blocks[<Py_ssize_t>a * v.S + p]:
         if charged:
             release_counters(v, s, p, v.cons_ptr[p + 1])
         return NOT_FOUND
@@ -587,7 +615,7 @@ cdef bint may_complete(View *v, Scratch *s, int c, int a, int start, int need) n
     stay in flight below this point, so they are rightly discounted.
     """
     cdef int p, found = 0
-    cdef Py_ssize_t row = <Py_ssize_t>a * v.P
+    cdef Py_ssize_t row = <Py_ssize_t>a * v.S
     if v.last_error[a] >= start:
         return True
     for p in range(start, v.P):
@@ -613,7 +641,7 @@ cdef bint may_finish_claim(View *v, Scratch *s, int c, int R) noexcept nogil:
     only end in "not found". A shareable device may serve each remaining request once.
     """
     cdef int p, found = 0, need = v.rest_need[R]
-    cdef Py_ssize_t row = <Py_ssize_t>R * v.P
+    cdef Py_ssize_t row = <Py_ssize_t>R * v.S
     for p in range(v.P):
         if not v.rest_possible[row + p]:
             continue
@@ -682,7 +710,7 @@ cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
                 continue
         elif in_flight_elsewhere(v, s, p):
             continue
-        k = v.selectable[<Py_ssize_t>a * v.P + p]
+        k = v.selectable[<Py_ssize_t>a * v.S + p]
         if k == SEL_ERROR:
             s.err_alt, s.err_pos = a, p
             return ERR_SELECTOR
@@ -708,53 +736,126 @@ cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
     return NOT_FOUND
 
 
-def search(Problem pb not None, double deadline=0.0):
-    """Run the search. ``deadline`` is a ``time.monotonic()`` value (0: none).
+cdef void node_view(const View *base, View *v, int n) noexcept nogil:
+    """``v``: what the search of node n sees -- every pointer moved to the node's block."""
+    cdef Py_ssize_t off = base.node_ptr[n]
+    v[0] = base[0]
+    v.P = base.node_ptr[n + 1] - base.node_ptr[n]
+    v.selectable = base.selectable + off
+    v.taint_blocks = base.taint_blocks + off
+    v.capacity = base.capacity + off
+    v.possible = base.possible + off
+    v.rest_possible = base.rest_possible + off
+    v.in_use = base.in_use + off
+    v.allow_multi = base.allow_multi + off
+    v.counters_blocked = base.counters_blocked + off
+    v.committed_share = base.committed_share + off
+    v.pos_pool = base.pos_pool + off
+    v.cons_ptr = base.cons_ptr + off
+    v.cap_ptr = base.cap_ptr + off
+    v.con_present = base.con_present + off
+    v.con_value_ptr = base.con_value_ptr + off
+    v.last_error = base.last_error + <Py_ssize_t>n * base.A
+    v.alt_count = base.alt_count + <Py_ssize_t>n * base.A
+    v.all_ptr = base.all_ptr + <Py_ssize_t>n * base.A
+    v.rest_prunable = base.rest_prunable + <Py_ssize_t>n * base.R
 
-    Returns ``(outcome, work, results, chosen_sub, err_alt, err_pos)`` where
-    ``results[c]`` is the list of ``(alternative, position)`` picked for claim c in
-    upstream's result order, and ``chosen_sub[r]`` the subrequest index taken for a
-    ``firstAvailable`` request r.
+
+cdef void unwind(View *v, Scratch *s) noexcept nogil:
+    """Give back everything a found solution holds, so the scratch is clean again."""
+    cdef int c
+    for c in range(v.C - 1, -1, -1):
+        while s.res_n[c] > 0:
+            deallocate_last(v, s, c)
+
+
+def search_nodes(Problem pb not None, double deadline=0.0, nodes=None):
+    """Search every node of the problem (or the node indices in ``nodes``), one after
+    the other, without the GIL and without returning to Python between nodes.
+
+    Returns a dict of arrays over the searched nodes (in the order searched):
+    ``outcome``, ``work``, ``err_alt``, ``err_pos`` (one value per node), ``res_n``
+    (node-major, one per claim), ``res_alt`` / ``res_pos`` (node, claim, slot: 32 slots
+    per claim, alternative and node-local position of each pick in upstream's order),
+    ``chosen_sub`` (node, request). Once ``deadline`` (a ``time.monotonic()`` value)
+    passes, the nodes not yet searched report the deadline outcome without a search.
     """
-    cdef View v = pb.v
+    cdef View base = pb.v
+    cdef View v
     cdef Scratch s
-    cdef int rc, c, i
-    cdef Py_ssize_t P = v.P, C = v.C
+    cdef int rc, c, i, n, k, max_p = 0
+    cdef int64_t deadline_ns = 0
+    cdef Py_ssize_t C = base.C, R = base.R
+    import numpy as np
+    if nodes is None:
+        order = np.arange(base.N, dtype=np.int32)
+    else:
+        order = np.ascontiguousarray(nodes, dtype=np.int32)
+    cdef const int32_t[::1] order_v = order
+    cdef Py_ssize_t M = order_v.shape[0], j
+    for j in range(M):
+        n = order_v[j]
+        if not 0 <= n < base.N:
+            raise ValueError(f"node index {n} out of range")
+        max_p = max(max_p, base.node_ptr[n + 1] - base.node_ptr[n])
+    outcome = np.zeros(M, dtype=np.int32)
+    work = np.zeros(M, dtype=np.int64)
+    err_alt = np.full(M, -1, dtype=np.int32)
+    err_pos = np.full(M, -1, dtype=np.int32)
+    res_n = np.zeros(M * C, dtype=np.int32)
+    res_alt = np.zeros(M * C * MAX_RESULTS, dtype=np.int32)
+    res_pos = np.zeros(M * C * MAX_RESULTS, dtype=np.int32)
+    chosen = np.full(M * R, -1, dtype=np.int32)
+    cdef int32_t[::1] o_outcome = outcome, o_err_alt = err_alt, o_err_pos = err_pos
+    cdef int64_t[::1] o_work = work
+    cdef int32_t[::1] o_res_n = res_n, o_res_alt = res_alt, o_res_pos = res_pos
+    cdef int32_t[::1] o_chosen = chosen
+    found = {"outcome": outcome, "work": work, "err_alt": err_alt, "err_pos": err_pos,
+             "res_n": res_n, "res_alt": res_alt, "res_pos": res_pos, "chosen_sub": chosen}
+    if M == 0:
+        return found
+    cdef int32_t *p_outcome = &o_outcome[0]
+    cdef int32_t *p_err_alt = &o_err_alt[0]
+    cdef int32_t *p_err_pos = &o_err_pos[0]
+    cdef int64_t *p_work = &o_work[0]
+    cdef int32_t *p_res_n = _w32(o_res_n)
+    cdef int32_t *p_res_alt = _w32(o_res_alt)
+    cdef int32_t *p_res_pos = _w32(o_res_pos)
+    cdef int32_t *p_chosen = _w32(o_chosen)
     memset(&s, 0, sizeof(Scratch))
-    s.err_alt = -1
-    s.err_pos = -1
     exact = pb.exact
-    if exact is not None:
-        exact.reset()
-        s.exact = <PyObject*>exact
     if deadline > 0:
-        s.deadline_ns = now_ns() + <int64_t>((deadline - monotonic()) * 1e9)
-        if s.deadline_ns <= 0:
-            s.deadline_ns = 1
+        deadline_ns = now_ns() + <int64_t>((deadline - monotonic()) * 1e9)
+        if deadline_ns <= 0:
+            deadline_ns = 1
     try:
-        s.by_claim = <uint8_t*>_zeroed(C * P, sizeof(uint8_t))
-        s.by_any = <int32_t*>_zeroed(P, sizeof(int32_t))
-        s.shared_n = <int32_t*>_zeroed(P, sizeof(int32_t))
+        s.by_claim = <uint8_t*>_zeroed(C * max_p, sizeof(uint8_t))
+        s.by_any = <int32_t*>_zeroed(max_p, sizeof(int32_t))
+        s.shared_n = <int32_t*>_zeroed(max_p, sizeof(int32_t))
         s.consumed = <int64_t*>_zeroed(pb.slot_available.shape[0], sizeof(int64_t))
-        s.cap_used = <int64_t*>_zeroed(v.K, sizeof(int64_t))
+        s.cap_used = <int64_t*>_zeroed(base.K, sizeof(int64_t))
         s.code_count = <int32_t*>_zeroed(pb.n_codes, sizeof(int32_t))
-        s.con_added = <int32_t*>_zeroed(v.Q, sizeof(int32_t))
+        s.con_added = <int32_t*>_zeroed(base.Q, sizeof(int32_t))
         s.res_alt = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
         s.res_pos = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
         s.res_charged = <uint8_t*>_zeroed(C * MAX_RESULTS, sizeof(uint8_t))
         s.res_n = <int32_t*>_zeroed(C, sizeof(int32_t))
-        s.chosen_sub = <int32_t*>_zeroed(v.R, sizeof(int32_t))
-        for i in range(v.R):
-            s.chosen_sub[i] = -1
-        with nogil:
-            rc = allocate_one(&v, &s, 0, 0, 0, 0, False, 0)
-        results = []
-        if rc == FOUND:
-            for c in range(C):
-                results.append([(s.res_alt[c * MAX_RESULTS + i], s.res_pos[c * MAX_RESULTS + i])
-                                for i in range(s.res_n[c])])
-        chosen = [s.chosen_sub[i] for i in range(v.R)]
-        return rc, s.work, results, chosen, s.err_alt, s.err_pos
+        s.chosen_sub = <int32_t*>_zeroed(R, sizeof(int32_t))
+        if exact is not None:
+            # Exact sums call back into Python: node by node, with the GIL between them.
+            s.exact = <PyObject*>exact
+            for j in range(M):
+                exact.reset(base.node_ptr[order_v[j]])
+                _search_one(&base, &s, order_v[j], j, deadline_ns, C, R,
+                            p_outcome, p_work, p_err_alt, p_err_pos, p_res_n, p_res_alt,
+                            p_res_pos, p_chosen)
+        else:
+            with nogil:
+                for j in range(M):
+                    _search_one(&base, &s, order_v[j], j, deadline_ns, C, R,
+                                p_outcome, p_work, p_err_alt, p_err_pos, p_res_n,
+                                p_res_alt, p_res_pos, p_chosen)
+        return found
     finally:
         free(s.by_claim)
         free(s.by_any)
@@ -770,6 +871,65 @@ def search(Problem pb not None, double deadline=0.0):
         free(s.chosen_sub)
 
 
+cdef void _search_one(const View *base, Scratch *s, int n, Py_ssize_t j, int64_t deadline_ns,
+                      Py_ssize_t C, Py_ssize_t R,
+                      int32_t *o_outcome, int64_t *o_work, int32_t *o_err_alt,
+                      int32_t *o_err_pos, int32_t *o_res_n, int32_t *o_res_alt,
+                      int32_t *o_res_pos, int32_t *o_chosen) noexcept nogil:
+    """Search node n into output row j; leaves the scratch as clean as it found it."""
+    cdef View v
+    cdef int rc, c, i
+    cdef Py_ssize_t out
+    node_view(base, &v, n)
+    s.work = 0
+    s.err_alt = -1
+    s.err_pos = -1
+    s.deadline_ns = deadline_ns
+    for i in range(R):
+        s.chosen_sub[i] = -1
+    if deadline_ns and now_ns() > deadline_ns:
+        rc = ERR_DEADLINE
+    else:
+        rc = allocate_one(&v, s, 0, 0, 0, 0, False, 0)
+    o_outcome[j] = rc
+    o_work[j] = s.work
+    o_err_alt[j] = s.err_alt
+    o_err_pos[j] = s.err_pos
+    if rc == FOUND:
+        for c in range(C):
+            o_res_n[j * C + c] = s.res_n[c]
+            out = (j * C + c) * MAX_RESULTS
+            for i in range(s.res_n[c]):
+                o_res_alt[out + i] = s.res_alt[c * MAX_RESULTS + i]
+                o_res_pos[out + i] = s.res_pos[c * MAX_RESULTS + i]
+        for i in range(R):
+            o_chosen[j * R + i] = s.chosen_sub[i]
+        unwind(&v, s)
+
+
+def search(Problem pb not None, double deadline=0.0):
+    """Search a one-node problem. ``deadline`` is a ``time.monotonic()`` value (0: none).
+
+    Returns ``(outcome, work, results, chosen_sub, err_alt, err_pos)`` where
+    ``results[c]`` is the list of ``(alternative, position)`` picked for claim c in
+    upstream's result order, and ``chosen_sub[r]`` the subrequest index taken for a
+    ``firstAvailable`` request r.
+    """
+    if pb.n_nodes != 1:
+        raise ValueError(f"search() takes a one-node problem; this one has {pb.n_nodes} nodes")
+    out = search_nodes(pb, deadline)
+    cdef int C = pb.n_claims, c, i
+    rc = int(out["outcome"][0])
+    results = []
+    if rc == FOUND:
+        res_n, res_alt, res_pos = out["res_n"], out["res_alt"], out["res_pos"]
+        for c in range(C):
+            results.append([(int(res_alt[c * MAX_RESULTS + i]), int(res_pos[c * MAX_RESULTS + i]))
+                            for i in range(res_n[c])])
+    chosen = out["chosen_sub"].tolist()
+    return rc, int(out["work"][0]), results, chosen, int(out["err_alt"][0]), int(out["err_pos"][0])
+
+
 cdef bint _monotonic(const int32_t[::1] ptr):
     cdef Py_ssize_t i
     if ptr.shape[0] == 0 or ptr[0] != 0:
@@ -778,6 +938,12 @@ cdef bint _monotonic(const int32_t[::1] ptr):
         if ptr[i] < ptr[i - 1]:
             return False
     return True
+
+
+def _one_node(in_use):
+    """node_ptr of a problem with a single node: all positions."""
+    import numpy as np
+    return np.array([0, len(in_use)], dtype=np.int32)
 
 
 cdef void *_zeroed(Py_ssize_t n, size_t size) except NULL:
@@ -792,6 +958,14 @@ cdef void *_zeroed(Py_ssize_t n, size_t size) except NULL:
 cdef int32_t _NO_I32 = 0
 cdef int64_t _NO_I64 = 0
 cdef uint8_t _NO_U8 = 0
+
+
+cdef int32_t _SINK_I32 = 0
+
+
+cdef inline int32_t *_w32(int32_t[::1] m):
+    """A writable pointer; an empty output (no claims or requests) is never written."""
+    return &m[0] if m.shape[0] else &_SINK_I32
 
 
 cdef inline const int32_t *_i32(const int32_t[::1] m):

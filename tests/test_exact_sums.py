@@ -9,8 +9,8 @@ import pytest
 import draspeed
 from draspeed.allocator import Allocator
 from draspeed.api import encode_allocation
+from draspeed.claimset import ClaimArrays, claim_arrays
 from draspeed.jobs import find_node, split_claims
-from draspeed.problem import ProblemBuilder
 from draspeed.reference import ReferenceAllocator
 from draspeed.snapshot import Snapshot
 
@@ -88,14 +88,15 @@ def _cluster(
     ]
 
 
-def _both(docs: list[dict[str, Any]]) -> tuple[Any, Any, ProblemBuilder]:
+def _both(docs: list[dict[str, Any]]) -> tuple[Any, Any, ClaimArrays]:
     objs = draspeed.load(docs)
     allocated, pending = split_claims(objs.claims)
     node = find_node(objs, "node-1")
     snapshot = Snapshot.build(objs.slices, objs.classes, allocated)
     fast = Allocator(snapshot).allocate(pending, node)
     ref = ReferenceAllocator(objs.slices, objs.classes, allocated).allocate(pending, node)
-    builder = ProblemBuilder(snapshot, snapshot.node_view(node), pending)
+    layout, _ = snapshot.layout_for(node)
+    builder = claim_arrays(layout, pending)
     return fast, ref, builder
 
 
@@ -109,6 +110,11 @@ def _encoded(results: Any) -> Any:
             if "shareID" in device:
                 device["shareID"] = "<share>"
     return encoded
+
+
+def _exact(arrays: ClaimArrays) -> Any:
+    assert arrays.problem is not None
+    return arrays.problem.exact
 
 
 @pytest.mark.parametrize(
@@ -129,12 +135,12 @@ def test_counters_beyond_int64(total: str, each: str, count: int, fits: bool, ex
     fast, ref, builder = _both(_cluster(total, each, count))
     assert (fast is not None) == fits
     assert _encoded(fast) == _encoded(ref)
-    assert (builder.build().problem.exact is not None) == exact
+    assert (_exact(builder) is not None) == exact
 
 
 def test_small_values_stay_in_int64() -> None:
     _fast, _ref, builder = _both(_cluster("80Gi", "10Gi", 3))
-    assert builder.build().problem.exact is None
+    assert _exact(builder) is None
 
 
 @pytest.mark.parametrize(("shares", "fits"), [(2, True), (3, False)])
@@ -154,4 +160,4 @@ def test_shared_capacity_beyond_int64(shares: int, fits: bool) -> None:
     fast, ref, builder = _both(docs)
     assert (fast is not None) == fits
     assert _encoded(fast) == _encoded(ref)
-    assert builder.build().problem.exact is not None
+    assert _exact(builder) is not None

@@ -1,10 +1,10 @@
-"""Fuzzing the compiled core: mutated arrays through ``_core.Problem`` and ``search``.
+"""Fuzzing the compiled core: mutated arrays through ``_core.Problem`` and ``search_nodes``.
 
 The fuzzer (``draspeed.testing.core_fuzz``) runs in a child process, so a crash is
 seen as a signal instead of killing the test run; it starts from the arrays real
 calls build (the upstream table's scenarios) and mutates values, lengths, pointers,
 dtypes, flags and deadlines. ``Problem`` must accept or raise ``ValueError``;
-``search`` must never crash or read outside its arrays, and must answer in shape.
+``search_nodes`` must never crash or read outside its arrays, and must answer in shape.
 
 - Default run: a short pass over the installed (release) build.
 - ``-m fuzz``: a long pass over a debug build with AddressSanitizer (bounds checks on,
@@ -150,10 +150,11 @@ def test_exact_must_be_the_exact_sums_object(
 
 
 def test_real_arrays_are_sound(real_arrays: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    """The shadow checks of the fuzzer accept what ProblemBuilder builds."""
+    """The shadow checks of the fuzzer accept what draspeed.claimset builds."""
     arrays, flags = real_arrays
     assert unchecked_problems(arrays) == []
     problem = _core.Problem(dict(arrays), **flags)
-    outcome, work, *_ = _core.search(problem, 0.0)
-    assert _core.OUTCOME_NAMES[outcome] == "found" and work > 0
+    answer = _core.search_nodes(problem, 0.0)
+    outcomes = [_core.OUTCOME_NAMES[o] for o in answer["outcome"].tolist()]
+    assert "found" in outcomes and answer["work"].min() > 0
     assert all(isinstance(v, (np.ndarray, int)) or v is None for v in arrays.values())

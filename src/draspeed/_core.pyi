@@ -10,9 +10,10 @@ SEL: dict[str, int]
 CAP: dict[str, int]
 
 class Problem:
-    """One Allocate call as flat arrays (built by draspeed.problem)."""
+    """One Allocate question over one or many nodes, as flat arrays (draspeed.claimset)."""
 
     n_claims: int
+    n_nodes: int
     n_positions: int
     n_alts: int
     n_constraints: int
@@ -26,12 +27,24 @@ class Problem:
         taints_enabled: bool,
         consumable_enabled: bool,
     ) -> None: ...
+    def node_offsets(self) -> list[int]:
+        """Where each node's positions start, and the end."""
+        ...
+
+def search_nodes(
+    pb: Problem, deadline: float = 0.0, nodes: npt.ArrayLike | None = None
+) -> dict[str, npt.NDArray[Any]]:
+    """Search the nodes (all, or these indices, in this order) one after the other.
+
+    Keys: outcome, work, err_alt, err_pos (per node), res_n (node, claim), res_alt and
+    res_pos (node, claim, 32 slots; node-local positions), chosen_sub (node, request)."""
+    ...
 
 def search(
     pb: Problem, deadline: float = 0.0
 ) -> tuple[int, int, list[list[tuple[int, int]]], list[int], int, int]:
-    """(outcome, work, picks per claim as (alternative, position), chosen subrequest per
-    request, erroring alternative, erroring position)."""
+    """A one-node problem: (outcome, work, picks per claim as (alternative, position),
+    chosen subrequest per request, erroring alternative, erroring position)."""
     ...
 
-__all__ = ["CAP", "OUTCOME", "OUTCOME_NAMES", "SEL", "Problem", "search"]
+__all__ = ["CAP", "OUTCOME", "OUTCOME_NAMES", "SEL", "Problem", "search", "search_nodes"]

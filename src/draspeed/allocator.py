@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from draspeed import _core
 from draspeed.api.model import (
@@ -20,9 +21,9 @@ from draspeed.api.model import (
     ObjectMeta,
     ResourceClaim,
 )
+from draspeed.claimset import MAX_RESULTS, ClaimArrays, claim_arrays
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 from draspeed.feasibility import Feasibility, NodeOutcome
-from draspeed.problem import Prepared, prepare, selector_error_text
 from draspeed.rules.results import ChosenDevice, ResultError, build_allocation_result
 from draspeed.snapshot import Snapshot
 
@@ -66,50 +67,16 @@ class Allocator:
         self.last_stats = Stats()
         if not claims:
             return []
-        view = self.snapshot.node_view(node)
-        prepared = prepare(self.snapshot, view, claims)
-        outcome, work, picks, chosen_sub, err_alt, err_pos = _core.search(
-            prepared.problem, deadline or 0.0
-        )
-        self.last_stats = Stats(work)
-        if outcome == _OUT["found"]:
-            # Same question, same picks: the same result, copied, with fresh shareIDs.
-            key = (tuple(map(tuple, picks)), tuple(chosen_sub))
-            templates = prepared.results.get(key)
-            if templates is None:
-                templates = self._results(claims, node, prepared, picks, chosen_sub)
-                prepared.results[key] = templates
-            return [_copy_result(t, self.share_id) for t in templates]
-        if outcome == _OUT["selector_error"]:
-            raise AllocationError(
-                selector_error_text(
-                    self.snapshot,
-                    view,
-                    claims,
-                    prepared.alternatives[err_alt],
-                    prepared.selector_errors[(err_alt, err_pos)],
-                    err_pos,
-                )
-            )
-        if outcome == _OUT["constraint_error"]:
-            alt = prepared.alternatives[err_alt]
-            device = self.snapshot.device_id(int(view.positions[err_pos]))
-            raise AllocationError(
-                f"claim {claims[alt.claim].key}, request {alt.name}: cannot add device {device} "
-                "because a claim constraint would not be satisfied"
-            )
-        if outcome == _OUT["deadline"]:
-            raise AllocationTimeout("filter operation aborted: context deadline exceeded")
-        if outcome == _OUT["overflow"]:
-            # The builder switches to exact sums before int64 could overflow; reaching
-            # this means that bound is wrong, and guessing would be worse than stopping.
-            raise AllocationError(
-                "draspeed internal error: an int64 counter or capacity sum "
-                "overflowed in the compiled core"
-            )
-        if view.any_invalid:
-            raise NodeAllocationError("invalid resource pools were encountered")
-        return None
+        layout, n = self.snapshot.layout_for(node)
+        arrays = claim_arrays(layout, claims)
+        error = arrays.node_error[n]
+        if error is not None:
+            raise AllocationError(error)
+        assert arrays.problem is not None
+        out = _core.search_nodes(arrays.problem, deadline or 0.0, [n])
+        self.last_stats = Stats(int(out["work"][0]))
+        outcome = _Outcome(arrays, claims, n, out, 0)
+        return outcome.raise_or_results(self.share_id)
 
     def feasible_nodes(
         self,
@@ -119,37 +86,29 @@ class Allocator:
         deadline: float | None = None,
     ) -> Feasibility:
         """For every node (``nodes``, or the snapshot's known nodes): what ``allocate``
-        would answer there. Node names not known to the snapshot are unlabelled nodes."""
+        would answer there, in one pass: the claims' arrays are built once over all
+        nodes and the compiled core searches node after node without returning to
+        Python. Node names not known to the snapshot are unlabelled nodes."""
         claims = list(claims)
+        layout = self.snapshot.layout(self._nodes(nodes))
+        if not claims:
+            return Feasibility(
+                [NodeOutcome(e.node.name, "fits", None, 0, []) for e in layout.entries]
+            )
+        arrays = claim_arrays(layout, claims)
+        out: dict[str, Any] = {}
+        if arrays.problem is not None and len(arrays.searchable):
+            out = _core.search_nodes(arrays.problem, deadline or 0.0, arrays.searchable)
+        row_of = {int(n): j for j, n in enumerate(arrays.searchable.tolist())}
         outcomes = []
-        for node in self._nodes(nodes):
-            try:
-                results = self.allocate(claims, node, deadline=deadline)
-            except AllocationTimeout as exc:
-                outcomes.append(NodeOutcome(node.name, "timeout", str(exc)))
+        for n, entry in enumerate(layout.entries):
+            name = entry.node.name
+            j = row_of.get(n)
+            if j is None:
+                outcomes.append(NodeOutcome(name, "error", arrays.node_error[n]))
                 continue
-            except NodeAllocationError as exc:
-                outcomes.append(
-                    NodeOutcome(
-                        node.name,
-                        "node-error",
-                        str(exc),
-                        self.last_stats.num_allocate_one_invocations,
-                    )
-                )
-                continue
-            except AllocationError as exc:
-                outcomes.append(
-                    NodeOutcome(
-                        node.name, "error", str(exc), self.last_stats.num_allocate_one_invocations
-                    )
-                )
-                continue
-            work = self.last_stats.num_allocate_one_invocations
-            if results is None:
-                outcomes.append(NodeOutcome(node.name, "does-not-fit", None, work))
-            else:
-                outcomes.append(NodeOutcome(node.name, "fits", None, work, results))
+            outcome = _Outcome(arrays, claims, n, out, j)
+            outcomes.append(outcome.node_outcome(name, self.share_id))
         return Feasibility(outcomes)
 
     def _nodes(self, nodes: Sequence[Node | str] | None) -> list[Node]:
@@ -161,55 +120,150 @@ class Allocator:
             for n in nodes
         ]
 
-    def _results(
+
+class _Outcome:
+    """One node's row of a ``search_nodes`` answer, turned into upstream's answer."""
+
+    def __init__(
         self,
+        arrays: ClaimArrays,
         claims: list[ResourceClaim],
-        node: Node,
-        prepared: Prepared,
-        picks: list[list[tuple[int, int]]],
-        chosen_sub: list[int],
-    ) -> list[AllocationResult]:
-        snap = self.snapshot
-        out = []
-        for c, claim in enumerate(claims):
-            chosen = []
-            for a, p in picks[c]:
-                alt = prepared.alternatives[a]
-                g = int(prepared.view.positions[p])
-                share = prepared.share_use.get((a, p))
-                multi = share is not None
-                chosen.append(
-                    ChosenDevice(
-                        request=alt.name,
-                        parent_request=alt.parent,
-                        device_id=snap.device_id(g),
-                        device=snap.device(g),
-                        slice=snap.device_slice_of(g),
-                        share_id="" if multi else None,  # a fresh one per copy
-                        consumed_capacity=share or None,
-                        admin_access=alt.admin,
-                    )
+        n: int,
+        out: dict[str, Any],
+        j: int,
+    ) -> None:
+        self.arrays, self.claims, self.n, self.out, self.j = arrays, claims, n, out, j
+        self.code = int(out["outcome"][j])
+        self.work = int(out["work"][j])
+
+    def error(self) -> AllocationError | None:
+        """The error upstream returns for this node, or None (found / does not fit)."""
+        arrays, out, j = self.arrays, self.out, self.j
+        plan = arrays.plan
+        assert plan is not None
+        offset = int(arrays.layout.node_ptr[self.n])
+        if self.code == _OUT["selector_error"]:
+            a, lp = int(out["err_alt"][j]), offset + int(out["err_pos"][j])
+            alt = plan.alternatives[a]
+            return AllocationError(arrays.selector_error_text(alt, arrays.alt_failures[a][lp], lp))
+        if self.code == _OUT["constraint_error"]:
+            a, lp = int(out["err_alt"][j]), offset + int(out["err_pos"][j])
+            alt = plan.alternatives[a]
+            device = arrays.snap.device_id(int(arrays.layout.g[lp]))
+            return AllocationError(
+                f"claim {self.claims[alt.claim].key}, request {alt.name}: cannot add device "
+                f"{device} because a claim constraint would not be satisfied"
+            )
+        if self.code == _OUT["deadline"]:
+            return AllocationTimeout("filter operation aborted: context deadline exceeded")
+        if self.code == _OUT["overflow"]:
+            # The builder switches to exact sums before int64 could overflow; reaching
+            # this means that bound is wrong, and guessing would be worse than stopping.
+            return AllocationError(
+                "draspeed internal error: an int64 counter or capacity sum "
+                "overflowed in the compiled core"
+            )
+        if self.code != _OUT["found"]:
+            view = arrays.layout.entries[self.n].view
+            if view is not None and view.any_invalid:
+                return NodeAllocationError("invalid resource pools were encountered")
+        return None
+
+    def raise_or_results(self, share_id: Callable[[], str]) -> list[AllocationResult] | None:
+        error = self.error()
+        if error is not None:
+            raise error
+        if self.code != _OUT["found"]:
+            return None
+        return self.results(share_id)
+
+    def node_outcome(self, name: str, share_id: Callable[[], str]) -> NodeOutcome:
+        error = self.error()
+        if isinstance(error, AllocationTimeout):
+            return NodeOutcome(name, "timeout", str(error), self.work)
+        if isinstance(error, NodeAllocationError):
+            return NodeOutcome(name, "node-error", str(error), self.work)
+        if error is not None:
+            return NodeOutcome(name, "error", str(error), self.work)
+        if self.code != _OUT["found"]:
+            return NodeOutcome(name, "does-not-fit", None, self.work)
+        return NodeOutcome(name, "fits", None, self.work, _make=lambda: self.results(share_id))
+
+    def picks(self) -> tuple[list[list[tuple[int, int]]], list[int]]:
+        """Per claim the (alternative, layout position) picked, and the chosen subrequests."""
+        out, j, C = self.out, self.j, len(self.claims)
+        plan = self.arrays.plan
+        assert plan is not None
+        R = len(plan.request_alts)
+        offset = int(self.arrays.layout.node_ptr[self.n])
+        res_n = out["res_n"][j * C : (j + 1) * C].tolist()
+        picks = []
+        for c in range(C):
+            base = (j * C + c) * MAX_RESULTS
+            alts = out["res_alt"][base : base + res_n[c]].tolist()
+            positions = out["res_pos"][base : base + res_n[c]].tolist()
+            picks.append([(a, offset + p) for a, p in zip(alts, positions, strict=True)])
+        return picks, out["chosen_sub"][j * R : (j + 1) * R].tolist()
+
+    def results(self, share_id: Callable[[], str]) -> list[AllocationResult]:
+        """Same question, same picks: the same result, copied, with fresh shareIDs."""
+        picks, chosen_sub = self.picks()
+        key = (self.n, tuple(map(tuple, picks)), tuple(chosen_sub))
+        templates = self.arrays.results.get(key)
+        if templates is None:
+            templates = _build_results(self.arrays, self.claims, self.n, picks, chosen_sub)
+            self.arrays.results[key] = templates
+        return [_copy_result(t, share_id) for t in templates]
+
+
+def _build_results(
+    arrays: ClaimArrays,
+    claims: list[ResourceClaim],
+    n: int,
+    picks: list[list[tuple[int, int]]],
+    chosen_sub: list[int],
+) -> list[AllocationResult]:
+    snap, layout, plan = arrays.snap, arrays.layout, arrays.plan
+    assert plan is not None
+    node = layout.entries[n].node
+    out = []
+    for c, claim in enumerate(claims):
+        chosen = []
+        for a, lp in picks[c]:
+            alt = plan.alternatives[a]
+            g = int(layout.g[lp])
+            share = arrays.share_use.get((a, lp))
+            multi = share is not None
+            chosen.append(
+                ChosenDevice(
+                    request=alt.name,
+                    parent_request=alt.parent,
+                    device_id=snap.device_id(g),
+                    device=snap.device(g),
+                    slice=snap.device_slice_of(g),
+                    share_id="" if multi else None,  # a fresh one per copy
+                    consumed_capacity=share or None,
+                    admin_access=alt.admin,
                 )
-            classes: list[DeviceClass | None] = []
-            selected: list[int | None] = []
-            for r in prepared.claim_requests[c]:
-                alt_ids = prepared.request_alts[r]
-                if prepared.request_has_subs[r]:
-                    k = chosen_sub[r]
-                    selected.append(k)
-                    classes.append(prepared.alternatives[alt_ids[k]].device_class)
-                else:
-                    selected.append(None)
-                    classes.append(prepared.alternatives[alt_ids[0]].device_class)
-            try:
-                out.append(
-                    build_allocation_result(
-                        claim, chosen, classes, selected, node.name, snap.features
-                    )
-                )
-            except ResultError as exc:
-                raise AllocationError(str(exc)) from exc
-        return out
+            )
+        classes: list[DeviceClass | None] = []
+        selected: list[int | None] = []
+        for r in plan.claim_requests[c]:
+            alt_ids = plan.request_alts[r]
+            if plan.request_has_subs[r]:
+                k = chosen_sub[r]
+                selected.append(k)
+                classes.append(plan.alternatives[alt_ids[k]].device_class)
+            else:
+                selected.append(None)
+                classes.append(plan.alternatives[alt_ids[0]].device_class)
+        try:
+            out.append(
+                build_allocation_result(claim, chosen, classes, selected, node.name, snap.features)
+            )
+        except ResultError as exc:
+            raise AllocationError(str(exc)) from exc
+    return out
 
 
 def _copy_result(template: AllocationResult, share_id: Callable[[], str]) -> AllocationResult:

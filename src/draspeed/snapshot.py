@@ -7,7 +7,7 @@ counters still available -- is computed the first time that node is asked about
 and kept (:class:`NodeView`), so asking again for the same node costs nothing.
 Selector outcomes are kept per expression and device, so a selector is evaluated
 at most once per device for the snapshot's lifetime.  Per-call scratch state
-lives in :mod:`draspeed.problem` and the compiled core, never here.
+lives in :mod:`draspeed.claimset` and the compiled core, never here.
 """
 
 from __future__ import annotations
@@ -36,7 +36,10 @@ from draspeed.rules.node_selection import NodeSelectorError, node_matches
 
 if TYPE_CHECKING:
     from draspeed.cel import DeviceTable, Selector
+    from draspeed.layout import Layout
     from draspeed.quantity import Quantity
+
+_LAYOUTS_KEPT = 64  # layouts remembered per snapshot (one-node layouts are the usual many)
 
 # Selector verdicts per device, as kept in SelectorResults.
 UNKNOWN, FALSE, TRUE, ERROR = 255, 0, 1, 2
@@ -73,7 +76,7 @@ class NodeView:
     # Counter slots of each pool: (counter set, counter) names and what is still available.
     pool_slots: list[list[tuple[str, str]]]
     pool_available: list[list[Quantity]]
-    # Claims-independent arrays and per-question results (draspeed.problem), filled lazily.
+    # The node's block (draspeed.layout), filled lazily.
     cache: dict[object, Any] = field(default_factory=dict)
 
 
@@ -135,6 +138,8 @@ class Snapshot:
         self._nodes: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
         self._selectors: dict[str, SelectorResults] = {}
         self._table: DeviceTable | None = None
+        self._layouts: dict[tuple[Any, ...], Layout] = {}
+        self._known: list[Node] | None = None
 
     @classmethod
     def build(
@@ -223,11 +228,45 @@ class Snapshot:
     def nodes(self) -> list[Node]:
         """The known nodes: the Node objects given, then nodes named by slices (sorted),
         as unlabelled Node objects."""
-        out = list(self.given_nodes.values())
-        for name in sorted(self._slices_on_node):
-            if name not in self.given_nodes:
-                out.append(Node(metadata=ObjectMeta(name=name)))
-        return out
+        if self._known is None:
+            out = list(self.given_nodes.values())
+            for name in sorted(self._slices_on_node):
+                if name not in self.given_nodes:
+                    out.append(Node(metadata=ObjectMeta(name=name)))
+            self._known = out
+        return list(self._known)
+
+    # ----------------------------------------------------------------------------------
+    # Layouts: nodes laid end to end for the compiled core
+    # ----------------------------------------------------------------------------------
+
+    def layout(self, nodes: Sequence[Node]) -> Layout:
+        """The layout of these nodes (in this order), built once per node list."""
+        from draspeed.layout import Layout, node_key
+
+        key = tuple(node_key(n) for n in nodes)
+        with self._lock:
+            found = self._layouts.get(key)
+            if found is None:
+                found = Layout(self, list(nodes))
+                if len(self._layouts) >= _LAYOUTS_KEPT:
+                    # Keep the known nodes' layout; forget the oldest other one.
+                    victim = next((k for k in self._layouts if len(k) == 1), None)
+                    self._layouts.pop(victim if victim is not None else next(iter(self._layouts)))
+                self._layouts[key] = found
+            return found
+
+    def layout_for(self, node: Node) -> tuple[Layout, int]:
+        """Where to search ``node``: the known nodes' layout if it is one of them (so
+        claim-level work is shared by every node asked), else a layout of its own."""
+        from draspeed.layout import node_key
+
+        key = node_key(node)
+        known = self.nodes
+        if any(node_key(k) == key for k in known if k.name == node.name):
+            cluster = self.layout(known)
+            return cluster, cluster.index[key]
+        return self.layout([node]), 0
 
     # ----------------------------------------------------------------------------------
     # Devices

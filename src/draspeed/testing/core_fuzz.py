@@ -44,6 +44,7 @@ POINTERS = {
     "cap_ptr": "cap_room",
     "claim_con_ptr": "con_distinct",
     "con_value_ptr": "con_values",
+    "node_ptr": "in_use",
 }
 
 
@@ -179,20 +180,27 @@ def mutate(rng: random.Random, arrays: dict[str, Any], flags: dict[str, Any]) ->
     return f"{key} read-only"
 
 
-def check_answer(answer: Any, arrays: dict[str, Any], core: ModuleType) -> list[str]:
-    """Problems with what ``search`` returned."""
-    outcome, work, picks = answer[:3]
+def check_answer(answer: dict[str, Any], problem: Any, core: ModuleType) -> list[str]:
+    """Problems with what ``search_nodes`` returned (every node of the problem)."""
     found = []
-    if outcome not in core.OUTCOME_NAMES:
-        found.append(f"unknown outcome {outcome}")
-    if work < 0:
-        found.append(f"negative work {work}")
-    n_alts = len(arrays["alt_all"])
-    n_pos = len(arrays["in_use"])
-    for claim in picks:
-        for alt, pos in claim:
-            if not (0 <= alt < n_alts and 0 <= pos < n_pos):
-                found.append(f"pick ({alt}, {pos}) out of range")
+    n_alts, C = problem.n_alts, problem.n_claims
+    node_ptr = problem.node_offsets()
+    for j, outcome in enumerate(answer["outcome"].tolist()):
+        if outcome not in core.OUTCOME_NAMES:
+            found.append(f"unknown outcome {outcome}")
+        if answer["work"][j] < 0:
+            found.append(f"negative work {answer['work'][j]}")
+        size = node_ptr[j + 1] - node_ptr[j]
+        for c in range(C):
+            n = int(answer["res_n"][j * C + c])
+            if not 0 <= n <= 32:
+                found.append(f"claim {c} of node {j}: {n} results")
+                continue
+            base = (j * C + c) * 32
+            for alt, pos in zip(answer["res_alt"][base : base + n].tolist(),
+                                answer["res_pos"][base : base + n].tolist(), strict=True):
+                if not (0 <= alt < n_alts and 0 <= pos < size):
+                    found.append(f"pick ({alt}, {pos}) out of range for node {j}")
     return found
 
 
@@ -236,13 +244,14 @@ def fuzz(core: ModuleType, seeds: list[tuple[dict[str, Any], dict[str, Any]]], i
             stats["accepted, not searched (unchecked problem)"] += 1
             continue
         try:
-            answer = core.search(problem, deadline)
+            answer = core.search_nodes(problem, deadline)
         except Exception as exc:
             findings.setdefault(f"search raised {type(exc).__name__}",
                                 f"iteration {iteration}: {'; '.join(edits)}: {exc}")
             continue
-        stats[f"outcome {core.OUTCOME_NAMES.get(answer[0], answer[0])}"] += 1
-        for text in check_answer(answer, arrays, core):
+        for outcome in answer["outcome"].tolist():
+            stats[f"outcome {core.OUTCOME_NAMES.get(outcome, outcome)}"] += 1
+        for text in check_answer(answer, problem, core):
             findings.setdefault(text, f"iteration {iteration}: {'; '.join(edits)}")
     if log:
         log.write("done\n")

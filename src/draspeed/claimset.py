@@ -1,0 +1,780 @@
+"""One pod's claims turned into arrays over a :class:`~draspeed.layout.Layout`.
+
+The pre-flight runs here, in upstream's order, and yields upstream's errors:
+feature checks per request, request validation (selectors, admin access, class),
+All-mode device lists, the claim size limit, constraint types.  It does not depend
+on the node unless a request asks for All devices; then it runs once per node.
+
+Then every fact the search needs that cannot change while it runs is decided once
+per (alternative, position) for all nodes of the layout together, with numpy over
+whole rows: the selector verdict (with the message of a selector error, raised only
+if the search reaches that device, as upstream does), taints, static capacity
+verdicts, the bounds the core prunes with.  Constraint attribute values become small
+integer codes.  The result is one ``_core.Problem`` whose node blocks the core
+searches one after the other.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+
+from draspeed import _core
+from draspeed.api.model import (
+    AllocationResult,
+    CapacityRequirements,
+    DeviceClass,
+    DeviceSelector,
+    DeviceToleration,
+    ResourceClaim,
+)
+from draspeed.errors import AllocationError
+from draspeed.layout import PDN_ERROR, PDN_NO, Layout, unit_of
+from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
+from draspeed.rules.tolerations import taint_blocks
+from draspeed.snapshot import ERROR, FALSE
+
+if TYPE_CHECKING:
+    from draspeed.quantity import Quantity
+
+MAX_RESULTS = 32  # resource.k8s.io AllocationResultsMaxSize
+SEL_NO, SEL_YES, SEL_ERROR = _core.SEL["no"], _core.SEL["yes"], _core.SEL["error"]
+CAP_FAIL, CAP_OK, CAP_DYNAMIC = _core.CAP["fail"], _core.CAP["ok"], _core.CAP["dynamic"]
+_INT64_LIMIT = 2**62  # headroom: sums of two in-range terms cannot wrap before the check
+_CLAIM_SETS_PER_LAYOUT = 32  # distinct claim sets remembered per layout
+_signature_encoder = msgspec.msgpack.Encoder(enc_hook=str)
+
+# (from_class, selector index, compile error, runtime error): formatted when raised.
+SelectorFailure = tuple[bool, int, str | None, str | None]
+
+
+@dataclass(slots=True)
+class Alternative:
+    """A request without subrequests, or one subrequest of a firstAvailable list."""
+
+    claim: int
+    request: int  # index in the claim
+    sub: int | None  # subrequest index, or None
+    name: str  # as upstream's errors name it (the subrequest's own name for a subrequest)
+    parent: str | None  # the request name, for a subrequest
+    device_class: DeviceClass
+    selectors: list[DeviceSelector]
+    all_mode: bool
+    count: int
+    admin: bool
+    tolerations: list[DeviceToleration]
+    capacity: dict[str, Quantity] = field(default_factory=dict)
+    row: int = -1  # index of its selector row in the claim set's rows
+
+
+@dataclass(slots=True)
+class Plan:
+    """The pre-flight's outcome for one node (or for all, without All-mode requests)."""
+
+    alternatives: list[Alternative]
+    request_alts: list[list[int]]  # global request index -> its alternatives
+    request_has_subs: list[bool]
+    claim_requests: list[list[int]]  # claim -> global request indices
+    all_positions: list[list[int]]  # per alternative: its All-mode list (node-local)
+
+
+def claims_signature(claims: list[ResourceClaim]) -> bytes:
+    """A key for a claim set: names and specs (what a claim set's arrays depend on)."""
+    specs = [(c.key, c.spec) for c in claims]
+    try:
+        return _signature_encoder.encode(specs)
+    except (OverflowError, TypeError, msgspec.EncodeError):
+        # Opaque parameters may hold what msgpack cannot (ints beyond 64 bits): the
+        # model's repr is slower but total and just as deterministic.
+        return repr(specs).encode()
+
+
+def claim_arrays(layout: Layout, claims: list[ResourceClaim]) -> ClaimArrays:
+    """The arrays for ``claims`` over ``layout``, built once per claim set and remembered.
+
+    The key holds every claim's name and spec, so a hit is the same question; results
+    and messages are made from the caller's claim objects.
+    """
+    key = claims_signature(claims)
+    with layout._lock:
+        found = layout.claim_sets.get(key)
+        if found is None:
+            found = ClaimArrays(layout, claims)
+            if len(layout.claim_sets) >= _CLAIM_SETS_PER_LAYOUT:
+                layout.claim_sets.pop(next(iter(layout.claim_sets)))
+            layout.claim_sets[key] = found
+        return found
+
+
+class ClaimArrays:
+    """The claims-dependent half of a Problem, over every node of a layout.
+
+    ``node_error[n]`` is the error upstream would return on node n before searching
+    (pool gathering, pre-flight); such nodes are not searched.
+    """
+
+    def __init__(self, layout: Layout, claims: list[ResourceClaim]) -> None:
+        self.layout = layout
+        self.snap = snap = layout.snap
+        self.claims = claims
+        self.features = snap.features
+        N = len(layout.entries)
+        self.node_error: list[str | None] = [e.error for e in layout.entries]
+        # Selector verdict rows, shared by alternatives with the same class and selectors.
+        self._rows: list[tuple[np.ndarray, dict[int, SelectorFailure]]] = []
+        self._row_of: dict[Any, int] = {}
+        self.alt_failures: list[dict[int, SelectorFailure]] = []
+        self.has_all_mode = any(
+            (r.exactly is not None and r.exactly.allocation_mode == "All")
+            or any(s.allocation_mode == "All" for s in r.first_available)
+            for c in claims
+            for r in c.spec.devices.requests
+        )
+        plans: list[Plan | None] = [None] * N
+        if not self.has_all_mode:
+            try:
+                plan = self._preflight(None)
+            except AllocationError as exc:
+                self.node_error = [e or str(exc) for e in self.node_error]
+                plan = None
+            plans = [plan] * N
+        else:
+            for n, entry in enumerate(layout.entries):
+                if entry.error is not None:
+                    continue
+                try:
+                    plans[n] = self._preflight(n)
+                except AllocationError as exc:
+                    self.node_error[n] = str(exc)
+        self.plan = next((p for p in plans if p is not None), None)
+        self.searchable = np.asarray(
+            [n for n in range(N) if self.node_error[n] is None], dtype=np.int32
+        )
+        self.results: dict[Any, list[AllocationResult]] = {}
+        self.share_use: dict[tuple[int, int], dict[str, Quantity]] = {}
+        self.problem: _core.Problem | None = None
+        if self.plan is not None:
+            self._build(plans)
+
+    # ----------------------------------------------------------------------------------
+    # Pre-flight (upstream order)
+    # ----------------------------------------------------------------------------------
+
+    def _preflight(self, node: int | None) -> Plan:
+        f = self.features
+        plan = Plan([], [], [], [], [])
+        for c, claim in enumerate(self.claims):
+            requests_of_claim: list[int] = []
+            min_devices = 0
+            for r, request in enumerate(claim.spec.devices.requests):
+                subs = request.first_available
+                if subs and not f.prioritized_list:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {request.name}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
+                if not f.consumable_capacity:
+                    if request.exactly is not None and request.exactly.capacity is not None:
+                        raise AllocationError(
+                            f"claim {claim.key}, request {request.name}: has capacity "
+                            "requests, but the DRAConsumableCapacity feature is disabled"
+                        )
+                    for sub in subs:
+                        if sub.capacity is not None:
+                            raise AllocationError(
+                                f"claim {claim.key}, subrequest {sub.name}: has capacity "
+                                "requests, but the DRAConsumableCapacity feature is disabled"
+                            )
+                alt_ids: list[int] = []
+                if subs:
+                    fewest = math.inf
+                    for i, sub in enumerate(subs):
+                        alt = self._validate(
+                            plan,
+                            node,
+                            c,
+                            claim,
+                            r,
+                            i,
+                            sub.name,
+                            request.name,
+                            sub.device_class_name,
+                            sub.selectors,
+                            sub.allocation_mode,
+                            sub.count,
+                            None,
+                            sub.tolerations,
+                            sub.capacity,
+                        )
+                        alt_ids.append(alt)
+                        fewest = min(fewest, plan.alternatives[alt].count)
+                    min_devices += int(fewest)
+                else:
+                    ex = request.exactly
+                    alt = self._validate(
+                        plan,
+                        node,
+                        c,
+                        claim,
+                        r,
+                        None,
+                        request.name,
+                        None,
+                        ex.device_class_name if ex else "",
+                        ex.selectors if ex else [],
+                        ex.allocation_mode if ex else "ExactCount",
+                        ex.count if ex else 1,
+                        ex.admin_access if ex else None,
+                        ex.tolerations if ex else [],
+                        ex.capacity if ex else None,
+                    )
+                    alt_ids.append(alt)
+                    min_devices += plan.alternatives[alt].count
+                requests_of_claim.append(len(plan.request_alts))
+                plan.request_alts.append(alt_ids)
+                plan.request_has_subs.append(bool(subs))
+            if min_devices > MAX_RESULTS:
+                raise AllocationError(
+                    f"claim {claim.key}: number of requested devices {min_devices} exceeds "
+                    f"the claim limit of {MAX_RESULTS}"
+                )
+            for i, constraint in enumerate(claim.spec.devices.constraints):
+                if constraint.match_attribute is None and constraint.distinct_attribute is None:
+                    raise AllocationError(
+                        f"claim {claim.key}, constraint #{i}: empty constraint "
+                        "(unsupported constraint type?)"
+                    )
+            plan.claim_requests.append(requests_of_claim)
+        return plan
+
+    def _validate(
+        self,
+        plan: Plan,
+        node: int | None,
+        c: int,
+        claim: ResourceClaim,
+        r: int,
+        sub: int | None,
+        name: str,
+        parent: str | None,
+        class_name: str,
+        selectors: list[DeviceSelector],
+        mode: str,
+        count: int,
+        admin_access: bool | None,
+        tolerations: list[DeviceToleration],
+        capacity: CapacityRequirements | None,
+    ) -> int:
+        for i, selector in enumerate(selectors):
+            if selector.cel is None:
+                raise AllocationError(
+                    f"claim {claim.key}, request {name}, selector #{i}: CEL expression "
+                    "empty (unsupported selector type?)"
+                )
+        if not self.features.admin_access and admin_access is not None:
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: admin access is requested, "
+                "but the feature is disabled"
+            )
+        if class_name == "":
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: missing device class name "
+                "(unsupported request type?)"
+            )
+        device_class = self.snap.classes.get(class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: could not retrieve device class "
+                f'{class_name}: deviceclass.resource.k8s.io "{class_name}" not found'
+            )
+        alt = Alternative(
+            claim=c,
+            request=r,
+            sub=sub,
+            name=name,
+            parent=parent,
+            device_class=device_class,
+            selectors=selectors,
+            all_mode=False,
+            count=0,
+            admin=bool(admin_access),
+            tolerations=tolerations,
+            capacity=dict(capacity.requests) if capacity else {},
+        )
+        index = len(plan.alternatives)
+        plan.alternatives.append(alt)
+        alt.row = self._selector_row(alt)
+        positions: list[int] = []
+        if mode == "ExactCount":
+            alt.count = count
+        elif mode == "All":
+            alt.all_mode = True
+            assert node is not None  # All-mode claim sets are planned node by node
+            positions = self._all_devices(alt, node, claim)
+            alt.count = len(positions)
+        else:
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: unsupported count mode {mode}"
+            )
+        plan.all_positions.append(positions)
+        return index
+
+    def _all_devices(self, alt: Alternative, n: int, claim: ResourceClaim) -> list[int]:
+        """upstream's All-mode device list on node n: every selectable device of every pool."""
+        layout = self.layout
+        entry = layout.entries[n]
+        assert entry.view is not None
+        row, failures = self._rows[alt.row]
+        off = int(layout.node_ptr[n])
+        cursor = 0
+        out: list[int] = []
+        for pool in entry.view.pools:
+            if pool.incomplete:
+                raise AllocationError(
+                    f"claim {claim.key}, request {alt.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"claim {claim.key}, request {alt.name}: asks for all devices, but "
+                    f"resource pool {pool.id} is currently invalid"
+                )
+            for p in range(cursor, cursor + len(pool.devices)):
+                verdict = row[off + p]
+                if verdict == SEL_ERROR:
+                    raise AllocationError(self.selector_error_text(alt, failures[off + p], off + p))
+                if verdict != SEL_YES:
+                    continue
+                # Collected by static capacity, ignoring what committed shares use, so a
+                # matching but used-up device makes the request fail (upstream #140769).
+                if (
+                    self.features.consumable_capacity
+                    and self._static_capacity(alt, off + p, ignore_use=True) == CAP_FAIL
+                ):
+                    continue
+                out.append(p)
+            cursor += len(pool.devices)
+        return out
+
+    # ----------------------------------------------------------------------------------
+    # Static verdicts, over every position of the layout
+    # ----------------------------------------------------------------------------------
+
+    def _selector_row(self, alt: Alternative) -> int:
+        """Index of the alternative's selector verdict row (upstream isSelectable, eagerly),
+        shared by alternatives with the same class and request selectors."""
+        key = (
+            alt.device_class.metadata.name,
+            tuple(s.cel.expression for s in alt.selectors if s.cel is not None),
+        )
+        found = self._row_of.get(key)
+        if found is None:
+            self._rows.append(self._compute_selectable(alt))
+            found = self._row_of[key] = len(self._rows) - 1
+        return found
+
+    def _compute_selectable(
+        self, alt: Alternative
+    ) -> tuple[np.ndarray, dict[int, SelectorFailure]]:
+        snap, layout = self.snap, self.layout
+        row = np.full(layout.L, SEL_YES, dtype=np.uint8)
+        failures: dict[int, SelectorFailure] = {}
+        if not self.features.device_binding_and_status:
+            row[layout.binding] = SEL_NO
+        sources = [(True, i, s) for i, s in enumerate(alt.device_class.spec.selectors)]
+        sources += [(False, i, s) for i, s in enumerate(alt.selectors)]
+        for from_class, i, selector in sources:
+            pending = np.flatnonzero(row == SEL_YES)
+            if not len(pending):
+                break
+            if selector.cel is None:  # only a class can get here; upstream would crash
+                raise AllocationError(
+                    f"class {alt.device_class.metadata.name}: selector #{i}: "
+                    "CEL expression empty (unsupported selector type?)"
+                )
+            results = snap.selector_results(selector.cel.expression)
+            verdict = snap.evaluate(results, layout.g[pending])
+            row[pending[verdict == FALSE]] = SEL_NO
+            erring = pending[verdict == ERROR]
+            row[erring] = SEL_ERROR
+            for lp in erring.tolist():
+                failures[lp] = (
+                    from_class,
+                    i,
+                    results.compile_error,
+                    results.messages.get(int(layout.g[lp])),
+                )
+        # Each device's own node selection, where the selectors let it through.
+        row[(row == SEL_YES) & (layout.pdn == PDN_NO)] = SEL_NO
+        erring = np.flatnonzero((row == SEL_YES) & (layout.pdn == PDN_ERROR))
+        row[erring] = SEL_ERROR
+        for lp in erring.tolist():
+            failures[lp] = (False, -1, None, layout.pdn_errors[lp])
+        return row, failures
+
+    def _static_capacity(self, alt: Alternative, lp: int, *, ignore_use: bool = False) -> int:
+        """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp."""
+        layout = self.layout
+        device, device_id = layout.pos_devices[lp], layout.pos_ids[lp]
+        already = {} if ignore_use else self.snap.allocated.consumed_capacity.get(device_id, {})
+        if (
+            not alt.capacity
+            and not already
+            and all(c.request_policy is None for c in device.capacity.values())
+        ):
+            # Nothing requested, no policy, nothing used: each capacity is consumed whole,
+            # which always fits (upstream's check would compute value <= value).
+            return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
+        try:
+            fits = request_fits(already, alt.capacity, device.capacity, {}, driver=device_id.driver)
+        except UnknownCapacityError:
+            return CAP_FAIL
+        if not fits:
+            return CAP_FAIL
+        return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
+
+    def _capacity_row(self, alt: Alternative) -> np.ndarray:
+        layout = self.layout
+        if not self.features.consumable_capacity:
+            return np.full(layout.L, CAP_OK, dtype=np.uint8)
+        row = np.where(layout.multi.astype(bool), CAP_DYNAMIC, CAP_OK).astype(np.uint8)
+        check = range(layout.L) if alt.capacity else layout.capacity_policies
+        for lp in check:
+            row[lp] = self._static_capacity(alt, lp)
+        return row
+
+    # ----------------------------------------------------------------------------------
+    # Arrays
+    # ----------------------------------------------------------------------------------
+
+    def _build(self, plans: list[Plan | None]) -> None:
+        layout, f = self.layout, self.features
+        plan = self.plan
+        assert plan is not None
+        alts = plan.alternatives
+        N, L, A = len(layout.entries), layout.L, len(alts)
+        claims_n = max(len(self.claims), 1)
+        rows = self._rows
+        self.alt_failures = [rows[alt.row][1] for alt in alts]
+        selectable = (
+            np.stack([rows[alt.row][0] for alt in alts]) if A else np.zeros((0, L), np.uint8)
+        )
+        capacity = (
+            np.stack([self._capacity_row(alt) for alt in alts]) if A else np.zeros((0, L), np.uint8)
+        )
+        taint_rows = np.zeros((A, L), dtype=np.uint8)
+        for a, alt in enumerate(alts):
+            for lp in layout.tainted:
+                taint_rows[a, lp] = taint_blocks(layout.pos_devices[lp].taints, alt.tolerations)
+
+        # What could be allocated at all, ignoring what is in flight: an upper bound the
+        # core uses to skip subtrees without solutions (never a subtree that errors).
+        possible = selectable == SEL_YES
+        if f.consumable_capacity:
+            possible &= capacity != CAP_FAIL
+        if f.device_taints:
+            possible &= taint_rows == 0
+        possible &= ~layout.counters_blocked.astype(bool)[None, :]
+        admin = np.fromiter((alt.admin for alt in alts), dtype=bool, count=A)
+        taken = (layout.in_use | (layout.committed & ~layout.multi)).astype(bool)
+        possible[~admin] &= ~taken[None, :]
+
+        # Last selector error per (node, alternative), as a node-local position.
+        last_error = np.full((N, A), -1, dtype=np.int64)
+        for a in range(A):
+            erring = np.flatnonzero(selectable[a] == SEL_ERROR)
+            if len(erring):
+                owner = layout.node_of(erring)
+                np.maximum.at(last_error[:, a], owner, erring - layout.node_ptr[owner])
+
+        # All-mode lists and counts, per node.
+        alt_count = np.zeros((N, A), dtype=np.int32)
+        all_ptr = [0]
+        all_pos: list[int] = []
+        for n in range(N):
+            node_plan = plans[n] if plans[n] is not None and self.node_error[n] is None else None
+            for a, alt in enumerate(alts):
+                if alt.all_mode:
+                    listed = node_plan.all_positions[a] if node_plan is not None else []
+                    all_pos.extend(listed)
+                    alt_count[n, a] = len(listed)
+                else:
+                    alt_count[n, a] = alt.count
+                all_ptr.append(len(all_pos))
+
+        rest = self._rest_bounds(plan, possible, last_error)
+
+        # Capacity of shared devices: exact int64 in a per-entry unit, or Python integers.
+        K = len(layout.cap_room_nanos)
+        use_nanos = [[0] * K for _ in range(A)]
+        if f.consumable_capacity:
+            dynamic = [np.flatnonzero(capacity[a] == CAP_DYNAMIC).tolist() for a in range(A)]
+            for a, alt in enumerate(alts):
+                for lp in dynamic[a]:
+                    device = layout.pos_devices[lp]
+                    share = (
+                        consumed_capacity(
+                            alt.capacity, device.capacity, driver=layout.pos_ids[lp].driver
+                        )
+                        if K
+                        else {}
+                    )
+                    self.share_use[(a, lp)] = share
+                    for k in range(int(layout.cap_ptr[lp]), int(layout.cap_ptr[lp + 1])):
+                        use_nanos[a][k] = share[layout.cap_names[k]].nanos
+        cap_units = [
+            unit_of([layout.cap_room_nanos[k], *(use_nanos[a][k] for a in range(A))])
+            for k in range(K)
+        ]
+        cap_room = [layout.cap_room_nanos[k] // cap_units[k] for k in range(K)]
+        alt_cap_use = [use_nanos[a][k] // cap_units[k] for a in range(A) for k in range(K)]
+        cap_bound = [
+            abs(cap_room[k])
+            + MAX_RESULTS
+            * claims_n
+            * max((abs(alt_cap_use[a * K + k]) for a in range(A)), default=0)
+            for k in range(K)
+        ]
+        slot_bound = layout.slot_spread + layout.slot_charges * claims_n
+        slot_available, cons_amount = layout.slot_available, layout.cons_amount
+        exact: ExactSums | None = None
+        if (
+            layout.needs_exact
+            or bool((slot_bound >= _INT64_LIMIT / 2).any())
+            or any(b >= _INT64_LIMIT for b in cap_bound)
+        ):
+            exact = ExactSums(
+                layout.pos_pool.tolist(),
+                layout.pool_slot_ptr.tolist(),
+                layout.exact_available,
+                layout.cons_ptr.tolist(),
+                layout.cons_slot.tolist(),
+                layout.exact_amounts,
+                layout.cap_ptr.tolist(),
+                cap_room,
+                alt_cap_use,
+                K,
+            )
+            slot_available = np.zeros_like(slot_available)
+            cons_amount = np.zeros_like(cons_amount)
+            cap_room, alt_cap_use = [0] * len(cap_room), [0] * len(alt_cap_use)
+
+        con = self._constraints(plan)
+        arrays: dict[str, Any] = {
+            "node_ptr": layout.node_ptr,
+            "claim_req_ptr": _i32(np.cumsum([0, *map(len, plan.claim_requests)])),
+            "req_has_subs": _u8(plan.request_has_subs),
+            "req_alt_ptr": _i32(np.cumsum([0, *map(len, plan.request_alts)])),
+            "alt_all": _u8([alt.all_mode for alt in alts]),
+            "alt_admin": _u8(admin),
+            "alt_count": _i32(alt_count),
+            "all_ptr": _i32(all_ptr),
+            "all_pos": _i32(all_pos),
+            "selectable": _u8(selectable),
+            "taint_blocks": _u8(taint_rows),
+            "capacity": _u8(capacity),
+            "possible": _u8(possible),
+            "last_error": _i32(last_error),
+            **rest,
+            "in_use": layout.in_use,
+            "allow_multi": layout.multi,
+            "counters_blocked": layout.counters_blocked,
+            "committed_share": layout.committed,
+            "pos_pool": layout.pos_pool,
+            "cons_ptr": layout.cons_ptr,
+            "cons_slot": layout.cons_slot,
+            "cons_amount": np.ascontiguousarray(cons_amount, dtype=np.int64),
+            "pool_slot_ptr": layout.pool_slot_ptr,
+            "slot_available": np.ascontiguousarray(slot_available, dtype=np.int64),
+            "cap_ptr": layout.cap_ptr,
+            "cap_room": np.asarray(cap_room, dtype=np.int64),
+            "alt_cap_use": np.asarray(alt_cap_use, dtype=np.int64),
+            **con,
+            "exact": exact,
+        }
+        self.problem = _core.Problem(
+            arrays, taints_enabled=f.device_taints, consumable_enabled=f.consumable_capacity
+        )
+
+    def _rest_bounds(
+        self, plan: Plan, possible: np.ndarray, last_error: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Per request: what it and the claim's later requests need at least / at most, and
+        which positions any of them could use (for the core's claim-level bound)."""
+        R, L, N = len(plan.request_alts), self.layout.L, len(self.layout.entries)
+        prunable_of = np.zeros((N, R), dtype=bool)
+        need_of = np.zeros(R, dtype=np.int64)
+        max_of = np.zeros(R, dtype=np.int64)
+        count_of = np.zeros(R, dtype=np.int64)
+        union_of = np.zeros((R, L), dtype=bool)
+        alts = plan.alternatives
+        for reqs in plan.claim_requests:
+            prunable = np.ones(N, dtype=bool)
+            need, most, union = 0, 0, np.zeros(L, dtype=bool)
+            for n, r in enumerate(reversed(reqs), start=1):
+                alt_ids = plan.request_alts[r]
+                static = all(not alts[a].all_mode and not alts[a].admin for a in alt_ids)
+                if not static:
+                    prunable[:] = False
+                prunable &= (last_error[:, alt_ids] < 0).all(axis=1)
+                need += min(alts[a].count for a in alt_ids)
+                most += max(alts[a].count for a in alt_ids)
+                union = union | possible[alt_ids].any(axis=0)
+                prunable_of[:, r], need_of[r], max_of[r], count_of[r] = prunable, need, most, n
+                union_of[r] = union
+        limit = 2**31 - 1
+        return {
+            "rest_prunable": _u8(prunable_of),
+            "rest_need": _i32(np.minimum(need_of, limit)),
+            "rest_max": _i32(np.minimum(max_of, limit)),
+            "rest_requests": _i32(count_of),
+            "rest_possible": _u8(union_of),
+        }
+
+    def _constraints(self, plan: Plan) -> dict[str, Any]:
+        """Constraint attribute values as codes (sets; a scalar is a set of one)."""
+        layout, A = self.layout, len(plan.alternatives)
+        list_types = self.features.list_type_attributes
+        distinct: list[bool] = []
+        first_needs_value: list[bool] = []
+        present: list[np.ndarray] = []
+        applies: list[np.ndarray] = []
+        ptr_parts: list[np.ndarray] = []
+        value_parts: list[np.ndarray] = []
+        n_values = 0
+        n_codes = 0
+        for c, claim in enumerate(self.claims):
+            for constraint in claim.spec.devices.constraints:
+                attribute = constraint.match_attribute or constraint.distinct_attribute
+                assert attribute is not None  # checked in preflight
+                distinct.append(constraint.match_attribute is None)
+                first_needs_value.append(constraint.match_attribute is not None and list_types)
+                ptr, values, has, codes = layout.attribute_codes(attribute, list_types)
+                present.append(has)
+                wanted = set(constraint.requests)
+                row = np.zeros(A, dtype=bool)
+                for a, alt in enumerate(plan.alternatives):
+                    if alt.claim == c:
+                        row[a] = (
+                            not wanted
+                            or (alt.parent or alt.name) in wanted
+                            or (alt.parent is not None and f"{alt.parent}/{alt.name}" in wanted)
+                        )
+                applies.append(row)
+                # Each constraint counts its own values: its codes follow the previous ones.
+                ptr_parts.append(ptr[:-1] + n_values)
+                value_parts.append(values + n_codes)
+                n_values += len(values)
+                n_codes += codes
+        claim_con_ptr = [0]
+        for claim in self.claims:
+            claim_con_ptr.append(claim_con_ptr[-1] + len(claim.spec.devices.constraints))
+        value_ptr = np.concatenate([*ptr_parts, np.asarray([n_values], dtype=np.int64)])
+        return {
+            "claim_con_ptr": _i32(claim_con_ptr),
+            "con_distinct": _u8(distinct),
+            "con_applies": _u8(np.stack(applies) if applies else np.zeros((0, A), dtype=bool)),
+            "con_value_ptr": _i32(value_ptr),
+            "con_values": _i32(np.concatenate(value_parts) if value_parts else []),
+            "con_present": _u8(np.concatenate(present) if present else np.zeros(0, np.uint8)),
+            "con_first_needs_value": _u8(first_needs_value),
+            "n_codes": n_codes,
+        }
+
+    # ----------------------------------------------------------------------------------
+    # Messages
+    # ----------------------------------------------------------------------------------
+
+    def selector_error_text(self, alt: Alternative, failure: SelectorFailure, lp: int) -> str:
+        """Upstream's message for the selector that failed on layout position lp for ``alt``."""
+        from_class, index, compile_error, runtime_error = failure
+        if from_class:
+            who = f"class {alt.device_class.metadata.name}"
+        else:
+            who = f"claim {self.claims[alt.claim].key}"
+        if compile_error is not None:
+            return f"{who}: selector #{index}: CEL compile error: {compile_error}"
+        if index < 0:  # per-device node selection failed to parse: upstream returns it bare
+            return runtime_error or ""
+        device = self.snap.device_id(int(self.layout.g[lp]))
+        return f"{who}: selector #{index} on device {device}: CEL runtime error: {runtime_error}"
+
+
+def _i32(values: Any) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(values, dtype=np.int32).ravel())
+
+
+def _u8(values: Any) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(values, dtype=np.uint8).ravel())
+
+
+class ExactSums:
+    """Counter and capacity sums in Python integers, for values beyond int64.
+
+    The core calls these (taking the GIL) instead of its int64 arithmetic when the
+    builder finds that some slot's worst-case sum might not fit; everything else
+    about the search stays compiled. Same arrays, same meaning, unbounded integers.
+    Positions arrive node-local; ``reset(offset)`` names the node being searched.
+    """
+
+    def __init__(
+        self,
+        pos_pool: list[int],
+        pool_slot_ptr: list[int],
+        available: list[int],
+        cons_ptr: list[int],
+        cons_slot: list[int],
+        cons_amount: list[int],
+        cap_ptr: list[int],
+        cap_room: list[int],
+        alt_cap_use: list[int],
+        n_cap: int,
+    ):
+        self.pos_pool, self.pool_slot_ptr, self.available = pos_pool, pool_slot_ptr, available
+        self.cons_ptr, self.cons_slot, self.cons_amount = cons_ptr, cons_slot, cons_amount
+        self.cap_ptr, self.cap_room, self.alt_cap_use, self.n_cap = (
+            cap_ptr,
+            cap_room,
+            alt_cap_use,
+            n_cap,
+        )
+        self.reset()
+
+    def reset(self, offset: int = 0) -> None:
+        self.offset = offset
+        self.consumed = [0] * len(self.available)
+        self.cap_used = [0] * len(self.cap_room)
+
+    def _add_counters(self, lp: int, sign: int) -> None:
+        for k in range(self.cons_ptr[lp], self.cons_ptr[lp + 1]):
+            self.consumed[self.cons_slot[k]] += sign * self.cons_amount[k]
+
+    def charge(self, p: int) -> bool:
+        """Charge p's counters; undo and refuse if any counter of its pool is exceeded."""
+        lp = self.offset + p
+        self._add_counters(lp, 1)
+        pool = self.pos_pool[lp]
+        for slot in range(self.pool_slot_ptr[pool], self.pool_slot_ptr[pool + 1]):
+            if self.available[slot] < self.consumed[slot]:
+                self._add_counters(lp, -1)
+                return False
+        return True
+
+    def release(self, p: int) -> None:
+        self._add_counters(self.offset + p, -1)
+
+    def fits(self, a: int, p: int) -> bool:
+        lp, base = self.offset + p, a * self.n_cap
+        return all(
+            self.cap_used[k] + self.alt_cap_use[base + k] <= self.cap_room[k]
+            for k in range(self.cap_ptr[lp], self.cap_ptr[lp + 1])
+        )
+
+    def take(self, a: int, p: int, sign: int) -> None:
+        lp, base = self.offset + p, a * self.n_cap
+        for k in range(self.cap_ptr[lp], self.cap_ptr[lp + 1]):
+            self.cap_used[k] += sign * self.alt_cap_use[base + k]
