@@ -907,27 +907,82 @@ cdef void _search_one(const View *base, Scratch *s, int n, Py_ssize_t j, int64_t
         unwind(&v, s)
 
 
-def search(Problem pb not None, double deadline=0.0):
-    """Search a one-node problem. ``deadline`` is a ``time.monotonic()`` value (0: none).
+def search_node(Problem pb not None, int n, double deadline=0.0):
+    """Search node n alone. ``deadline`` is a ``time.monotonic()`` value (0: none).
 
     Returns ``(outcome, work, results, chosen_sub, err_alt, err_pos)`` where
     ``results[c]`` is the list of ``(alternative, position)`` picked for claim c in
-    upstream's result order, and ``chosen_sub[r]`` the subrequest index taken for a
-    ``firstAvailable`` request r.
+    upstream's result order (node-local positions), and ``chosen_sub[r]`` the
+    subrequest index taken for a ``firstAvailable`` request r.  The answer of
+    ``search_nodes`` for that node, without building arrays for many nodes.
     """
+    cdef View base = pb.v
+    cdef View v
+    cdef Scratch s
+    cdef int rc, c, i, P
+    cdef Py_ssize_t C = base.C, R = base.R
+    if not 0 <= n < base.N:
+        raise ValueError(f"node index {n} out of range")
+    node_view(&base, &v, n)
+    P = v.P
+    memset(&s, 0, sizeof(Scratch))
+    s.err_alt = -1
+    s.err_pos = -1
+    exact = pb.exact
+    if exact is not None:
+        exact.reset(base.node_ptr[n])
+        s.exact = <PyObject*>exact
+    if deadline > 0:
+        s.deadline_ns = now_ns() + <int64_t>((deadline - monotonic()) * 1e9)
+        if s.deadline_ns <= 0:
+            s.deadline_ns = 1
+    try:
+        s.by_claim = <uint8_t*>_zeroed(C * P, sizeof(uint8_t))
+        s.by_any = <int32_t*>_zeroed(P, sizeof(int32_t))
+        s.shared_n = <int32_t*>_zeroed(P, sizeof(int32_t))
+        s.consumed = <int64_t*>_zeroed(pb.slot_available.shape[0], sizeof(int64_t))
+        s.cap_used = <int64_t*>_zeroed(v.K, sizeof(int64_t))
+        s.code_count = <int32_t*>_zeroed(pb.n_codes, sizeof(int32_t))
+        s.con_added = <int32_t*>_zeroed(v.Q, sizeof(int32_t))
+        s.res_alt = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
+        s.res_pos = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
+        s.res_charged = <uint8_t*>_zeroed(C * MAX_RESULTS, sizeof(uint8_t))
+        s.res_n = <int32_t*>_zeroed(C, sizeof(int32_t))
+        s.chosen_sub = <int32_t*>_zeroed(R, sizeof(int32_t))
+        for i in range(R):
+            s.chosen_sub[i] = -1
+        if exact is not None:
+            rc = allocate_one(&v, &s, 0, 0, 0, 0, False, 0)
+        else:
+            with nogil:
+                rc = allocate_one(&v, &s, 0, 0, 0, 0, False, 0)
+        results = []
+        if rc == FOUND:
+            for c in range(C):
+                results.append([(s.res_alt[c * MAX_RESULTS + i], s.res_pos[c * MAX_RESULTS + i])
+                                for i in range(s.res_n[c])])
+        chosen = [s.chosen_sub[i] for i in range(R)]
+        return rc, s.work, results, chosen, s.err_alt, s.err_pos
+    finally:
+        free(s.by_claim)
+        free(s.by_any)
+        free(s.shared_n)
+        free(s.consumed)
+        free(s.cap_used)
+        free(s.code_count)
+        free(s.con_added)
+        free(s.res_alt)
+        free(s.res_pos)
+        free(s.res_charged)
+        free(s.res_n)
+        free(s.chosen_sub)
+
+
+def search(Problem pb not None, double deadline=0.0):
+    """Search a one-node problem: ``search_node(pb, 0, deadline)``."""
     if pb.n_nodes != 1:
         raise ValueError(f"search() takes a one-node problem; this one has {pb.n_nodes} nodes")
-    out = search_nodes(pb, deadline)
-    cdef int C = pb.n_claims, c, i
-    rc = int(out["outcome"][0])
-    results = []
-    if rc == FOUND:
-        res_n, res_alt, res_pos = out["res_n"], out["res_alt"], out["res_pos"]
-        for c in range(C):
-            results.append([(int(res_alt[c * MAX_RESULTS + i]), int(res_pos[c * MAX_RESULTS + i]))
-                            for i in range(res_n[c])])
-    chosen = out["chosen_sub"].tolist()
-    return rc, int(out["work"][0]), results, chosen, int(out["err_alt"][0]), int(out["err_pos"][0])
+    return search_node(pb, 0, deadline)
 
 
 cdef bint _monotonic(const int32_t[::1] ptr):

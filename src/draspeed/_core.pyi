@@ -40,11 +40,18 @@ def search_nodes(
     res_pos (node, claim, 32 slots; node-local positions), chosen_sub (node, request)."""
     ...
 
-def search(
-    pb: Problem, deadline: float = 0.0
+def search_node(
+    pb: Problem, n: int, deadline: float = 0.0
 ) -> tuple[int, int, list[list[tuple[int, int]]], list[int], int, int]:
-    """A one-node problem: (outcome, work, picks per claim as (alternative, position),
+    """Node n alone: (outcome, work, picks per claim as (alternative, node-local position),
     chosen subrequest per request, erroring alternative, erroring position)."""
     ...
 
-__all__ = ["CAP", "OUTCOME", "OUTCOME_NAMES", "SEL", "Problem", "search", "search_nodes"]
+def search(
+    pb: Problem, deadline: float = 0.0
+) -> tuple[int, int, list[list[tuple[int, int]]], list[int], int, int]:
+    """A one-node problem, as search_node(pb, 0): (outcome, work, picks per claim as (alternative, position),
+    chosen subrequest per request, erroring alternative, erroring position)."""
+    ...
+
+__all__ = ["CAP", "OUTCOME", "OUTCOME_NAMES", "SEL", "Problem", "search", "search_node", "search_nodes"]

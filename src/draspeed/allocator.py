@@ -73,9 +73,11 @@ class Allocator:
         if error is not None:
             raise AllocationError(error)
         assert arrays.problem is not None
-        out = _core.search_nodes(arrays.problem, deadline or 0.0, [n])
-        self.last_stats = Stats(int(out["work"][0]))
-        outcome = _Outcome(arrays, claims, n, out, 0)
+        code, work, picks, chosen, err_alt, err_pos = _core.search_node(
+            arrays.problem, n, deadline or 0.0
+        )
+        self.last_stats = Stats(work)
+        outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
         return outcome.raise_or_results(self.share_id)
 
     def feasible_nodes(
@@ -90,7 +92,8 @@ class Allocator:
         nodes and the compiled core searches node after node without returning to
         Python. Node names not known to the snapshot are unlabelled nodes."""
         claims = list(claims)
-        layout = self.snapshot.layout(self._nodes(nodes))
+        snap = self.snapshot
+        layout = snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes))
         if not claims:
             return Feasibility(
                 [NodeOutcome(e.node.name, "fits", None, 0, []) for e in layout.entries]
@@ -107,7 +110,7 @@ class Allocator:
             if j is None:
                 outcomes.append(NodeOutcome(name, "error", arrays.node_error[n]))
                 continue
-            outcome = _Outcome(arrays, claims, n, out, j)
+            outcome = _Outcome.from_row(arrays, claims, n, out, j)
             outcomes.append(outcome.node_outcome(name, self.share_id))
         return Feasibility(outcomes)
 
@@ -122,32 +125,69 @@ class Allocator:
 
 
 class _Outcome:
-    """One node's row of a ``search_nodes`` answer, turned into upstream's answer."""
+    """One node's search answer, turned into upstream's answer."""
 
     def __init__(
         self,
         arrays: ClaimArrays,
         claims: list[ResourceClaim],
         n: int,
-        out: dict[str, Any],
-        j: int,
+        code: int,
+        work: int,
+        err_alt: int,
+        err_pos: int,
+        picks: list[list[tuple[int, int]]],
+        chosen_sub: list[int],
     ) -> None:
-        self.arrays, self.claims, self.n, self.out, self.j = arrays, claims, n, out, j
-        self.code = int(out["outcome"][j])
-        self.work = int(out["work"][j])
+        self.arrays, self.claims, self.n = arrays, claims, n
+        self.code, self.work, self.err_alt, self.err_pos = code, work, err_alt, err_pos
+        self._picks, self.chosen_sub = picks, chosen_sub
+
+    @classmethod
+    def from_row(
+        cls, arrays: ClaimArrays, claims: list[ResourceClaim], n: int, out: dict[str, Any], j: int
+    ) -> _Outcome:
+        """Row j of a ``search_nodes`` answer (picks are read only if the node fits)."""
+        return cls(
+            arrays,
+            claims,
+            n,
+            int(out["outcome"][j]),
+            int(out["work"][j]),
+            int(out["err_alt"][j]),
+            int(out["err_pos"][j]),
+            [],
+            [],
+        )._with_row(out, j)
+
+    def _with_row(self, out: dict[str, Any], j: int) -> _Outcome:
+        if self.code != _OUT["found"]:
+            return self
+        C = len(self.claims)
+        plan = self.arrays.plan
+        assert plan is not None
+        R = len(plan.request_alts)
+        res_n = out["res_n"][j * C : (j + 1) * C].tolist()
+        for c in range(C):
+            base = (j * C + c) * MAX_RESULTS
+            alts = out["res_alt"][base : base + res_n[c]].tolist()
+            positions = out["res_pos"][base : base + res_n[c]].tolist()
+            self._picks.append(list(zip(alts, positions, strict=True)))
+        self.chosen_sub = out["chosen_sub"][j * R : (j + 1) * R].tolist()
+        return self
 
     def error(self) -> AllocationError | None:
         """The error upstream returns for this node, or None (found / does not fit)."""
-        arrays, out, j = self.arrays, self.out, self.j
+        arrays = self.arrays
         plan = arrays.plan
         assert plan is not None
         offset = int(arrays.layout.node_ptr[self.n])
         if self.code == _OUT["selector_error"]:
-            a, lp = int(out["err_alt"][j]), offset + int(out["err_pos"][j])
+            a, lp = self.err_alt, offset + self.err_pos
             alt = plan.alternatives[a]
             return AllocationError(arrays.selector_error_text(alt, arrays.alt_failures[a][lp], lp))
         if self.code == _OUT["constraint_error"]:
-            a, lp = int(out["err_alt"][j]), offset + int(out["err_pos"][j])
+            a, lp = self.err_alt, offset + self.err_pos
             alt = plan.alternatives[a]
             device = arrays.snap.device_id(int(arrays.layout.g[lp]))
             return AllocationError(
@@ -189,25 +229,14 @@ class _Outcome:
             return NodeOutcome(name, "does-not-fit", None, self.work)
         return NodeOutcome(name, "fits", None, self.work, _make=lambda: self.results(share_id))
 
-    def picks(self) -> tuple[list[list[tuple[int, int]]], list[int]]:
-        """Per claim the (alternative, layout position) picked, and the chosen subrequests."""
-        out, j, C = self.out, self.j, len(self.claims)
-        plan = self.arrays.plan
-        assert plan is not None
-        R = len(plan.request_alts)
+    def picks(self) -> list[list[tuple[int, int]]]:
+        """Per claim the (alternative, layout position) picked, in upstream's order."""
         offset = int(self.arrays.layout.node_ptr[self.n])
-        res_n = out["res_n"][j * C : (j + 1) * C].tolist()
-        picks = []
-        for c in range(C):
-            base = (j * C + c) * MAX_RESULTS
-            alts = out["res_alt"][base : base + res_n[c]].tolist()
-            positions = out["res_pos"][base : base + res_n[c]].tolist()
-            picks.append([(a, offset + p) for a, p in zip(alts, positions, strict=True)])
-        return picks, out["chosen_sub"][j * R : (j + 1) * R].tolist()
+        return [[(a, offset + p) for a, p in claim] for claim in self._picks]
 
     def results(self, share_id: Callable[[], str]) -> list[AllocationResult]:
         """Same question, same picks: the same result, copied, with fresh shareIDs."""
-        picks, chosen_sub = self.picks()
+        picks, chosen_sub = self.picks(), self.chosen_sub
         key = (self.n, tuple(map(tuple, picks)), tuple(chosen_sub))
         templates = self.arrays.results.get(key)
         if templates is None:

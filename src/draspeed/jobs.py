@@ -70,8 +70,10 @@ def make_allocator(
     classes: Sequence[DeviceClass],
     allocated: Sequence[ResourceClaim],
     features: Features,
+    nodes: Sequence[Node] = (),
 ) -> AllocatorLike:
-    """Build an allocator of the named engine over one cluster state."""
+    """Build an allocator of the named engine over one cluster state (``nodes``: the
+    Node objects known, whose labels node selectors read)."""
     if engine == "reference":
         # Imported here: the fast path never loads the reference engine.
         from draspeed.reference import ReferenceAllocator
@@ -81,7 +83,9 @@ def make_allocator(
         from draspeed.allocator import Allocator
         from draspeed.snapshot import Snapshot
 
-        return Allocator(Snapshot.build(slices, classes, allocated, features=features))
+        return Allocator(
+            Snapshot.build(slices, classes, allocated, features=features, nodes=nodes)
+        )
     raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
@@ -121,7 +125,9 @@ def allocate_objects(
     allocated, pending = split_claims(objects.claims)
     slices = apply_taint_rules(objects.slices, objects.taint_rules, objects.classes)
     outcome = AllocateOutcome(node=node_name, claims=pending, warnings=list(objects.warnings))
-    allocator = make_allocator(engine, slices, objects.classes, allocated, features)
+    allocator = make_allocator(
+        engine, slices, objects.classes, allocated, features, objects.nodes
+    )
     node = find_node(objects, node_name)
     start = time.monotonic()
     deadline = None if timeout is None else start + timeout

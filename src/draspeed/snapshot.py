@@ -140,6 +140,8 @@ class Snapshot:
         self._table: DeviceTable | None = None
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._known: list[Node] | None = None
+        self._known_keys: set[Any] | None = None
+        self._cluster: Layout | None = None
 
     @classmethod
     def build(
@@ -262,11 +264,19 @@ class Snapshot:
         from draspeed.layout import node_key
 
         key = node_key(node)
-        known = self.nodes
-        if any(node_key(k) == key for k in known if k.name == node.name):
-            cluster = self.layout(known)
+        if self._known_keys is None:
+            self._known_keys = {node_key(k) for k in self.nodes}
+        if key in self._known_keys:
+            cluster = self.cluster_layout()
             return cluster, cluster.index[key]
         return self.layout([node]), 0
+
+    def cluster_layout(self) -> Layout:
+        """The layout of the known nodes (:attr:`nodes`), built once."""
+        found = self._cluster
+        if found is None:
+            found = self._cluster = self.layout(self.nodes)
+        return found
 
     # ----------------------------------------------------------------------------------
     # Devices

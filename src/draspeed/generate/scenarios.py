@@ -78,7 +78,9 @@ class Loaded:
         from draspeed.jobs import make_allocator
 
         o = self.objects
-        return make_allocator(engine, o.slices, o.classes, o.claims, features or Features())
+        return make_allocator(
+            engine, o.slices, o.classes, o.claims, features or Features(), o.nodes
+        )
 
 
 def _s(name: str, kind: str, nodes: int, templates: tuple[str | Obj, ...], description: str,
