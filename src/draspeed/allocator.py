@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from draspeed import _core
 from draspeed.api.model import (
     AllocationResult,
@@ -21,9 +23,14 @@ from draspeed.api.model import (
     ObjectMeta,
     ResourceClaim,
 )
-from draspeed.claimset import MAX_RESULTS, ClaimArrays, claim_arrays
+from draspeed.claimset import MAX_RESULTS, ClaimArrays, claim_arrays, render
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
-from draspeed.feasibility import Feasibility, NodeOutcome
+from draspeed.feasibility import DOES_NOT_FIT as F_DOES_NOT_FIT
+from draspeed.feasibility import ERROR as F_ERROR
+from draspeed.feasibility import FITS as F_FITS
+from draspeed.feasibility import NODE_ERROR as F_NODE_ERROR
+from draspeed.feasibility import TIMEOUT as F_TIMEOUT
+from draspeed.feasibility import Feasibility
 from draspeed.rules.results import ChosenDevice, ResultError, build_allocation_result
 from draspeed.snapshot import Snapshot
 
@@ -71,7 +78,7 @@ class Allocator:
         arrays = claim_arrays(layout, claims)
         error = arrays.node_error[n]
         if error is not None:
-            raise AllocationError(error)
+            raise AllocationError(render(error, claims))
         assert arrays.problem is not None
         code, work, picks, chosen, err_alt, err_pos = _core.search_node(
             arrays.problem, n, deadline or 0.0
@@ -95,24 +102,53 @@ class Allocator:
         snap = self.snapshot
         layout = snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes))
         if not claims:
+            N = len(layout.entries)
             return Feasibility(
-                [NodeOutcome(e.node.name, "fits", None, 0, []) for e in layout.entries]
+                layout.names,
+                np.full(N, F_FITS, dtype=np.int8),
+                np.zeros(N, dtype=np.int64),
+                {},
+                lambda n: [],
             )
         arrays = claim_arrays(layout, claims)
+        N = len(layout.entries)
+        codes = np.full(N, F_ERROR, dtype=np.int8)
+        work = np.zeros(N, dtype=np.int64)
+        errors = {n: render(e, claims) for n, e in arrays.node_errors.items()}
+        rows = np.full(N, -1, dtype=np.int64)
         out: dict[str, Any] = {}
-        if arrays.problem is not None and len(arrays.searchable):
-            out = _core.search_nodes(arrays.problem, deadline or 0.0, arrays.searchable)
-        row_of = {int(n): j for j, n in enumerate(arrays.searchable.tolist())}
-        outcomes = []
-        for n, entry in enumerate(layout.entries):
-            name = entry.node.name
-            j = row_of.get(n)
-            if j is None:
-                outcomes.append(NodeOutcome(name, "error", arrays.node_error[n]))
-                continue
-            outcome = _Outcome.from_row(arrays, claims, n, out, j)
-            outcomes.append(outcome.node_outcome(name, self.share_id))
-        return Feasibility(outcomes)
+        searched = arrays.searchable
+        if arrays.problem is not None and len(searched):
+            out = _core.search_nodes(arrays.problem, deadline or 0.0, searched)
+            found = out["outcome"]
+            status = np.full(len(searched), F_DOES_NOT_FIT, dtype=np.int8)
+            status[found == _OUT["found"]] = F_FITS
+            status[found == _OUT["deadline"]] = F_TIMEOUT
+            failed = (found != _OUT["found"]) & (found != _OUT["deadline"])
+            status[failed & layout.any_invalid[searched]] = F_NODE_ERROR
+            erring = (
+                (found == _OUT["selector_error"])
+                | (found == _OUT["constraint_error"])
+                | (found == _OUT["overflow"])
+            )
+            status[erring] = F_ERROR
+            codes[searched] = status
+            work[searched] = out["work"]
+            rows[searched] = np.arange(len(searched))
+            # Messages only where there is one to say (usually no node at all).
+            for j in np.flatnonzero(status != F_FITS).tolist():
+                if status[j] == F_DOES_NOT_FIT:
+                    continue
+                n = int(searched[j])
+                error = _Outcome.from_row(arrays, claims, n, out, j).error()
+                errors[n] = str(error)
+        share_id = self.share_id
+
+        def results(n: int) -> list[AllocationResult]:
+            outcome = _Outcome.from_row(arrays, claims, n, out, int(rows[n]))
+            return outcome.results(share_id)
+
+        return Feasibility(layout.names, codes, work, errors, results)
 
     def _nodes(self, nodes: Sequence[Node | str] | None) -> list[Node]:
         if nodes is None:
@@ -185,7 +221,8 @@ class _Outcome:
         if self.code == _OUT["selector_error"]:
             a, lp = self.err_alt, offset + self.err_pos
             alt = plan.alternatives[a]
-            return AllocationError(arrays.selector_error_text(alt, arrays.alt_failures[a][lp], lp))
+            text = arrays.selector_error_text(alt, arrays.alt_failures[a][lp], lp)
+            return AllocationError(render(text, self.claims))
         if self.code == _OUT["constraint_error"]:
             a, lp = self.err_alt, offset + self.err_pos
             alt = plan.alternatives[a]
@@ -216,18 +253,6 @@ class _Outcome:
         if self.code != _OUT["found"]:
             return None
         return self.results(share_id)
-
-    def node_outcome(self, name: str, share_id: Callable[[], str]) -> NodeOutcome:
-        error = self.error()
-        if isinstance(error, AllocationTimeout):
-            return NodeOutcome(name, "timeout", str(error), self.work)
-        if isinstance(error, NodeAllocationError):
-            return NodeOutcome(name, "node-error", str(error), self.work)
-        if error is not None:
-            return NodeOutcome(name, "error", str(error), self.work)
-        if self.code != _OUT["found"]:
-            return NodeOutcome(name, "does-not-fit", None, self.work)
-        return NodeOutcome(name, "fits", None, self.work, _make=lambda: self.results(share_id))
 
     def picks(self) -> list[list[tuple[int, int]]]:
         """Per claim the (alternative, layout position) picked, in upstream's order."""

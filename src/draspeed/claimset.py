@@ -17,6 +17,7 @@ searches one after the other.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +84,12 @@ class Plan:
 
 
 def claims_signature(claims: list[ResourceClaim]) -> bytes:
-    """A key for a claim set: names and specs (what a claim set's arrays depend on)."""
-    specs = [(c.key, c.spec) for c in claims]
+    """A key for a claim set: the specs, in order (what a claim set's arrays depend on).
+
+    Names are left out, so every pod made from the same templates shares one entry;
+    messages name claims through placeholders filled in by :func:`render`.
+    """
+    specs = [c.spec for c in claims]
     try:
         return _signature_encoder.encode(specs)
     except (OverflowError, TypeError, msgspec.EncodeError):
@@ -93,11 +98,26 @@ def claims_signature(claims: list[ResourceClaim]) -> bytes:
         return repr(specs).encode()
 
 
+def claim_token(c: int) -> str:
+    """The placeholder that stands for claim c's ``namespace/name`` in stored messages."""
+    return f"\x00claim{c}\x00"
+
+
+_TOKEN = re.compile("\x00claim(\\d+)\x00")
+
+
+def render(text: str, claims: list[ResourceClaim]) -> str:
+    """A stored message with each claim placeholder replaced by the caller's claim key."""
+    if "\x00" not in text:
+        return text
+    return _TOKEN.sub(lambda m: claims[int(m.group(1))].key, text)
+
+
 def claim_arrays(layout: Layout, claims: list[ResourceClaim]) -> ClaimArrays:
     """The arrays for ``claims`` over ``layout``, built once per claim set and remembered.
 
-    The key holds every claim's name and spec, so a hit is the same question; results
-    and messages are made from the caller's claim objects.
+    The key holds every claim's spec, so a hit is the same question up to names;
+    results and messages are made from the caller's claim objects.
     """
     key = claims_signature(claims)
     with layout._lock:
@@ -151,6 +171,7 @@ class ClaimArrays:
                 except AllocationError as exc:
                     self.node_error[n] = str(exc)
         self.plan = next((p for p in plans if p is not None), None)
+        self.node_errors = {n: e for n, e in enumerate(self.node_error) if e is not None}
         self.searchable = np.asarray(
             [n for n in range(N) if self.node_error[n] is None], dtype=np.int32
         )
@@ -174,19 +195,19 @@ class ClaimArrays:
                 subs = request.first_available
                 if subs and not f.prioritized_list:
                     raise AllocationError(
-                        f"claim {claim.key}, request {request.name}: has subrequests, "
+                        f"claim {claim_token(c)}, request {request.name}: has subrequests, "
                         "but the DRAPrioritizedList feature is disabled"
                     )
                 if not f.consumable_capacity:
                     if request.exactly is not None and request.exactly.capacity is not None:
                         raise AllocationError(
-                            f"claim {claim.key}, request {request.name}: has capacity "
+                            f"claim {claim_token(c)}, request {request.name}: has capacity "
                             "requests, but the DRAConsumableCapacity feature is disabled"
                         )
                     for sub in subs:
                         if sub.capacity is not None:
                             raise AllocationError(
-                                f"claim {claim.key}, subrequest {sub.name}: has capacity "
+                                f"claim {claim_token(c)}, subrequest {sub.name}: has capacity "
                                 "requests, but the DRAConsumableCapacity feature is disabled"
                             )
                 alt_ids: list[int] = []
@@ -239,13 +260,13 @@ class ClaimArrays:
                 plan.request_has_subs.append(bool(subs))
             if min_devices > MAX_RESULTS:
                 raise AllocationError(
-                    f"claim {claim.key}: number of requested devices {min_devices} exceeds "
+                    f"claim {claim_token(c)}: number of requested devices {min_devices} exceeds "
                     f"the claim limit of {MAX_RESULTS}"
                 )
             for i, constraint in enumerate(claim.spec.devices.constraints):
                 if constraint.match_attribute is None and constraint.distinct_attribute is None:
                     raise AllocationError(
-                        f"claim {claim.key}, constraint #{i}: empty constraint "
+                        f"claim {claim_token(c)}, constraint #{i}: empty constraint "
                         "(unsupported constraint type?)"
                     )
             plan.claim_requests.append(requests_of_claim)
@@ -272,23 +293,23 @@ class ClaimArrays:
         for i, selector in enumerate(selectors):
             if selector.cel is None:
                 raise AllocationError(
-                    f"claim {claim.key}, request {name}, selector #{i}: CEL expression "
+                    f"claim {claim_token(c)}, request {name}, selector #{i}: CEL expression "
                     "empty (unsupported selector type?)"
                 )
         if not self.features.admin_access and admin_access is not None:
             raise AllocationError(
-                f"claim {claim.key}, request {name}: admin access is requested, "
+                f"claim {claim_token(c)}, request {name}: admin access is requested, "
                 "but the feature is disabled"
             )
         if class_name == "":
             raise AllocationError(
-                f"claim {claim.key}, request {name}: missing device class name "
+                f"claim {claim_token(c)}, request {name}: missing device class name "
                 "(unsupported request type?)"
             )
         device_class = self.snap.classes.get(class_name)
         if device_class is None:
             raise AllocationError(
-                f"claim {claim.key}, request {name}: could not retrieve device class "
+                f"claim {claim_token(c)}, request {name}: could not retrieve device class "
                 f'{class_name}: deviceclass.resource.k8s.io "{class_name}" not found'
             )
         alt = Alternative(
@@ -314,16 +335,16 @@ class ClaimArrays:
         elif mode == "All":
             alt.all_mode = True
             assert node is not None  # All-mode claim sets are planned node by node
-            positions = self._all_devices(alt, node, claim)
+            positions = self._all_devices(alt, node)
             alt.count = len(positions)
         else:
             raise AllocationError(
-                f"claim {claim.key}, request {name}: unsupported count mode {mode}"
+                f"claim {claim_token(c)}, request {name}: unsupported count mode {mode}"
             )
         plan.all_positions.append(positions)
         return index
 
-    def _all_devices(self, alt: Alternative, n: int, claim: ResourceClaim) -> list[int]:
+    def _all_devices(self, alt: Alternative, n: int) -> list[int]:
         """upstream's All-mode device list on node n: every selectable device of every pool."""
         layout = self.layout
         entry = layout.entries[n]
@@ -335,13 +356,13 @@ class ClaimArrays:
         for pool in entry.view.pools:
             if pool.incomplete:
                 raise AllocationError(
-                    f"claim {claim.key}, request {alt.name}: asks for all devices, but "
-                    f"resource pool {pool.id} is currently being updated"
+                    f"claim {claim_token(alt.claim)}, request {alt.name}: asks for all "
+                    f"devices, but resource pool {pool.id} is currently being updated"
                 )
             if pool.invalid:
                 raise AllocationError(
-                    f"claim {claim.key}, request {alt.name}: asks for all devices, but "
-                    f"resource pool {pool.id} is currently invalid"
+                    f"claim {claim_token(alt.claim)}, request {alt.name}: asks for all "
+                    f"devices, but resource pool {pool.id} is currently invalid"
                 )
             for p in range(cursor, cursor + len(pool.devices)):
                 verdict = row[off + p]
@@ -419,7 +440,7 @@ class ClaimArrays:
     def _static_capacity(self, alt: Alternative, lp: int, *, ignore_use: bool = False) -> int:
         """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp."""
         layout = self.layout
-        device, device_id = layout.pos_devices[lp], layout.pos_ids[lp]
+        device, device_id = layout.device_at(lp), layout.id_at(lp)
         already = {} if ignore_use else self.snap.allocated.consumed_capacity.get(device_id, {})
         if (
             not alt.capacity
@@ -469,7 +490,7 @@ class ClaimArrays:
         taint_rows = np.zeros((A, L), dtype=np.uint8)
         for a, alt in enumerate(alts):
             for lp in layout.tainted:
-                taint_rows[a, lp] = taint_blocks(layout.pos_devices[lp].taints, alt.tolerations)
+                taint_rows[a, lp] = taint_blocks(layout.device_at(lp).taints, alt.tolerations)
 
         # What could be allocated at all, ignoring what is in flight: an upper bound the
         # core uses to skip subtrees without solutions (never a subtree that errors).
@@ -515,10 +536,10 @@ class ClaimArrays:
             dynamic = [np.flatnonzero(capacity[a] == CAP_DYNAMIC).tolist() for a in range(A)]
             for a, alt in enumerate(alts):
                 for lp in dynamic[a]:
-                    device = layout.pos_devices[lp]
+                    device = layout.device_at(lp)
                     share = (
                         consumed_capacity(
-                            alt.capacity, device.capacity, driver=layout.pos_ids[lp].driver
+                            alt.capacity, device.capacity, driver=layout.id_at(lp).driver
                         )
                         if K
                         else {}
@@ -547,13 +568,14 @@ class ClaimArrays:
             or bool((slot_bound >= _INT64_LIMIT / 2).any())
             or any(b >= _INT64_LIMIT for b in cap_bound)
         ):
+            exact_available, exact_amounts = layout.exact_lists()
             exact = ExactSums(
                 layout.pos_pool.tolist(),
                 layout.pool_slot_ptr.tolist(),
-                layout.exact_available,
+                exact_available,
                 layout.cons_ptr.tolist(),
                 layout.cons_slot.tolist(),
-                layout.exact_amounts,
+                exact_amounts,
                 layout.cap_ptr.tolist(),
                 cap_room,
                 alt_cap_use,
@@ -695,7 +717,7 @@ class ClaimArrays:
         if from_class:
             who = f"class {alt.device_class.metadata.name}"
         else:
-            who = f"claim {self.claims[alt.claim].key}"
+            who = f"claim {claim_token(alt.claim)}"
         if compile_error is not None:
             return f"{who}: selector #{index}: CEL compile error: {compile_error}"
         if index < 0:  # per-device node selection failed to parse: upstream returns it bare

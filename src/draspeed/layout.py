@@ -22,9 +22,13 @@ from draspeed.api.model import Device, DeviceAttribute, Node
 from draspeed.errors import AllocationError
 from draspeed.rules.ids import DeviceID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
+from draspeed.slicefacts import SliceFacts, entries_of
 
 if TYPE_CHECKING:
     from draspeed.snapshot import NodeView, Snapshot
+
+_NANOS_PER_UNIT = 10**9
+_WHOLE_LIMIT = 10**9 * 2**40  # whole values below this: per-slot sums stay far inside int64
 
 # Per-device node selection verdicts (claims-independent, node-dependent).
 PDN_NONE, PDN_YES, PDN_NO, PDN_ERROR = 0, 1, 2, 3
@@ -45,63 +49,81 @@ def unit_of(terms: list[int]) -> int:
 
 
 class NodeBlock:
-    """What the search needs of one node that no claim changes (built once per view)."""
+    """What the search needs of one node that no claim changes (built once per view).
+
+    Built from the slices' facts with numpy: Python touches only the node's slices,
+    its pools' counter slots, distinct consumption values, devices with per-device
+    node selection and the devices of shareable capacity.
+    """
 
     def __init__(self, snap: Snapshot, view: NodeView) -> None:
         f = snap.features
-        self.view = view
-        self.g = np.asarray(view.positions, dtype=np.int64)
-        positions = self.g.tolist()
-        self.devices: list[Device] = [snap.device(g) for g in positions]
-        self.ids: list[DeviceID] = [snap.device_id(g) for g in positions]
-        devices, ids, allocated = self.devices, self.ids, snap.allocated
-        P = self.n = len(devices)
-        self.in_use = np.fromiter((i in allocated.devices for i in ids), dtype=np.uint8, count=P)
-        self.multi = np.fromiter(
-            (f.consumable_capacity and bool(d.allow_multiple_allocations) for d in devices),
-            dtype=np.uint8,
-            count=P,
-        )
+        self.snap, self.view = snap, view
+        self.g = g = np.asarray(view.positions, dtype=np.int64)
+        P = self.n = len(g)
+        in_use_g, _, committed_g = snap.allocated_flags()
+        self.in_use = in_use_g[g].astype(np.uint8)
+        slice_of = snap.device_slice_arr[g]
+        index_of = snap.device_index_arr[g]
+        # Positions come in runs of one slice (pools, then slices, in order).
+        cuts = np.flatnonzero(np.diff(slice_of)) + 1 if P else np.zeros(0, np.int64)
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), P]
+        self.runs = [
+            (int(slice_of[a]), index_of[a:b]) for a, b in zip(starts, ends, strict=True) if b > a
+        ]
+        facts = [snap.facts(s) for s, _ in self.runs]
+
+        def gather(name: str) -> np.ndarray:
+            if not self.runs:
+                return np.zeros(0, dtype=bool)
+            return np.concatenate(
+                [getattr(fa, name)[idx] for fa, (_, idx) in zip(facts, self.runs, strict=True)]
+            )
+
+        multi = gather("multi") & f.consumable_capacity
+        self.multi = multi.astype(np.uint8)
         # A committed share (with or without consumedCapacity) has paid the device's
         # counters and keeps it from being allocated whole (upstream #140437, #140798).
-        self.committed = np.fromiter(
-            (
-                f.consumable_capacity
-                and (allocated.has_share(i) or i in allocated.consumed_capacity)
-                for i in ids
-            ),
-            dtype=np.uint8,
-            count=P,
-        )
-        self.counters_blocked = np.fromiter(
-            (not f.partitionable_devices and bool(d.consumes_counters) for d in devices),
-            dtype=np.uint8,
-            count=P,
-        )
-        self.binding = np.fromiter(
-            (bool(d.binding_conditions) for d in devices), dtype=bool, count=P
-        )
-        self.tainted = [p for p, d in enumerate(devices) if d.taints]
+        self.committed = (committed_g[g] & f.consumable_capacity).astype(np.uint8)
+        consumes = gather("consumes")
+        self.counters_blocked = (consumes & (not f.partitionable_devices)).astype(np.uint8)
+        self.binding = gather("binding")
+        self.tainted = np.flatnonzero(gather("tainted")).tolist()
         # Devices whose own capacity verdict needs a closer look than "fits whole".
-        self.capacity_policies = [
-            p
-            for p, d in enumerate(devices)
-            if any(c.request_policy is not None for c in d.capacity.values())
-            or ids[p] in allocated.consumed_capacity
-        ]
-        self._per_device_nodes(snap, view.node, positions)
-        self._counters(view, f.partitionable_devices)
-        self._capacities(snap)
+        policy = gather("policy") | (committed_g[g] & gather("has_capacity"))
+        self.capacity_policies = np.flatnonzero(policy).tolist()
+        self._per_device_nodes(snap, view.node, slice_of)
+        self._counters(view, facts, f.partitionable_devices)
+        self._capacities(snap, np.flatnonzero(multi).tolist())
         self._attribute_values: dict[tuple[str, bool], list[list[tuple[str, object]]]] = {}
 
-    def _per_device_nodes(self, snap: Snapshot, node: Node, positions: list[int]) -> None:
+    @property
+    def devices(self) -> list[Device]:
+        """The devices at the positions (model objects; built on first use)."""
+        found = self.__dict__.get("_devices")
+        if found is None:
+            snap = self.snap
+            found = self.__dict__["_devices"] = [snap.device(g) for g in self.g.tolist()]
+        return found
+
+    @property
+    def ids(self) -> list[DeviceID]:
+        found = self.__dict__.get("_ids")
+        if found is None:
+            snap = self.snap
+            found = self.__dict__["_ids"] = [snap.device_id(g) for g in self.g.tolist()]
+        return found
+
+    def _per_device_nodes(self, snap: Snapshot, node: Node, slice_of: np.ndarray) -> None:
         """Each device's own node selection (perDeviceNodeSelection slices) on this node."""
         self.pdn = np.zeros(self.n, dtype=np.uint8)
         self.pdn_errors: dict[int, str] = {}
-        for p, g in enumerate(positions):
-            if not snap.device_slice_of(g).spec.per_device_node_selection:
-                continue
-            device = self.devices[p]
+        selective = {s for s, _ in self.runs if snap.slices[s].spec.per_device_node_selection}
+        if not selective:
+            return
+        for p in np.flatnonzero(np.isin(slice_of, list(selective))).tolist():
+            device = snap.device(int(self.g[p]))
             try:
                 fits = node_matches(
                     node, device.node_name or "", bool(device.all_nodes), device.node_selector
@@ -111,67 +133,120 @@ class NodeBlock:
                 self.pdn[p] = PDN_ERROR
                 self.pdn_errors[p] = str(exc)
 
-    def _counters(self, view: NodeView, partitionable: bool) -> None:
-        """Counter slots per (pool, set, counter), each in its own exact unit (gcd)."""
+    def _counters(self, view: NodeView, facts: list[SliceFacts], partitionable: bool) -> None:
+        """Counter slots per (pool, set, counter), each in an exact unit: whole numbers when
+        every value is one (the usual case), else the gcd of the slot's values."""
         slot_base: list[int] = []
-        slot_terms: list[list[int]] = []
+        available: list[int] = []
         for pool_available in view.pool_available:
-            slot_base.append(len(slot_terms))
-            slot_terms.extend([q.nanos] for q in pool_available)
-        index = [
-            {name: slot_base[i] + k for k, name in enumerate(slots)}
-            for i, slots in enumerate(view.pool_slots)
-        ]
-        cons_ptr, cons_slot, cons_nanos = [0], [], []
-        if partitionable:
-            for p, device in enumerate(self.devices):
-                slots = index[int(view.position_pool[p])]
-                for use in device.consumes_counters:
-                    for name, counter in use.counters.items():
-                        slot = slots[(use.counter_set, name)]
-                        cons_slot.append(slot)
-                        cons_nanos.append(counter.value.nanos)
-                        slot_terms[slot].append(counter.value.nanos)
-                cons_ptr.append(len(cons_slot))
-        else:
-            cons_ptr = [0] * (self.n + 1)
-        units = [unit_of(terms) for terms in slot_terms]
+            slot_base.append(len(available))
+            available.extend(pool_available)
+        n_slots = len(available)
         self.n_pools = len(view.pools)
         self.pos_pool = np.asarray(view.position_pool, dtype=np.int32)
-        self.pool_slot_ptr = np.asarray([*slot_base, len(slot_terms)], dtype=np.int32)
-        available = [terms[0] // u for terms, u in zip(slot_terms, units, strict=True)]
-        amounts = [n // units[s] for n, s in zip(cons_nanos, cons_slot, strict=True)]
-        self.cons_ptr = np.asarray(cons_ptr, dtype=np.int32)
-        self.cons_slot = np.asarray(cons_slot, dtype=np.int32)
+        self.pool_slot_ptr = np.asarray([*slot_base, n_slots], dtype=np.int32)
+        ptr_parts: list[np.ndarray] = []
+        slot_parts: list[np.ndarray] = []
+        runs: list[tuple[SliceFacts, np.ndarray, np.ndarray]] = []  # facts, entries, key slots
+        total = 0
+        cursor = 0
+        for fa, (_, idx) in zip(facts, self.runs, strict=True):
+            pool = int(self.pos_pool[cursor]) if len(idx) else 0
+            cursor += len(idx)
+            ptr, entries = entries_of(fa, idx) if partitionable else _no_entries(len(idx))
+            ptr_parts.append(ptr[:-1] + total)
+            total += int(ptr[-1])
+            if not len(entries):
+                continue
+            # A run is one slice, so one pool: its keys map to that pool's slots.
+            names = view.pool_slots[pool]
+            where = {name: slot_base[pool] + k for k, name in enumerate(names)}
+            key_slot = np.asarray([where[k] for k in fa.key_names], dtype=np.int32)
+            slot_parts.append(key_slot[fa.value_key[entries]])
+            runs.append((fa, entries, key_slot))
+        self.cons_ptr = np.concatenate([*ptr_parts, np.asarray([total])]).astype(np.int32)
+        self.cons_slot = (
+            np.concatenate(slot_parts).astype(np.int32) if slot_parts else np.zeros(0, np.int32)
+        )
+        whole = all(fa.value_whole is not None for fa, _, _ in runs) and all(
+            v % _NANOS_PER_UNIT == 0 and abs(v) < _WHOLE_LIMIT for v in available
+        )
+        if whole:
+            scaled = [v // _NANOS_PER_UNIT for v in available]
+            amounts = (
+                np.concatenate([fa.value_whole[e] for fa, e, _ in runs])  # type: ignore[index]
+                if runs
+                else np.zeros(0, np.int64)
+            )
+            self._exact: tuple[list[int], np.ndarray | list[int]] = (scaled, amounts)
+        else:
+            scaled, exact_amounts = self._gcd_units(available, runs)
+            amounts = (
+                np.asarray(exact_amounts, dtype=np.int64)
+                if all(abs(a) < _INT64_SAFE for a in exact_amounts)
+                else np.zeros(len(exact_amounts), dtype=np.int64)
+            )
+            self._exact = (scaled, exact_amounts)
         # |available| and the sum of |consumption| per slot bound every sum the search
-        # makes; beyond int64 the exact Python lists below are used instead.
-        spread = [abs(v) for v in available]
-        charges = [0] * len(slot_terms)
-        for amount, slot in zip(amounts, cons_slot, strict=True):
-            charges[slot] += abs(amount)
-        self.slot_spread = np.asarray([float(v) for v in spread], dtype=np.float64)
-        self.slot_charges = np.asarray([float(v) for v in charges], dtype=np.float64)
-        self.exact_available, self.exact_amounts = available, amounts
-        fits = all(v < _INT64_SAFE for v in spread) and all(c < _INT64_SAFE for c in charges)
-        self.slot_available = np.asarray(available if fits else [0] * len(available), np.int64)
-        self.cons_amount = np.asarray(amounts if fits else [0] * len(amounts), np.int64)
-        self.needs_exact = not fits
+        # makes; beyond int64 the exact Python lists are used instead.
+        self.slot_spread = np.abs(np.asarray([float(v) for v in scaled], dtype=np.float64))
+        self.slot_charges = np.zeros(n_slots, dtype=np.float64)
+        if len(amounts):
+            np.add.at(self.slot_charges, self.cons_slot, np.abs(amounts.astype(np.float64)))
+        fits = all(abs(v) < _INT64_SAFE for v in scaled) and (
+            whole or all(abs(a) < _INT64_SAFE for a in self._exact[1])
+        )
+        self.needs_exact = not fits or bool(
+            (self.slot_spread + self.slot_charges >= _INT64_SAFE).any()
+        )
+        self.slot_available = np.asarray(scaled if fits else [0] * n_slots, dtype=np.int64)
+        self.cons_amount = amounts if fits else np.zeros(len(amounts), dtype=np.int64)
 
-    def _capacities(self, snap: Snapshot) -> None:
+    @staticmethod
+    def _gcd_units(
+        available: list[int], runs: list[tuple[SliceFacts, np.ndarray, np.ndarray]]
+    ) -> tuple[list[int], list[int]]:
+        """Available and per-entry amounts in each slot's gcd unit (exact integers)."""
+        terms: list[set[int]] = [{v} for v in available]
+        for fa, entries, key_slot in runs:
+            for v in np.unique(entries).tolist():
+                terms[int(key_slot[fa.value_key[v]])].add(fa.value_nanos[v])
+        units = [unit_of(sorted(t)) for t in terms]
+        amounts: list[int] = []
+        for fa, entries, key_slot in runs:
+            slots = key_slot[fa.value_key[entries]].tolist()
+            nanos = fa.value_nanos
+            amounts.extend(
+                nanos[v] // units[slot] for v, slot in zip(entries.tolist(), slots, strict=True)
+            )
+        return [v // u for v, u in zip(available, units, strict=True)], amounts
+
+    @property
+    def exact_available(self) -> list[int]:
+        return self._exact[0]
+
+    @property
+    def exact_amounts(self) -> list[int]:
+        found = self._exact[1]
+        return found.tolist() if isinstance(found, np.ndarray) else found
+
+    def _capacities(self, snap: Snapshot, shared: list[int]) -> None:
         """Capacity entries of shared devices: the only capacity that runs out mid-search."""
-        cap_ptr = [0]
+        counts = np.zeros(self.n, dtype=np.int64)
         self.cap_room_nanos: list[int] = []
         self.cap_names: list[str] = []
-        for p, device in enumerate(self.devices):
-            if self.multi[p]:
-                already = snap.allocated.consumed_capacity.get(self.ids[p]) or {}
-                for name in sorted(device.capacity):
-                    used = already.get(name)
-                    room = device.capacity[name].value.nanos - (used.nanos if used else 0)
-                    self.cap_room_nanos.append(room)
-                    self.cap_names.append(name)
-            cap_ptr.append(len(self.cap_room_nanos))
-        self.cap_ptr = np.asarray(cap_ptr, dtype=np.int32)
+        for p in shared:
+            g = int(self.g[p])
+            device = snap.device(g)
+            already = snap.allocated.consumed_capacity.get(snap.device_id(g)) or {}
+            for name in sorted(device.capacity):
+                used = already.get(name)
+                room = device.capacity[name].value.nanos - (used.nanos if used else 0)
+                self.cap_room_nanos.append(room)
+                self.cap_names.append(name)
+            counts[p] = len(device.capacity)
+        self.cap_ptr = np.zeros(self.n + 1, dtype=np.int32)
+        np.cumsum(counts, out=self.cap_ptr[1:])
 
     def values_of(self, attribute: str, list_types: bool) -> list[list[tuple[str, object]]]:
         """Each position's values of one attribute, as a constraint compares them."""
@@ -183,6 +258,10 @@ class NodeBlock:
             ]
             self._attribute_values[key] = found
         return found
+
+
+def _no_entries(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
 
 
 def attribute_values(
@@ -232,6 +311,12 @@ class Layout:
                 continue
             self.entries.append(LayoutNode(node, view, node_block(snap, view)))
         self.index = {node_key(e.node): n for n, e in enumerate(self.entries)}
+        self.names = [e.node.name for e in self.entries]
+        self.any_invalid = np.fromiter(
+            (e.view is not None and e.view.any_invalid for e in self.entries),
+            dtype=bool,
+            count=len(self.entries),
+        )
         self._lock = threading.RLock()
         self.claim_sets: dict[bytes, Any] = {}  # claims signature -> claimset.ClaimArrays
         self._codes: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
@@ -275,10 +360,6 @@ class Layout:
         self.pdn_errors: dict[int, str] = {}
         self.cap_room_nanos: list[int] = []
         self.cap_names: list[str] = []
-        self.exact_available: list[int] = []
-        self.exact_amounts: list[int] = []
-        self.pos_devices: list[Device] = []
-        self.pos_ids: list[DeviceID] = []
         for n, b in enumerate(blocks):
             if b is None:
                 continue
@@ -293,10 +374,6 @@ class Layout:
             self.pdn_errors.update((p + off, m) for p, m in b.pdn_errors.items())
             self.cap_room_nanos.extend(b.cap_room_nanos)
             self.cap_names.extend(b.cap_names)
-            self.exact_available.extend(b.exact_available)
-            self.exact_amounts.extend(b.exact_amounts)
-            self.pos_devices.extend(b.devices)
-            self.pos_ids.extend(b.ids)
             pool_base += b.n_pools
             slot_base += int(b.pool_slot_ptr[-1])
             cons_base += int(b.cons_ptr[-1])
@@ -315,6 +392,24 @@ class Layout:
         )
         self.cap_ptr = ptr(cap_ptr, cap_base)
         self.n_pools = pool_base
+
+    def device_at(self, lp: int) -> Device:
+        """The device at layout position lp."""
+        return self.snap.device(int(self.g[lp]))
+
+    def id_at(self, lp: int) -> DeviceID:
+        return self.snap.device_id(int(self.g[lp]))
+
+    def exact_lists(self) -> tuple[list[int], list[int]]:
+        """Counter availability per slot and consumption per entry as Python integers,
+        for sums beyond int64 (rare: built only when asked)."""
+        available: list[int] = []
+        amounts: list[int] = []
+        for e in self.entries:
+            if e.block is not None:
+                available.extend(e.block.exact_available)
+                amounts.extend(e.block.exact_amounts)
+        return available, amounts
 
     def node_of(self, positions: np.ndarray) -> np.ndarray:
         """The node index of each layout position."""

@@ -376,7 +376,7 @@ class Quantity:
     format; :meth:`same_representation` is Go's struct ``==``.
     """
 
-    __slots__ = ("_coef", "_dec", "_exp", "_go_scale", "_hash", "_s", "_str", "format")
+    __slots__ = ("_coef", "_dec", "_exp", "_go_scale", "_hash", "_nanos", "_s", "_str", "format")
 
     _coef: int  # value == _coef * 10**_exp, _coef free of factors 10 (zero: 0, 0)
     _exp: int
@@ -386,6 +386,7 @@ class Quantity:
     _s: str  # the string Go cached at parse time ("" when none)
     _str: str | None
     _hash: int | None
+    _nanos: int | None
 
     def __new__(cls, text: str) -> Quantity:
         """``Quantity("1Gi")`` is ``Quantity.parse("1Gi")``."""
@@ -403,6 +404,7 @@ class Quantity:
         setter(self, "_s", s)
         setter(self, "_str", s or None)
         setter(self, "_hash", None)
+        setter(self, "_nanos", None)
         return self
 
     # -- construction -------------------------------------------------------
@@ -442,7 +444,12 @@ class Quantity:
     @property
     def nanos(self) -> int:
         """The exact value in units of 1e-9 (every quantity is a whole number of nanos)."""
-        return self._coef * _pow10(self._exp - _NANO_EXPONENT)
+        found = self._nanos
+        if found is None:
+            # Remembered: allocation reads the same (shared) quantities very often.
+            found = self._coef * _pow10(self._exp - _NANO_EXPONENT)
+            object.__setattr__(self, "_nanos", found)
+        return found
 
     def sign(self) -> int:
         """-1, 0 or 1."""

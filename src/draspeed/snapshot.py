@@ -33,6 +33,7 @@ from draspeed.features import Features
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
+from draspeed.slicefacts import SliceFacts
 
 if TYPE_CHECKING:
     from draspeed.cel import DeviceTable, Selector
@@ -73,9 +74,10 @@ class NodeView:
     positions: np.ndarray
     # Pool index (into ``pools``) of each position.
     position_pool: np.ndarray
-    # Counter slots of each pool: (counter set, counter) names and what is still available.
+    # Counter slots of each pool: (counter set, counter) names and what is still available
+    # (in nanos: committed allocations' consumption subtracted).
     pool_slots: list[list[tuple[str, str]]]
-    pool_available: list[list[Quantity]]
+    pool_available: list[list[int]]
     # The node's block (draspeed.layout), filled lazily.
     cache: dict[object, Any] = field(default_factory=dict)
 
@@ -125,6 +127,10 @@ class Snapshot:
                 self.device_slice.append(s_idx)
                 self.device_index.append(d_idx)
         self.n_devices = len(self.device_slice)
+        self.device_slice_arr = np.asarray(self.device_slice, dtype=np.int64)
+        self.device_index_arr = np.asarray(self.device_index, dtype=np.int64)
+        self._facts: list[SliceFacts | None] = [None] * len(self.slices)
+        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._slices_on_node: dict[str, list[int]] = defaultdict(list)
         self._slices_shared: list[int] = []
         self._slices_of_pool: dict[PoolID, list[int]] = defaultdict(list)
@@ -456,18 +462,20 @@ class Snapshot:
                 (counter_slices if shared else other_slices).append(s_idx)
 
         pool = PoolView(pid)
+        names_seen = 0
         seen: set[str] = set()
         for s_idx in device_slices:
+            facts = self.facts(s_idx)
+            seen.update(facts.names)
+            names_seen += facts.n
+            if len(seen) != names_seen:  # a repeated name: find the first, in order
+                return PoolView(
+                    pid, invalid=True, invalid_reason=_first_duplicate(self, device_slices)
+                )
             first = self.slice_first_device[s_idx]
-            for d_idx, device in enumerate(self.slices[s_idx].spec.devices):
-                if device.name in seen:
-                    return PoolView(
-                        pid, invalid=True, invalid_reason=f"duplicate device name {device.name}"
-                    )
-                seen.add(device.name)
-                pool.devices.append(first + d_idx)
-                if device.binding_conditions:
-                    pool.has_binding_conditions = True
+            pool.devices.extend(range(first, first + facts.n))
+            if facts.binding.any():
+                pool.has_binding_conditions = True
         if not partitionable:
             return pool
         for s_idx in counter_slices:
@@ -480,54 +488,106 @@ class Snapshot:
         for s_idx in other_slices:
             first = self.slice_first_device[s_idx]
             pool.other_devices.extend(range(first, first + len(self.slices[s_idx].spec.devices)))
-        for g in [*pool.devices, *pool.other_devices]:
-            for use in self.device(g).consumes_counters:
-                counters = pool.counter_sets.get(use.counter_set)
-                if counters is None:
-                    return PoolView(
-                        pid, invalid=True, invalid_reason=f"counter set {use.counter_set} not found"
-                    )
-                for name in use.counters:
-                    if name not in counters:
-                        return PoolView(
-                            pid,
-                            invalid=True,
-                            invalid_reason=(
-                                f"counter {name} not found in counter set {use.counter_set}"
-                            ),
-                        )
+        known = {(cs, c) for cs, counters in pool.counter_sets.items() for c in counters}
+        for s_idx in [*device_slices, *other_slices]:
+            facts = self.facts(s_idx)
+            if not (facts.sets_used <= pool.counter_sets.keys() and set(facts.key_names) <= known):
+                reason = _missing_counter(self, pool, [*pool.devices, *pool.other_devices])
+                return PoolView(pid, invalid=True, invalid_reason=reason)
         return pool
 
     def _index_node(self, node: Node, pools: list[PoolView]) -> NodeView:
-        positions: list[int] = []
-        position_pool: list[int] = []
+        positions: list[np.ndarray] = []
+        position_pool: list[np.ndarray] = []
         pool_slots: list[list[tuple[str, str]]] = []
-        pool_available: list[list[Quantity]] = []
+        pool_available: list[list[int]] = []
+        allocated = self.allocated_flags()[1]
         for p_idx, pool in enumerate(pools):
             slots = [
                 (cs, c) for cs in sorted(pool.counter_sets) for c in sorted(pool.counter_sets[cs])
             ]
-            available = {slot: pool.counter_sets[slot[0]][slot[1]] for slot in slots}
-            for g in [*pool.devices, *pool.other_devices]:
-                if not self.allocated.is_allocated(self.device_id(g)):
-                    continue
-                for use in self.device(g).consumes_counters:
-                    for name, counter in use.counters.items():
-                        slot = (use.counter_set, name)
+            available = {slot: pool.counter_sets[slot[0]][slot[1]].nanos for slot in slots}
+            if slots:
+                members = np.asarray([*pool.devices, *pool.other_devices], dtype=np.int64)
+                for g in members[allocated[members]].tolist():
+                    facts = self.facts(self.device_slice[g])
+                    for slot, nanos in facts.consumption(self.device_index[g]):
                         if slot in available:  # validated: always, unless the pool is invalid
-                            available[slot] = available[slot].sub(counter.value)
+                            available[slot] -= nanos
             pool_slots.append(slots)
             pool_available.append([available[s] for s in slots])
             if pool.incomplete or pool.invalid:
                 continue
-            positions.extend(pool.devices)
-            position_pool.extend([p_idx] * len(pool.devices))
+            positions.append(np.asarray(pool.devices, dtype=np.int64))
+            position_pool.append(np.full(len(pool.devices), p_idx, dtype=np.int32))
         return NodeView(
             node=node,
             pools=pools,
             any_invalid=any(p.invalid for p in pools),
-            positions=np.asarray(positions, dtype=np.int64),
-            position_pool=np.asarray(position_pool, dtype=np.int32),
+            positions=np.concatenate(positions) if positions else np.zeros(0, np.int64),
+            position_pool=(
+                np.concatenate(position_pool) if position_pool else np.zeros(0, np.int32)
+            ),
             pool_slots=pool_slots,
             pool_available=pool_available,
         )
+
+    # ----------------------------------------------------------------------------------
+    # Per-slice facts and committed allocations, as arrays over devices
+    # ----------------------------------------------------------------------------------
+
+    def facts(self, s_idx: int) -> SliceFacts:
+        """Slice s_idx's device facts, read once."""
+        found = self._facts[s_idx]
+        if found is None:
+            found = self._facts[s_idx] = SliceFacts(self.slices[s_idx])
+        return found
+
+    def allocated_flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per device (global index): (exclusively in use, allocated in any way, holds a
+        committed share or its capacity); devices are matched by (driver, pool, name)."""
+        with self._lock:
+            if self._flags is None:
+                in_use = np.zeros(self.n_devices, dtype=bool)
+                committed = np.zeros(self.n_devices, dtype=bool)
+                a = self.allocated
+                for ids, target in (
+                    (a.devices, in_use),
+                    (a._shared_device_ids, committed),
+                    (a.consumed_capacity.keys(), committed),
+                ):
+                    for device_id in ids:
+                        for g in self._devices_named(device_id):
+                            target[g] = True
+                self._flags = (in_use, in_use | committed, committed)
+            return self._flags
+
+    def _devices_named(self, device_id: DeviceID) -> list[int]:
+        out: list[int] = []
+        for s_idx in self._slices_of_pool.get(PoolID(device_id.driver, device_id.pool), ()):
+            first = self.slice_first_device[s_idx]
+            out.extend(first + i for i in self.facts(s_idx).indices(device_id.device))
+        return out
+
+
+def _first_duplicate(snap: Snapshot, device_slices: list[int]) -> str:
+    seen: set[str] = set()
+    for s_idx in device_slices:
+        for device in snap.slices[s_idx].spec.devices:
+            if device.name in seen:
+                return f"duplicate device name {device.name}"
+            seen.add(device.name)
+    raise AssertionError("no duplicate device name")  # the caller saw one
+
+
+def _missing_counter(snap: Snapshot, pool: PoolView, devices: list[int]) -> str:
+    """Upstream's reason for the first device that consumes an unknown counter."""
+    for g in devices:
+        for use in snap.device(g).consumes_counters:
+            counters = pool.counter_sets.get(use.counter_set)
+            if counters is None:
+                return f"counter set {use.counter_set} not found"
+            for name in use.counters:
+                if name not in counters:
+                    return f"counter {name} not found in counter set {use.counter_set}"
+    raise AssertionError("no unknown counter")  # the caller saw one
