@@ -1,4 +1,13 @@
-"""The built-in demo cluster and ``draspeed demo``: every pending claim on every node."""
+"""The built-in demo cluster and ``draspeed demo``.
+
+The demo asks what a scheduler and an operator would ask of the cluster:
+
+1. feasibility: every pending claim alone, on every node (``feasible_nodes``);
+2. scheduling: the pending claims one after another, each on the first node where it
+   fits and committed before the next one is placed;
+3. why one claim does not fit on one node (:func:`draspeed.explain.explain`), on the
+   node where it came closest.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +18,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
-from draspeed.jobs import Engine, allocate_objects
+from draspeed.features import Features
+from draspeed.jobs import Engine
 
 if TYPE_CHECKING:
+    from draspeed.api.model import Node, ResourceClaim
+    from draspeed.cli import ClusterInput
+    from draspeed.explain import Explanation, Funnel
     from draspeed.load import Objects
 
 
@@ -26,58 +39,148 @@ def demo_objects() -> Objects:
     return load(demo_cluster_text())
 
 
-def demo_rows(engine: Engine = "fast") -> list[dict[str, Any]]:
-    """One row per (pending claim, node): fits or not, devices, search steps, time."""
+def _devices(results: Any) -> list[str]:
+    return [f"{r.pool}/{r.device}" for result in results or [] for r in result.devices.results]
+
+
+def _closeness(e: Explanation) -> tuple[int, int, int]:
+    """How near the claims came to fitting: every request with enough devices on its
+    own beats any shortfall; else the deepest funnel stage the worst request reached,
+    then how many devices were left there."""
+    from draspeed.explain import STAGES
+
+    short = [f for f in e.requests if f.short]
+    if not short:
+        return (1, 0, 0)
+    order = [key for key, _ in STAGES]
+
+    def reach(f: Funnel) -> tuple[int, int]:
+        stage = f.short_at
+        if stage is None:
+            return (len(order), f.taints)
+        return (order.index(stage), dict(f.counts())[stage])
+
+    depth, count = min(reach(f) for f in short)
+    return (0, depth, count)
+
+
+def _closest(job: ClusterInput, nodes: list[Node]) -> Explanation | None:
+    """The explanation of the node where the pod's claims came closest to fitting."""
+    from draspeed.explain import explain
+
+    snapshot = job.snapshot()
+    found = [explain(snapshot, job.pending, node) for node in nodes]
+    return max(found, key=_closeness) if found else None
+
+
+def demo_report(engine: Engine = "fast") -> dict[str, Any]:
+    """The demo's three parts as JSON-ready data (what ``draspeed demo -o json`` prints)."""
+    from draspeed.cli import cluster_input, feasibility
+
     objects = demo_objects()
-    allocated = [c for c in objects.claims if c.status.allocation is not None]
-    pending = [c for c in objects.claims if c.status.allocation is None]
-    rows = []
-    for claim in pending:
-        one_pod = replace(objects, claims=[*allocated, claim])
-        for node in objects.nodes:
-            outcome = allocate_objects(one_pod, node.name, engine=engine)
-            devices = []
-            for result in outcome.results or []:
-                devices += [f"{r.pool}/{r.device}" for r in result.devices.results]
+    base = cluster_input(objects, Features())
+    nodes = base.known_nodes()
+    by_name = {n.name: n for n in nodes}
+
+    rows: list[dict[str, Any]] = []
+    nowhere: list[ResourceClaim] = []
+    for claim in base.pending:
+        result = feasibility(replace(base, pending=[claim]), nodes, engine)
+        if not result.feasible:
+            nowhere.append(claim)
+        for o in result:
             rows.append(
                 {
                     "claim": claim.key,
-                    "node": node.name,
-                    "fits": outcome.fits,
-                    "devices": devices,
-                    "error": outcome.error,
-                    "work": outcome.work,
-                    "microseconds": round(outcome.seconds * 1e6, 1),
+                    "node": o.node,
+                    "status": o.status,
+                    "devices": _devices(o.results),
+                    "error": o.error,
+                    "work": o.work,
                 }
             )
-    return rows
+
+    scheduled: list[dict[str, Any]] = []
+    allocated = list(base.allocated)
+    for claim in base.pending:
+        job = replace(base, allocated=list(allocated), pending=[claim])
+        result = feasibility(job, nodes, engine)
+        if result.feasible:
+            node = result.feasible[0]
+            [allocation] = result.result(node) or []
+            allocated.append(replace(claim, status=replace(claim.status, allocation=allocation)))
+            scheduled.append({"claim": claim.key, "node": node, "devices": _devices([allocation])})
+            continue
+        closest = _closest(job, [by_name[o.node] for o in result])
+        reason = f"{closest.node}: {closest.summary}" if closest else "no nodes"
+        scheduled.append({"claim": claim.key, "node": None, "devices": [], "reason": reason})
+
+    explanation = None
+    if nowhere:
+        closest = _closest(replace(base, pending=[nowhere[-1]]), nodes)
+        explanation = closest.to_dict() if closest else None
+    return {
+        "engine": engine,
+        "feasibility": rows,
+        "scheduled": scheduled,
+        "explanation": explanation,
+    }
 
 
 def run_demo(output: str, engine: Engine, out: TextIO, err: TextIO) -> int:
-    rows = demo_rows(engine)
+    from draspeed.cli import STATUS_COLOURS, render_explanation
+    from draspeed.console import Progress, Style, format_table
+    from draspeed.explain import Explanation
+
+    with Progress("demo", stream=err):
+        report = demo_report(engine)
     if output == "json":
-        json.dump(rows, out, indent=2)
+        json.dump(report, out, indent=2)
         out.write("\n")
         return 0
     if output == "yaml":
-        yaml.safe_dump(rows, out, sort_keys=False)
+        yaml.safe_dump(report, out, sort_keys=False)
         return 0
-    table = [["CLAIM", "NODE", "FITS", "DEVICES", "STEPS", "TIME(us)"]]
-    for r in rows:
-        what = ", ".join(r["devices"]) if r["fits"] else (r["error"] or "-")
-        table.append(
-            [
-                r["claim"],
-                r["node"],
-                "yes" if r["fits"] else "no",
-                what,
-                str(r["work"]),
-                f"{r['microseconds']:.0f}",
-            ]
+
+    style = Style.for_stream(out)
+    out.write(style.paint("Feasibility: each pending claim alone, on every node", "bold") + "\n")
+    table = [["CLAIM", "NODE", "STATUS", "DEVICES", "STEPS"]]
+    for r in report["feasibility"]:
+        what = ", ".join(r["devices"]) or r["error"] or "-"
+        table.append([r["claim"], r["node"], r["status"], what, str(r["work"])])
+    out.write(
+        format_table(
+            table, style, lambda row, col, text: STATUS_COLOURS.get(text) if col == 2 else None
         )
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    for row in table:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    )
+
+    out.write(
+        "\n"
+        + style.paint(
+            "Scheduling: the claims one after another, each on the first node where it fits",
+            "bold",
+        )
+        + "\n"
+    )
+    table = [["CLAIM", "NODE", "DEVICES"]]
+    for s in report["scheduled"]:
+        if s["node"] is None:
+            table.append([s["claim"], "-", f"fits nowhere now; {s['reason']}"])
+        else:
+            table.append([s["claim"], s["node"], ", ".join(s["devices"]) or "-"])
+    out.write(
+        format_table(
+            table,
+            style,
+            lambda row, col, text: "yellow" if text.startswith("fits nowhere") else None,
+        )
+    )
+
+    if report["explanation"] is not None:
+        explanation = Explanation.from_dict(report["explanation"])
+        title = f"Why {', '.join(explanation.claims)} does not fit on {explanation.node}"
+        out.write("\n" + style.paint(title, "bold") + "\n")
+        out.write(render_explanation(explanation, style))
     out.write(
         f'\nengine: {engine}; the cluster: `python -c "import draspeed.demo as d; '
         f'print(d.demo_cluster_text())"`\n'
