@@ -769,7 +769,7 @@ cdef void unwind(View *v, Scratch *s) noexcept nogil:
             deallocate_last(v, s, c)
 
 
-def search_nodes(Problem pb not None, double deadline=0.0, nodes=None):
+def search_nodes(Problem pb not None, double deadline=0.0, nodes=None, state=None):
     """Search every node of the problem (or the node indices in ``nodes``), one after
     the other, without the GIL and without returning to Python between nodes.
 
@@ -779,6 +779,8 @@ def search_nodes(Problem pb not None, double deadline=0.0, nodes=None):
     per claim, alternative and node-local position of each pick in upstream's order),
     ``chosen_sub`` (node, request). Once ``deadline`` (a ``time.monotonic()`` value)
     passes, the nodes not yet searched report the deadline outcome without a search.
+    ``state``: ``(in_use, committed_share, slot_available)`` of a later cluster version
+    to search with instead of the Problem's own (same positions and slots).
     """
     cdef View base = pb.v
     cdef View v
@@ -787,6 +789,7 @@ def search_nodes(Problem pb not None, double deadline=0.0, nodes=None):
     cdef int64_t deadline_ns = 0
     cdef Py_ssize_t C = base.C, R = base.R
     import numpy as np
+    _use_state(pb, &base, state)
     if nodes is None:
         order = np.arange(base.N, dtype=np.int32)
     else:
@@ -907,7 +910,30 @@ cdef void _search_one(const View *base, Scratch *s, int n, Py_ssize_t j, int64_t
         unwind(&v, s)
 
 
-def search_node(Problem pb not None, int n, double deadline=0.0):
+cdef void _use_state(Problem pb, View *v, object state) except *:
+    """Point the view at a newer committed state (in use, shares, counters left).
+
+    A Problem's claim arrays do not depend on what is committed, so a later version
+    of the cluster with other allocations searches the same Problem with its own
+    state; the state must describe the same positions and counter slots.
+    """
+    cdef const uint8_t[::1] in_use, committed
+    cdef const int64_t[::1] available
+    if state is None:
+        return
+    if pb.exact is not None:
+        raise ValueError("state: a Problem with exact sums carries its own counters")
+    in_use, committed, available = state
+    if in_use.shape[0] != pb.n_positions or committed.shape[0] != pb.n_positions:
+        raise ValueError("state: in_use/committed_share must have one entry per position")
+    if available.shape[0] != pb.slot_available.shape[0]:
+        raise ValueError("state: slot_available must have one entry per counter slot")
+    v.in_use = _u8(in_use)
+    v.committed_share = _u8(committed)
+    v.slot_available = _i64(available)
+
+
+def search_node(Problem pb not None, int n, double deadline=0.0, state=None):
     """Search node n alone. ``deadline`` is a ``time.monotonic()`` value (0: none).
 
     Returns ``(outcome, work, results, chosen_sub, err_alt, err_pos)`` where
@@ -923,6 +949,7 @@ def search_node(Problem pb not None, int n, double deadline=0.0):
     cdef Py_ssize_t C = base.C, R = base.R
     if not 0 <= n < base.N:
         raise ValueError(f"node index {n} out of range")
+    _use_state(pb, &base, state)
     node_view(&base, &v, n)
     P = v.P
     memset(&s, 0, sizeof(Scratch))

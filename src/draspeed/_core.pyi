@@ -31,17 +31,23 @@ class Problem:
         """Where each node's positions start, and the end."""
         ...
 
+State = tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]
+
 def search_nodes(
-    pb: Problem, deadline: float = 0.0, nodes: npt.ArrayLike | None = None
+    pb: Problem,
+    deadline: float = 0.0,
+    nodes: npt.ArrayLike | None = None,
+    state: State | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
     """Search the nodes (all, or these indices, in this order) one after the other.
 
     Keys: outcome, work, err_alt, err_pos (per node), res_n (node, claim), res_alt and
-    res_pos (node, claim, 32 slots; node-local positions), chosen_sub (node, request)."""
+    res_pos (node, claim, 32 slots; node-local positions), chosen_sub (node, request).
+    ``state``: (in_use, committed_share, slot_available) of a later cluster version."""
     ...
 
 def search_node(
-    pb: Problem, n: int, deadline: float = 0.0
+    pb: Problem, n: int, deadline: float = 0.0, state: State | None = None
 ) -> tuple[int, int, list[list[tuple[int, int]]], list[int], int, int]:
     """Node n alone: (outcome, work, picks per claim as (alternative, node-local position),
     chosen subrequest per request, erroring alternative, erroring position)."""

@@ -31,6 +31,7 @@ from draspeed.feasibility import FITS as F_FITS
 from draspeed.feasibility import NODE_ERROR as F_NODE_ERROR
 from draspeed.feasibility import TIMEOUT as F_TIMEOUT
 from draspeed.feasibility import Feasibility
+from draspeed.layout import Layout
 from draspeed.rules.results import ChosenDevice, ResultError, build_allocation_result
 from draspeed.snapshot import Snapshot
 
@@ -81,7 +82,7 @@ class Allocator:
             raise AllocationError(render(error, claims))
         assert arrays.problem is not None
         code, work, picks, chosen, err_alt, err_pos = _core.search_node(
-            arrays.problem, n, deadline or 0.0
+            arrays.problem, n, deadline or 0.0, _state(arrays, layout)
         )
         self.last_stats = Stats(work)
         outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
@@ -119,7 +120,9 @@ class Allocator:
         out: dict[str, Any] = {}
         searched = arrays.searchable
         if arrays.problem is not None and len(searched):
-            out = _core.search_nodes(arrays.problem, deadline or 0.0, searched)
+            out = _core.search_nodes(
+                arrays.problem, deadline or 0.0, searched, _state(arrays, layout)
+            )
             found = out["outcome"]
             status = np.full(len(searched), F_DOES_NOT_FIT, dtype=np.int8)
             status[found == _OUT["found"]] = F_FITS
@@ -158,6 +161,12 @@ class Allocator:
             n if isinstance(n, Node) else known.get(n) or Node(metadata=ObjectMeta(name=n))
             for n in nodes
         ]
+
+
+def _state(arrays: ClaimArrays, layout: Layout) -> _core.State | None:
+    """The committed state to search with: the layout's, if the claim arrays were built
+    on an earlier version of it (they do not depend on that state)."""
+    return None if arrays.layout is layout else layout.state
 
 
 class _Outcome:

@@ -492,8 +492,10 @@ class ClaimArrays:
             for lp in layout.tainted:
                 taint_rows[a, lp] = taint_blocks(layout.device_at(lp).taints, alt.tolerations)
 
-        # What could be allocated at all, ignoring what is in flight: an upper bound the
-        # core uses to skip subtrees without solutions (never a subtree that errors).
+        # What could be allocated at all, ignoring what is in flight and what is
+        # committed: an upper bound the core uses to skip subtrees without solutions
+        # (never a subtree that errors). The core discounts devices in use itself, so
+        # these arrays stay valid for later versions with other committed claims.
         possible = selectable == SEL_YES
         if f.consumable_capacity:
             possible &= capacity != CAP_FAIL
@@ -501,8 +503,6 @@ class ClaimArrays:
             possible &= taint_rows == 0
         possible &= ~layout.counters_blocked.astype(bool)[None, :]
         admin = np.fromiter((alt.admin for alt in alts), dtype=bool, count=A)
-        taken = (layout.in_use | (layout.committed & ~layout.multi)).astype(bool)
-        possible[~admin] &= ~taken[None, :]
 
         # Last selector error per (node, alternative), as a node-local position.
         last_error = np.full((N, A), -1, dtype=np.int64)

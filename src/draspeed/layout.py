@@ -11,6 +11,7 @@ one-node layout is the same thing with one block.
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 from dataclasses import dataclass
@@ -63,8 +64,7 @@ class NodeBlock:
         P = self.n = len(g)
         in_use_g, _, committed_g = snap.allocated_flags()
         self.in_use = in_use_g[g].astype(np.uint8)
-        slice_of = snap.device_slice_arr[g]
-        index_of = snap.device_index_arr[g]
+        slice_of, index_of = snap.slices_of(g)
         # Positions come in runs of one slice (pools, then slices, in order).
         cuts = np.flatnonzero(np.diff(slice_of)) + 1 if P else np.zeros(0, np.int64)
         starts = [0, *cuts.tolist()]
@@ -91,12 +91,41 @@ class NodeBlock:
         self.binding = gather("binding")
         self.tainted = np.flatnonzero(gather("tainted")).tolist()
         # Devices whose own capacity verdict needs a closer look than "fits whole".
-        policy = gather("policy") | (committed_g[g] & gather("has_capacity"))
+        self._policy, self._has_capacity = gather("policy"), gather("has_capacity")
+        policy = self._policy | (committed_g[g] & self._has_capacity)
         self.capacity_policies = np.flatnonzero(policy).tolist()
         self._per_device_nodes(snap, view.node, slice_of)
         self._counters(view, facts, f.partitionable_devices)
         self._capacities(snap, np.flatnonzero(multi).tolist())
         self._attribute_values: dict[tuple[str, bool], list[list[tuple[str, object]]]] = {}
+
+    @classmethod
+    def restated(cls, parent: NodeBlock, snap: Snapshot, view: NodeView) -> NodeBlock:
+        """The parent's block for the same positions under a newer committed state: the
+        static arrays are shared, what committed claims decide is computed again."""
+        f = snap.features
+        available = [v for pool in view.pool_available for v in pool]
+        if (
+            not parent.whole
+            or parent.multi.any()
+            or not all(v % _NANOS_PER_UNIT == 0 and abs(v) < _WHOLE_LIMIT for v in available)
+        ):
+            return cls(snap, view)
+        block = copy.copy(parent)
+        block.snap, block.view = snap, view
+        in_use_g, _, committed_g = snap.allocated_flags()
+        block.in_use = in_use_g[block.g].astype(np.uint8)
+        committed = committed_g[block.g]
+        block.committed = (committed & f.consumable_capacity).astype(np.uint8)
+        block.capacity_policies = np.flatnonzero(
+            parent._policy | (committed & parent._has_capacity)
+        ).tolist()
+        scaled = [v // _NANOS_PER_UNIT for v in available]
+        block.slot_available = np.asarray(scaled, dtype=np.int64)
+        block.slot_spread = np.abs(block.slot_available.astype(np.float64))
+        block._exact = (scaled, parent._exact[1])
+        block.needs_exact = bool((block.slot_spread + block.slot_charges >= _INT64_SAFE).any())
+        return block
 
     @property
     def devices(self) -> list[Device]:
@@ -119,7 +148,7 @@ class NodeBlock:
         """Each device's own node selection (perDeviceNodeSelection slices) on this node."""
         self.pdn = np.zeros(self.n, dtype=np.uint8)
         self.pdn_errors: dict[int, str] = {}
-        selective = {s for s, _ in self.runs if snap.slices[s].spec.per_device_node_selection}
+        selective = {s for s, _ in self.runs if snap._slice_at[s].spec.per_device_node_selection}
         if not selective:
             return
         for p in np.flatnonzero(np.isin(slice_of, list(selective))).tolist():
@@ -171,6 +200,7 @@ class NodeBlock:
         whole = all(fa.value_whole is not None for fa, _, _ in runs) and all(
             v % _NANOS_PER_UNIT == 0 and abs(v) < _WHOLE_LIMIT for v in available
         )
+        self.whole = whole
         if whole:
             scaled = [v // _NANOS_PER_UNIT for v in available]
             amounts = (
@@ -290,10 +320,13 @@ class LayoutNode:
 
 
 def node_block(snap: Snapshot, view: NodeView) -> NodeBlock:
-    """The view's block, built once."""
+    """The view's block, built once (from its predecessor's, when a later version only
+    changed what is committed)."""
     block = view.cache.get("block")
     if block is None:
-        block = view.cache["block"] = NodeBlock(snap, view)
+        parent = view.cache.pop("block_from", None)
+        block = NodeBlock.restated(parent, snap, view) if parent else NodeBlock(snap, view)
+        view.cache["block"] = block
     return block
 
 
@@ -354,6 +387,7 @@ class Layout:
 
         # Pointer arrays and indices into per-node spaces move by each node's base.
         pool_base = slot_base = cons_base = cap_base = 0
+        self.node_slot_ptr = np.zeros(len(blocks) + 1, dtype=np.int64)
         pos_pool, pool_slot_ptr, cons_ptr, cons_slot, cap_ptr = [], [], [], [], []
         self.tainted: list[int] = []
         self.capacity_policies: list[int] = []
@@ -376,6 +410,7 @@ class Layout:
             self.cap_names.extend(b.cap_names)
             pool_base += b.n_pools
             slot_base += int(b.pool_slot_ptr[-1])
+            self.node_slot_ptr[n + 1 :] = slot_base
             cons_base += int(b.cons_ptr[-1])
             cap_base += int(b.cap_ptr[-1])
 
@@ -392,6 +427,64 @@ class Layout:
         )
         self.cap_ptr = ptr(cap_ptr, cap_base)
         self.n_pools = pool_base
+        self.state = (self.in_use, self.committed, self.slot_available)
+
+    def derive(
+        self, snap: Snapshot, changed: set[str] | None, *, keep_claim_arrays: bool
+    ) -> Layout:
+        """This layout for a later version of the cluster in which only the nodes named
+        in ``changed`` had their committed state change (None: any node may have).
+
+        Positions and every claims-independent array are shared; the committed state
+        (in use, shares, counters left) is copied and those nodes' rows replaced.  Claim
+        arrays carry over when ``keep_claim_arrays`` (they do not depend on that state),
+        and are searched with this layout's ``state``.  If a node's positions or units
+        changed after all, the layout is laid out anew.
+        """
+        if changed is None:
+            return Layout(snap, self.nodes)
+        new = copy.copy(self)
+        new.snap = snap
+        new._lock = threading.RLock()
+        new.entries = list(self.entries)
+        in_use, committed, available = (a.copy() for a in self.state)
+        policies = set(self.capacity_policies)
+        for n, entry in enumerate(self.entries):
+            if entry.node.name not in changed:
+                continue
+            if entry.block is None:
+                return Layout(snap, self.nodes)
+            view = snap.node_view(entry.node)
+            block = node_block(snap, view)
+            old = entry.block
+            if not (
+                block.n == old.n
+                and block.cons_amount is old.cons_amount
+                and np.array_equal(block.g, old.g)
+                and not block.needs_exact
+            ):
+                return Layout(snap, self.nodes)
+            off = int(self.node_ptr[n])
+            in_use[off : off + block.n] = block.in_use
+            committed[off : off + block.n] = block.committed
+            lo, hi = int(self.node_slot_ptr[n]), int(self.node_slot_ptr[n + 1])
+            available[lo:hi] = block.slot_available
+            policies.difference_update(range(off, off + block.n))
+            policies.update(p + off for p in block.capacity_policies)
+            new.entries[n] = LayoutNode(entry.node, view, block)
+        new.in_use, new.committed, new.slot_available = in_use, committed, available
+        new.state = (in_use, committed, available)
+        new.capacity_policies = sorted(policies)
+        new.claim_sets = (
+            {
+                k: v
+                for k, v in self.claim_sets.items()
+                if v.problem is None or v.problem.exact is None
+            }
+            if keep_claim_arrays
+            else {}
+        )
+        return new
 
     def device_at(self, lp: int) -> Device:
         """The device at layout position lp."""

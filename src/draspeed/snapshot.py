@@ -13,8 +13,9 @@ lives in :mod:`draspeed.claimset` and the compiled core, never here.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +31,12 @@ from draspeed.api.model import (
 )
 from draspeed.errors import AllocationError, CELCompileError
 from draspeed.features import Features
+from draspeed.layout import node_key
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
 from draspeed.slicefacts import SliceFacts
+from draspeed.versions import EXCLUSIVE, ClaimLog, Holds, claim_holds
 
 if TYPE_CHECKING:
     from draspeed.cel import DeviceTable, Selector
@@ -93,6 +96,16 @@ class SelectorResults:
         self.verdict = np.full(n_devices, UNKNOWN, dtype=np.uint8)
         self.messages: dict[int, str] = {}
 
+    def extended(self, n_devices: int) -> SelectorResults:
+        """A copy covering ``n_devices`` (a later version's new devices still unknown);
+        this one stays as its own version uses it."""
+        out = SelectorResults.__new__(SelectorResults)
+        out.selector, out.compile_error = self.selector, self.compile_error
+        out.verdict = np.full(n_devices, UNKNOWN, dtype=np.uint8)
+        out.verdict[: len(self.verdict)] = self.verdict
+        out.messages = dict(self.messages)
+        return out
+
 
 class Snapshot:
     """Slices, classes and committed allocations, indexed for the fast engine.
@@ -110,44 +123,51 @@ class Snapshot:
         nodes: Sequence[Node] = (),
     ) -> None:
         self.features = features
-        self.slices = list(slices)
+        # Slices by index s, never renumbered in later versions: an update appends the
+        # new slices and marks removed ones dead, so device indices stay valid.
+        self._slice_at: list[ResourceSlice] = list(slices)
+        self._dead: frozenset[int] = frozenset()
         self.classes = {c.metadata.name: c for c in classes}
-        self.allocated_claims = [c for c in allocated_claims if c.status.allocation is not None]
+        self._claims = ClaimLog(c for c in allocated_claims if c.status.allocation is not None)
         self.given_nodes = {n.name: n for n in nodes}
-        self.allocated = AllocatedState.from_claims(
-            allocated_claims, consumable_capacity=features.consumable_capacity
-        )
         # Global device index g: every device of every slice, slice by slice.
-        self.device_slice: list[int] = []
-        self.device_index: list[int] = []
-        self.slice_first_device: list[int] = []
-        for s_idx, rs in enumerate(self.slices):
-            self.slice_first_device.append(len(self.device_slice))
-            for d_idx in range(len(rs.spec.devices)):
-                self.device_slice.append(s_idx)
-                self.device_index.append(d_idx)
-        self.n_devices = len(self.device_slice)
-        self.device_slice_arr = np.asarray(self.device_slice, dtype=np.int64)
-        self.device_index_arr = np.asarray(self.device_index, dtype=np.int64)
-        self._facts: list[SliceFacts | None] = [None] * len(self.slices)
-        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._first: list[int] = []
+        n = 0
+        for rs in self._slice_at:
+            self._first.append(n)
+            n += len(rs.spec.devices)
+        self.n_devices = n
+        self._first_arr = np.asarray(self._first, dtype=np.int64)
+        self._facts: list[SliceFacts | None] = [None] * len(self._slice_at)
         self._slices_on_node: dict[str, list[int]] = defaultdict(list)
         self._slices_shared: list[int] = []
         self._slices_of_pool: dict[PoolID, list[int]] = defaultdict(list)
-        for s_idx, rs in enumerate(self.slices):
-            if rs.spec.node_name:
-                self._slices_on_node[rs.spec.node_name].append(s_idx)
-            else:
-                self._slices_shared.append(s_idx)
-            self._slices_of_pool[PoolID(rs.spec.driver, rs.spec.pool.name)].append(s_idx)
+        self._slice_named: dict[str, int] = {}
+        for s_idx, rs in enumerate(self._slice_at):
+            self._index_slice(s_idx, rs)
+        self._allocated: AllocatedState | None = None
+        self._holds: Holds | None = None
+        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._lock = threading.RLock()
         self._nodes: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
         self._selectors: dict[str, SelectorResults] = {}
-        self._table: DeviceTable | None = None
+        # The CEL device table in chunks of device indices: [start, end) -> table.
+        self._chunks: list[tuple[int, int, DeviceTable | None]] = [(0, n, None)] if n else []
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._known: list[Node] | None = None
         self._known_keys: set[Any] | None = None
         self._cluster: Layout | None = None
+        # Set on a version derived for allocations or classes: (parent's cluster layout,
+        # names of the nodes whose state changed, whether claim arrays carry over).
+        self._cluster_from: tuple[Layout, set[str] | None, bool] | None = None
+
+    def _index_slice(self, s_idx: int, rs: ResourceSlice) -> None:
+        if rs.spec.node_name:
+            self._slices_on_node[rs.spec.node_name].append(s_idx)
+        else:
+            self._slices_shared.append(s_idx)
+        self._slices_of_pool[PoolID(rs.spec.driver, rs.spec.pool.name)].append(s_idx)
+        self._slice_named[rs.metadata.name] = s_idx
 
     @classmethod
     def build(
@@ -173,22 +193,38 @@ class Snapshot:
         removed: Sequence[ResourceSlice | str] = (),
     ) -> Snapshot:
         """A new version with ``removed`` (slices or slice names) gone and ``added``
-        in; an added slice whose name exists replaces it (a new pool generation)."""
+        in; an added slice whose name exists replaces it (a new pool generation).
+
+        Costs what changed: nodes the slices do not target keep their gathered pools
+        and arrays, selectors are evaluated for the new devices only.
+        """
         gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
         gone |= {a.metadata.name for a in added}
-        kept = [rs for rs in self.slices if rs.metadata.name not in gone]
-        return self._derive(slices=[*kept, *added])
+        dead = {self._slice_named[name] for name in gone if name in self._slice_named}
+        if not dead and not added:
+            return self._derive_plain()
+        live_devices = self.n_devices - self._dead_devices() - self._count_devices(dead)
+        if self._dead_devices() + self._count_devices(dead) > max(live_devices, 4096):
+            # Mostly dead slices: a fresh build is cheaper than carrying them along.
+            return Snapshot(
+                [*(rs for rs in self.slices if rs.metadata.name not in gone), *added],
+                list(self.classes.values()),
+                list(self._claims.flat().values()),
+                self.features,
+                list(self.given_nodes.values()),
+            )
+        return derive_slices(self, list(added), dead)
 
     def add_allocated(self, claims: ResourceClaim | Sequence[ResourceClaim]) -> Snapshot:
         """A new version where ``claims`` (with ``status.allocation``) hold their devices;
-        a claim with the key of an allocated one replaces it."""
+        a claim with the key of an allocated one replaces it. Costs what the claims touch."""
         new = [claims] if isinstance(claims, ResourceClaim) else list(claims)
         for claim in new:
             if claim.status.allocation is None:
                 raise ValueError(f"claim {claim.key} has no status.allocation to add")
-        keys = {c.key for c in new}
-        kept = [c for c in self.allocated_claims if c.key not in keys]
-        return self._derive(allocated=[*kept, *new])
+        flat = self._claims.flat()
+        replaced = [flat[c.key] for c in new if c.key in flat]
+        return derive_allocations(self, new, replaced)
 
     def remove_allocated(
         self, claims: ResourceClaim | str | Sequence[ResourceClaim | str]
@@ -196,41 +232,66 @@ class Snapshot:
         """A new version without these allocated claims (claims or ``namespace/name`` keys)."""
         items = [claims] if isinstance(claims, (ResourceClaim, str)) else list(claims)
         keys = {c if isinstance(c, str) else c.key for c in items}
-        return self._derive(allocated=[c for c in self.allocated_claims if c.key not in keys])
+        flat = self._claims.flat()
+        return derive_allocations(self, [], [flat[k] for k in keys if k in flat])
 
     def update_classes(
         self, added: Sequence[DeviceClass] = (), removed: Sequence[DeviceClass | str] = ()
     ) -> Snapshot:
         """A new version with classes added, replaced (same name) or removed."""
         gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
-        classes = {n: c for n, c in self.classes.items() if n not in gone}
-        classes.update((c.metadata.name, c) for c in added)
-        return self._derive(classes=list(classes.values()))
+        child = self._derive_plain(keep_claim_arrays=False)
+        child.classes = {n: c for n, c in self.classes.items() if n not in gone}
+        child.classes.update((c.metadata.name, c) for c in added)
+        return child
 
     def update_nodes(
         self, added: Sequence[Node] = (), removed: Sequence[Node | str] = ()
     ) -> Snapshot:
         """A new version with Node objects added, replaced (same name) or removed."""
         gone = {r if isinstance(r, str) else r.name for r in removed}
-        nodes = {n: v for n, v in self.given_nodes.items() if n not in gone}
-        nodes.update((n.name, n) for n in added)
-        return self._derive(nodes=list(nodes.values()))
+        child = self._derive_plain()
+        child.given_nodes = {n: v for n, v in self.given_nodes.items() if n not in gone}
+        child.given_nodes.update((n.name, n) for n in added)
+        child._cluster_from = None  # other nodes: the layout is laid out anew
+        return child
 
-    def _derive(
-        self,
-        *,
-        slices: Sequence[ResourceSlice] | None = None,
-        classes: Sequence[DeviceClass] | None = None,
-        allocated: Sequence[ResourceClaim] | None = None,
-        nodes: Sequence[Node] | None = None,
-    ) -> Snapshot:
-        return Snapshot(
-            self.slices if slices is None else slices,
-            list(self.classes.values()) if classes is None else classes,
-            self.allocated_claims if allocated is None else allocated,
-            self.features,
-            list(self.given_nodes.values()) if nodes is None else nodes,
-        )
+    def _derive_plain(self, *, keep_claim_arrays: bool = True) -> Snapshot:
+        """A version sharing everything with this one (caches included)."""
+        child = copy_snapshot(self)
+        if self._cluster is not None:
+            child._cluster_from = (self._cluster, set(), keep_claim_arrays)
+        elif self._cluster_from is not None:
+            parent, changed, keep = self._cluster_from
+            child._cluster_from = (parent, changed, keep and keep_claim_arrays)
+        return child
+
+    def _count_devices(self, slices: Iterable[int]) -> int:
+        return sum(len(self._slice_at[s].spec.devices) for s in slices)
+
+    def _dead_devices(self) -> int:
+        return self._count_devices(self._dead)
+
+    @property
+    def slices(self) -> list[ResourceSlice]:
+        """The live slices, in the order a rebuild from them would use."""
+        return [rs for s, rs in enumerate(self._slice_at) if s not in self._dead]
+
+    @property
+    def allocated_claims(self) -> list[ResourceClaim]:
+        """The committed claims (with ``status.allocation``), in the order added."""
+        return list(self._claims.flat().values())
+
+    @property
+    def allocated(self) -> AllocatedState:
+        """What the committed claims hold (built on first use)."""
+        with self._lock:
+            if self._allocated is None:
+                self._allocated = AllocatedState.from_claims(
+                    self._claims.flat().values(),
+                    consumable_capacity=self.features.consumable_capacity,
+                )
+            return self._allocated
 
     @property
     def nodes(self) -> list[Node]:
@@ -250,7 +311,7 @@ class Snapshot:
 
     def layout(self, nodes: Sequence[Node]) -> Layout:
         """The layout of these nodes (in this order), built once per node list."""
-        from draspeed.layout import Layout, node_key
+        from draspeed.layout import Layout
 
         key = tuple(node_key(n) for n in nodes)
         with self._lock:
@@ -267,8 +328,6 @@ class Snapshot:
     def layout_for(self, node: Node) -> tuple[Layout, int]:
         """Where to search ``node``: the known nodes' layout if it is one of them (so
         claim-level work is shared by every node asked), else a layout of its own."""
-        from draspeed.layout import node_key
-
         key = node_key(node)
         if self._known_keys is None:
             self._known_keys = {node_key(k) for k in self.nodes}
@@ -278,25 +337,49 @@ class Snapshot:
         return self.layout([node]), 0
 
     def cluster_layout(self) -> Layout:
-        """The layout of the known nodes (:attr:`nodes`), built once."""
-        found = self._cluster
-        if found is None:
-            found = self._cluster = self.layout(self.nodes)
-        return found
+        """The layout of the known nodes (:attr:`nodes`), built once; a version made by
+        an allocation or class change patches its parent's instead of laying it out anew."""
+        with self._lock:
+            found = self._cluster
+            if found is None:
+                if self._cluster_from is not None:
+                    parent, changed, keep = self._cluster_from
+                    found = parent.derive(self, changed, keep_claim_arrays=keep)
+                    self._cluster_from = None
+                    self._layouts[tuple(node_key(n) for n in self.nodes)] = found
+                else:
+                    found = self.layout(self.nodes)
+                self._cluster = found
+            return found
 
     # ----------------------------------------------------------------------------------
     # Devices
     # ----------------------------------------------------------------------------------
 
+    def slice_of(self, g: int) -> tuple[int, int]:
+        """(slice index, device index in the slice) of global device g."""
+        s = bisect_right(self._first, g) - 1
+        return s, g - self._first[s]
+
+    def slices_of(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`slice_of` for an array of global indices."""
+        s = np.searchsorted(self._first_arr, g, side="right") - 1
+        return s, g - self._first_arr[s]
+
+    def first_device(self, s_idx: int) -> int:
+        return self._first[s_idx]
+
     def device(self, g: int) -> Device:
-        return self.slices[self.device_slice[g]].spec.devices[self.device_index[g]]
+        s, d = self.slice_of(g)
+        return self._slice_at[s].spec.devices[d]
 
     def device_slice_of(self, g: int) -> ResourceSlice:
-        return self.slices[self.device_slice[g]]
+        return self._slice_at[self.slice_of(g)[0]]
 
     def device_id(self, g: int) -> DeviceID:
-        rs = self.slices[self.device_slice[g]]
-        return DeviceID(rs.spec.driver, rs.spec.pool.name, self.device(g).name)
+        s, d = self.slice_of(g)
+        rs = self._slice_at[s]
+        return DeviceID(rs.spec.driver, rs.spec.pool.name, rs.spec.devices[d].name)
 
     # ----------------------------------------------------------------------------------
     # Selectors
@@ -314,44 +397,53 @@ class Snapshot:
                 except CELCompileError as exc:
                     found = SelectorResults(self.n_devices, None, str(exc))
                 self._selectors[expression] = found
+            elif len(found.verdict) < self.n_devices:
+                # Made by an earlier version: this one has more devices to decide.
+                found = self._selectors[expression] = found.extended(self.n_devices)
             return found
 
     def evaluate(self, results: SelectorResults, devices: np.ndarray) -> np.ndarray:
         """Verdicts of ``results``' expression for ``devices`` (global indices).
 
-        The first request evaluates the expression for every device of the snapshot at
-        once on the columnar table (numpy; rows it cannot lower are evaluated one by
-        one, memoised on what they read), so later nodes only index the answer.
+        Each chunk of the device table is evaluated at once the first time any of its
+        devices is asked about (numpy over columns; rows it cannot lower are evaluated
+        one by one, memoised on what they read); later asks only index the answer.
         """
         if results.selector is None:
             return np.full(len(devices), ERROR, dtype=np.uint8)
-        if results.verdict.size and results.verdict[0] == UNKNOWN:
+        if len(devices) and (results.verdict[devices] == UNKNOWN).any():
             with self._lock:
-                if results.verdict[0] == UNKNOWN:
-                    match, error, messages = results.selector.evaluate(self.table())
+                for k, (start, end, _) in enumerate(self._chunks):
+                    if results.verdict[start] != UNKNOWN or start == end:
+                        continue
+                    table = self._chunk_table(k)
+                    match, error, messages = results.selector.evaluate(table)
                     verdict = np.where(match, TRUE, FALSE).astype(np.uint8)
                     verdict[error] = ERROR
-                    results.messages.update(messages)
-                    results.verdict = verdict
+                    results.messages.update((start + row, m) for row, m in messages.items())
+                    results.verdict[start:end] = verdict
         return results.verdict[devices]
 
-    def table(self) -> DeviceTable:
-        """The columnar device table (every device, global index order), built once."""
-        with self._lock:
-            if self._table is None:
-                from draspeed.cel import DeviceTable
+    def _chunk_table(self, k: int) -> DeviceTable:
+        """The columnar table of chunk k's devices, built once (shared by later versions)."""
+        start, end, table = self._chunks[k]
+        if table is None:
+            from draspeed.cel import DeviceTable
 
-                self._table = DeviceTable.build(
-                    [
-                        (self.slices[s].spec.driver, self.device(g))
-                        for g, s in enumerate(self.device_slice)
-                    ],
-                    list_type_attributes=self.features.list_type_attributes,
-                    # The experimental allocator hands CEL the device's real value
-                    # whatever the DRAConsumableCapacity gate says.
-                    consumable_capacity=True,
-                )
-            return self._table
+            rows = []
+            for g in range(start, end):
+                s, d = self.slice_of(g)
+                rs = self._slice_at[s]
+                rows.append((rs.spec.driver, rs.spec.devices[d]))
+            table = DeviceTable.build(
+                rows,
+                list_type_attributes=self.features.list_type_attributes,
+                # The experimental allocator hands CEL the device's real value
+                # whatever the DRAConsumableCapacity gate says.
+                consumable_capacity=True,
+            )
+            self._chunks[k] = (start, end, table)
+        return table
 
     # ----------------------------------------------------------------------------------
     # Nodes
@@ -359,7 +451,7 @@ class Snapshot:
 
     def node_view(self, node: Node) -> NodeView:
         """What ``node`` sees: gathered once per node name and labels, then reused."""
-        key = (node.name, tuple(sorted(node.labels.items())))
+        key = node_key(node)
         with self._lock:
             found = self._nodes.get(key)
             if found is None:
@@ -400,7 +492,7 @@ class Snapshot:
         partitionable = self.features.partitionable_devices
         by_pool: dict[PoolID, list[int]] = {}
         for s_idx in [*self._slices_on_node.get(node.name, ()), *self._slices_shared]:
-            rs = self.slices[s_idx]
+            rs = self._slice_at[s_idx]
             if not partitionable and (
                 rs.spec.per_device_node_selection is not None or rs.spec.shared_counters
             ):
@@ -410,21 +502,21 @@ class Snapshot:
             pid = PoolID(rs.spec.driver, rs.spec.pool.name)
             have = by_pool.get(pid)
             gen = rs.spec.pool.generation
-            if have is None or gen > self.slices[have[0]].spec.pool.generation:
+            if have is None or gen > self._slice_at[have[0]].spec.pool.generation:
                 by_pool[pid] = [s_idx]
-            elif gen == self.slices[have[0]].spec.pool.generation:
+            elif gen == self._slice_at[have[0]].spec.pool.generation:
                 have.append(s_idx)
 
         plain: list[PoolView] = []
         with_conditions: list[PoolView] = []
         for pid, targeting in by_pool.items():
-            first = self.slices[targeting[0]].spec.pool
+            first = self._slice_at[targeting[0]].spec.pool
             all_of_pool: list[int] | None = None
             if len(targeting) != first.resource_slice_count:
                 all_of_pool = []
                 obsolete = False
                 for s_idx in self._slices_of_pool[pid]:
-                    gen = self.slices[s_idx].spec.pool.generation
+                    gen = self._slice_at[s_idx].spec.pool.generation
                     if gen > first.generation:
                         obsolete = True
                         break
@@ -446,19 +538,19 @@ class Snapshot:
         self, pid: PoolID, targeting: list[int], all_of_pool: list[int] | None
     ) -> PoolView:
         partitionable = self.features.partitionable_devices
-        targeting = sorted(targeting, key=lambda s: self.slices[s].metadata.name)
+        targeting = sorted(targeting, key=lambda s: self._slice_at[s].metadata.name)
         device_slices: list[int] = []
         counter_slices: list[int] = []
         other_slices: list[int] = []
         for s_idx in targeting:
-            shared = partitionable and bool(self.slices[s_idx].spec.shared_counters)
+            shared = partitionable and bool(self._slice_at[s_idx].spec.shared_counters)
             (counter_slices if shared else device_slices).append(s_idx)
         if all_of_pool is not None and len(targeting) < len(all_of_pool):
-            names = {self.slices[s].metadata.name for s in targeting}
+            names = {self._slice_at[s].metadata.name for s in targeting}
             for s_idx in all_of_pool:
-                if self.slices[s_idx].metadata.name in names:
+                if self._slice_at[s_idx].metadata.name in names:
                     continue
-                shared = partitionable and bool(self.slices[s_idx].spec.shared_counters)
+                shared = partitionable and bool(self._slice_at[s_idx].spec.shared_counters)
                 (counter_slices if shared else other_slices).append(s_idx)
 
         pool = PoolView(pid)
@@ -472,22 +564,22 @@ class Snapshot:
                 return PoolView(
                     pid, invalid=True, invalid_reason=_first_duplicate(self, device_slices)
                 )
-            first = self.slice_first_device[s_idx]
+            first = self._first[s_idx]
             pool.devices.extend(range(first, first + facts.n))
             if facts.binding.any():
                 pool.has_binding_conditions = True
         if not partitionable:
             return pool
         for s_idx in counter_slices:
-            for cs in self.slices[s_idx].spec.shared_counters:
+            for cs in self._slice_at[s_idx].spec.shared_counters:
                 if cs.name in pool.counter_sets:
                     return PoolView(
                         pid, invalid=True, invalid_reason=f"duplicate counter set name {cs.name}"
                     )
                 pool.counter_sets[cs.name] = {n: c.value for n, c in cs.counters.items()}
         for s_idx in other_slices:
-            first = self.slice_first_device[s_idx]
-            pool.other_devices.extend(range(first, first + len(self.slices[s_idx].spec.devices)))
+            first = self._first[s_idx]
+            pool.other_devices.extend(range(first, first + len(self._slice_at[s_idx].spec.devices)))
         known = {(cs, c) for cs, counters in pool.counter_sets.items() for c in counters}
         for s_idx in [*device_slices, *other_slices]:
             facts = self.facts(s_idx)
@@ -510,8 +602,8 @@ class Snapshot:
             if slots:
                 members = np.asarray([*pool.devices, *pool.other_devices], dtype=np.int64)
                 for g in members[allocated[members]].tolist():
-                    facts = self.facts(self.device_slice[g])
-                    for slot, nanos in facts.consumption(self.device_index[g]):
+                    s_idx, d_idx = self.slice_of(g)
+                    for slot, nanos in self.facts(s_idx).consumption(d_idx):
                         if slot in available:  # validated: always, unless the pool is invalid
                             available[slot] -= nanos
             pool_slots.append(slots)
@@ -540,7 +632,7 @@ class Snapshot:
         """Slice s_idx's device facts, read once."""
         found = self._facts[s_idx]
         if found is None:
-            found = self._facts[s_idx] = SliceFacts(self.slices[s_idx])
+            found = self._facts[s_idx] = SliceFacts(self._slice_at[s_idx])
         return found
 
     def allocated_flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -548,24 +640,26 @@ class Snapshot:
         committed share or its capacity); devices are matched by (driver, pool, name)."""
         with self._lock:
             if self._flags is None:
-                in_use = np.zeros(self.n_devices, dtype=bool)
-                committed = np.zeros(self.n_devices, dtype=bool)
-                a = self.allocated
-                for ids, target in (
-                    (a.devices, in_use),
-                    (a._shared_device_ids, committed),
-                    (a.consumed_capacity.keys(), committed),
-                ):
-                    for device_id in ids:
-                        for g in self._devices_named(device_id):
-                            target[g] = True
-                self._flags = (in_use, in_use | committed, committed)
+                self._flags = self.holds().flags()
             return self._flags
 
+    def holds(self) -> Holds:
+        """How many committed claims hold each device, and how (built on first use)."""
+        with self._lock:
+            if self._holds is None:
+                holds = Holds.empty(self.n_devices)
+                consumable = self.features.consumable_capacity
+                touched: set[int] = set()
+                for claim in self._claims.flat().values():
+                    holds.apply(claim_holds(claim, consumable), 1, self._devices_named, touched)
+                self._holds = holds
+            return self._holds
+
     def _devices_named(self, device_id: DeviceID) -> list[int]:
+        """Every live device with this ID (one, unless a pool repeats a name)."""
         out: list[int] = []
         for s_idx in self._slices_of_pool.get(PoolID(device_id.driver, device_id.pool), ()):
-            first = self.slice_first_device[s_idx]
+            first = self._first[s_idx]
             out.extend(first + i for i in self.facts(s_idx).indices(device_id.device))
         return out
 
@@ -573,7 +667,7 @@ class Snapshot:
 def _first_duplicate(snap: Snapshot, device_slices: list[int]) -> str:
     seen: set[str] = set()
     for s_idx in device_slices:
-        for device in snap.slices[s_idx].spec.devices:
+        for device in snap._slice_at[s_idx].spec.devices:
             if device.name in seen:
                 return f"duplicate device name {device.name}"
             seen.add(device.name)
@@ -591,3 +685,164 @@ def _missing_counter(snap: Snapshot, pool: PoolView, devices: list[int]) -> str:
                 if name not in counters:
                     return f"counter {name} not found in counter set {use.counter_set}"
     raise AssertionError("no unknown counter")  # the caller saw one
+
+
+# --------------------------------------------------------------------------------------
+# Deriving versions: share what did not change, patch or forget what did
+# --------------------------------------------------------------------------------------
+
+
+def copy_snapshot(parent: Snapshot) -> Snapshot:
+    """A version sharing the parent's immutable parts and caches; its own lock and
+    its own (empty) layouts. Callers then change what their update changes."""
+    child = Snapshot.__new__(Snapshot)
+    child.__dict__.update(parent.__dict__)
+    child._lock = threading.RLock()
+    child._nodes = dict(parent._nodes)
+    child._selectors = dict(parent._selectors)
+    child._layouts = {}
+    child._known = None
+    child._known_keys = None
+    child._cluster = None
+    child._cluster_from = None
+    return child
+
+
+def derive_allocations(
+    parent: Snapshot, added: list[ResourceClaim], removed: list[ResourceClaim]
+) -> Snapshot:
+    """A version with claims committed or released: the holds of the devices they touch
+    are patched, and so are the views and layout rows of the nodes those devices are on."""
+    consumable = parent.features.consumable_capacity
+    child = copy_snapshot(parent)
+    child._claims = parent._claims.derive(added, (c.key for c in removed))
+    child._allocated = None
+    holds = parent.holds().copy(parent.n_devices)
+    touched: set[int] = set()
+    for claim in removed:
+        holds.apply(claim_holds(claim, consumable), -1, parent._devices_named, touched)
+    for claim in added:
+        holds.apply(claim_holds(claim, consumable), 1, parent._devices_named, touched)
+    child._holds = holds
+    child._flags = holds.flags()
+    before = parent.allocated_flags()
+    after = child._flags
+    changed = sorted(g for g in touched if any(before[i][g] != after[i][g] for i in range(3)))
+    capacity = any(
+        kind != EXCLUSIVE for c in (*added, *removed) for _, kind in claim_holds(c, consumable)
+    )
+    # Shares change capacity left even when no flag flips: their nodes change too.
+    names, everywhere = _nodes_of(parent, sorted(touched) if capacity else changed)
+    # Views of the nodes whose devices changed are patched, the others shared.
+    for key, view in list(child._nodes.items()):
+        if everywhere or key[0] in names:
+            child._nodes[key] = _patched_view(child, view, before[1], after[1], changed)
+    if parent._cluster is not None or parent._cluster_from is not None:
+        base, earlier, keep = (
+            (parent._cluster, set(), True) if parent._cluster is not None else parent._cluster_from  # type: ignore[misc]
+        )
+        all_changed = None if (everywhere or earlier is None) else earlier | names
+        child._cluster_from = (base, all_changed, keep and not capacity)
+    return child
+
+
+def _nodes_of(snap: Snapshot, devices: list[int]) -> tuple[set[str], bool]:
+    """Names of the nodes whose slices hold these devices; True if a shared slice does."""
+    names: set[str] = set()
+    for g in devices:
+        rs = snap.device_slice_of(g)
+        if not rs.spec.node_name:
+            return names, True
+        names.add(rs.spec.node_name)
+    return names, False
+
+
+def _patched_view(
+    snap: Snapshot, view: NodeView, before: np.ndarray, after: np.ndarray, changed: list[int]
+) -> NodeView:
+    """The view with pool counters left recomputed for devices whose allocation flipped."""
+    flipped = [g for g in changed if before[g] != after[g]]
+    available = [list(a) for a in view.pool_available]
+    if flipped and any(view.pool_slots):
+        where = {p.id: i for i, p in enumerate(view.pools)}
+        for g in flipped:
+            s_idx, d_idx = snap.slice_of(g)
+            rs = snap._slice_at[s_idx]
+            i = where.get(PoolID(rs.spec.driver, rs.spec.pool.name))
+            if i is None or not view.pool_slots[i]:
+                continue
+            slot_of = {name: k for k, name in enumerate(view.pool_slots[i])}
+            sign = -1 if after[g] else 1
+            for slot, nanos in snap.facts(s_idx).consumption(d_idx):
+                k = slot_of.get(slot)
+                if k is not None:
+                    available[i][k] += sign * nanos
+    out = NodeView(
+        node=view.node,
+        pools=view.pools,
+        any_invalid=view.any_invalid,
+        positions=view.positions,
+        position_pool=view.position_pool,
+        pool_slots=view.pool_slots,
+        pool_available=available,
+    )
+    block = view.cache.get("block")
+    if block is not None:
+        out.cache["block_from"] = block
+    return out
+
+
+def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) -> Snapshot:
+    """A version with slices gone (marked dead) and new ones appended: nodes they target
+    are gathered again, the others keep their views; new devices get fresh holds."""
+    child = copy_snapshot(parent)
+    child._slice_at = [*parent._slice_at, *added]
+    child._dead = parent._dead | frozenset(dead)
+    child._first = list(parent._first)
+    n = parent.n_devices
+    for rs in added:
+        child._first.append(n)
+        n += len(rs.spec.devices)
+    child.n_devices = n
+    child._first_arr = np.asarray(child._first, dtype=np.int64)
+    child._facts = [*parent._facts, *([None] * len(added))]
+    child._slices_on_node = defaultdict(
+        list, {k: [s for s in v if s not in dead] for k, v in parent._slices_on_node.items()}
+    )
+    child._slices_shared = [s for s in parent._slices_shared if s not in dead]
+    child._slices_of_pool = defaultdict(
+        list, {k: [s for s in v if s not in dead] for k, v in parent._slices_of_pool.items()}
+    )
+    child._slice_named = {k: s for k, s in parent._slice_named.items() if s not in dead}
+    for i, rs in enumerate(added):
+        child._index_slice(len(parent._slice_at) + i, rs)
+    for k in [k for k, v in child._slices_on_node.items() if not v]:
+        del child._slices_on_node[k]
+    new_chunk = [(parent.n_devices, n, None)] if n > parent.n_devices else []
+    child._chunks = [*parent._chunks, *new_chunk]
+    # Holds: the old devices keep theirs, new devices look theirs up among the claims.
+    if parent._holds is not None:
+        holds = parent._holds.copy(n)
+        state = parent.allocated
+        for g in range(parent.n_devices, n):
+            device_id = child.device_id(g)
+            holds.exclusive[g] = device_id in state.devices
+            holds.shares[g] = state.has_share(device_id)
+            holds.with_capacity[g] = device_id in state.consumed_capacity
+        for s in dead:  # dead devices hold nothing: no live view can see them
+            first = parent._first[s]
+            end = first + len(parent._slice_at[s].spec.devices)
+            holds.exclusive[first:end] = holds.shares[first:end] = 0
+            holds.with_capacity[first:end] = 0
+        child._holds = holds
+        child._flags = holds.flags()
+    else:
+        child._holds = child._flags = None
+    # Nodes the changed slices target see other pools now; the rest keep their views.
+    touched = [*added, *(parent._slice_at[s] for s in dead)]
+    if any(not rs.spec.node_name for rs in touched):
+        child._nodes = {}
+    else:
+        names = {rs.spec.node_name for rs in touched}
+        child._nodes = {k: v for k, v in parent._nodes.items() if k[0] not in names}
+    return child
