@@ -140,8 +140,9 @@ class Versions(RuleBasedStateMachine):
             else:  # the driver republishes its pool: a new generation of every slice
                 pool = old.spec.pool
                 newer = [
-                    s for s in self.slices if s.spec.pool.name == pool.name
-                    and s.spec.driver == old.spec.driver
+                    s
+                    for s in self.slices
+                    if s.spec.pool.name == pool.name and s.spec.driver == old.spec.driver
                 ]
                 bumped = []
                 for s in [old, *newer]:
