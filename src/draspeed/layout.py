@@ -194,6 +194,7 @@ class NodeBlock:
             slot_parts.append(key_slot[fa.value_key[entries]])
             runs.append((fa, entries, key_slot))
         self.cons_ptr = np.concatenate([*ptr_parts, np.asarray([total])]).astype(np.int32)
+        self.n_slots, self.n_entries = n_slots, total
         self.cons_slot = (
             np.concatenate(slot_parts).astype(np.int32) if slot_parts else np.zeros(0, np.int32)
         )
@@ -277,6 +278,7 @@ class NodeBlock:
             counts[p] = len(device.capacity)
         self.cap_ptr = np.zeros(self.n + 1, dtype=np.int32)
         np.cumsum(counts, out=self.cap_ptr[1:])
+        self.n_caps = len(self.cap_room_nanos)
 
     def values_of(self, attribute: str, list_types: bool) -> list[list[tuple[str, object]]]:
         """Each position's values of one attribute, as a constraint compares them."""
@@ -333,18 +335,24 @@ def node_block(snap: Snapshot, view: NodeView) -> NodeBlock:
 class Layout:
     """The blocks of many nodes end to end: the claims-independent half of a Problem."""
 
-    def __init__(self, snap: Snapshot, nodes: list[Node]) -> None:
+    def __init__(
+        self, snap: Snapshot, nodes: list[Node], key: tuple[Any, ...] | None = None
+    ) -> None:
         self.snap = snap
+        self.key = key if key is not None else tuple(node_key(n) for n in nodes)
         self.entries: list[LayoutNode] = []
-        for node in nodes:
+        for node, k in zip(nodes, self.key, strict=True):
             try:
-                view = snap.node_view(node)
+                view = snap.node_view(node, k)
             except AllocationError as exc:
                 self.entries.append(LayoutNode(node, None, None, str(exc)))
                 continue
             self.entries.append(LayoutNode(node, view, node_block(snap, view)))
-        self.index = {node_key(e.node): n for n, e in enumerate(self.entries)}
+        self.index = {k: n for n, k in enumerate(self.key)}
         self.names = [e.node.name for e in self.entries]
+        self.named: dict[str, list[int]] = {}
+        for n, name in enumerate(self.names):
+            self.named.setdefault(name, []).append(n)
         self.any_invalid = np.fromiter(
             (e.view is not None and e.view.any_invalid for e in self.entries),
             dtype=bool,
@@ -386,46 +394,52 @@ class Layout:
         self.needs_exact = any(b.needs_exact for b in present)
 
         # Pointer arrays and indices into per-node spaces move by each node's base.
-        pool_base = slot_base = cons_base = cap_base = 0
+        counts = np.asarray(
+            [(b.n, b.n_pools, b.n_slots, b.n_entries, b.n_caps) for b in present], dtype=np.int64
+        ).reshape(-1, 5)
+        bases = np.zeros_like(counts)
+        np.cumsum(counts[:-1], axis=0, out=bases[1:])
+        sizes, pools, slots, entries, caps = counts.T
+        _, pool_base, slot_base, entry_base, cap_base = bases.T
+
+        def shifted(name: str, base: np.ndarray, repeat: np.ndarray) -> np.ndarray:
+            if not present:
+                return np.zeros(0, dtype=np.int32)
+            parts = np.concatenate([getattr(b, name) for b in present]).astype(np.int64)
+            return (parts + np.repeat(base, repeat)).astype(np.int32)
+
+        def ptr(name: str, base: np.ndarray, repeat: np.ndarray, end: int) -> np.ndarray:
+            if not present:
+                return np.asarray([end], dtype=np.int32)
+            parts = np.concatenate([getattr(b, name)[:-1] for b in present]).astype(np.int64)
+            return np.append(parts + np.repeat(base, repeat), end).astype(np.int32)
+
+        total_slots = int(slots.sum())
+        self.pos_pool = shifted("pos_pool", pool_base, sizes)
+        self.pool_slot_ptr = ptr("pool_slot_ptr", slot_base, pools, total_slots)
+        self.cons_ptr = ptr("cons_ptr", entry_base, sizes, int(entries.sum()))
+        self.cons_slot = shifted("cons_slot", slot_base, entries)
+        self.cap_ptr = ptr("cap_ptr", cap_base, sizes, int(caps.sum()))
+        per_entry_slots = np.asarray(
+            [b.n_slots if b is not None else 0 for b in blocks], dtype=np.int64
+        )
         self.node_slot_ptr = np.zeros(len(blocks) + 1, dtype=np.int64)
-        pos_pool, pool_slot_ptr, cons_ptr, cons_slot, cap_ptr = [], [], [], [], []
+        np.cumsum(per_entry_slots, out=self.node_slot_ptr[1:])
         self.tainted: list[int] = []
         self.capacity_policies: list[int] = []
         self.pdn_errors: dict[int, str] = {}
         self.cap_room_nanos: list[int] = []
         self.cap_names: list[str] = []
         for n, b in enumerate(blocks):
-            if b is None:
+            if b is None or not (b.tainted or b.capacity_policies or b.pdn_errors or b.n_caps):
                 continue
             off = int(self.node_ptr[n])
-            pos_pool.append(b.pos_pool + pool_base)
-            pool_slot_ptr.append(b.pool_slot_ptr[:-1] + slot_base)
-            cons_ptr.append(b.cons_ptr[:-1] + cons_base)
-            cons_slot.append(b.cons_slot + slot_base)
-            cap_ptr.append(b.cap_ptr[:-1] + cap_base)
             self.tainted.extend(p + off for p in b.tainted)
             self.capacity_policies.extend(p + off for p in b.capacity_policies)
             self.pdn_errors.update((p + off, m) for p, m in b.pdn_errors.items())
             self.cap_room_nanos.extend(b.cap_room_nanos)
             self.cap_names.extend(b.cap_names)
-            pool_base += b.n_pools
-            slot_base += int(b.pool_slot_ptr[-1])
-            self.node_slot_ptr[n + 1 :] = slot_base
-            cons_base += int(b.cons_ptr[-1])
-            cap_base += int(b.cap_ptr[-1])
-
-        def ptr(parts: list[np.ndarray], end: int) -> np.ndarray:
-            return np.concatenate([*parts, np.asarray([end], dtype=np.int32)]).astype(np.int32)
-
-        self.pos_pool = (
-            np.concatenate(pos_pool).astype(np.int32) if pos_pool else np.zeros(0, np.int32)
-        )
-        self.pool_slot_ptr = ptr(pool_slot_ptr, slot_base)
-        self.cons_ptr = ptr(cons_ptr, cons_base)
-        self.cons_slot = (
-            np.concatenate(cons_slot).astype(np.int32) if cons_slot else np.zeros(0, np.int32)
-        )
-        self.cap_ptr = ptr(cap_ptr, cap_base)
+        pool_base = int(pools.sum())
         self.n_pools = pool_base
         self.state = (self.in_use, self.committed, self.slot_available)
 
@@ -442,18 +456,17 @@ class Layout:
         changed after all, the layout is laid out anew.
         """
         if changed is None:
-            return Layout(snap, self.nodes)
+            return Layout(snap, self.nodes, self.key)
         new = copy.copy(self)
         new.snap = snap
         new._lock = threading.RLock()
         new.entries = list(self.entries)
         in_use, committed, available = (a.copy() for a in self.state)
         policies = set(self.capacity_policies)
-        for n, entry in enumerate(self.entries):
-            if entry.node.name not in changed:
-                continue
+        for n in sorted(n for name in changed for n in self.named.get(name, ())):
+            entry = self.entries[n]
             if entry.block is None:
-                return Layout(snap, self.nodes)
+                return Layout(snap, self.nodes, self.key)
             view = snap.node_view(entry.node)
             block = node_block(snap, view)
             old = entry.block
@@ -463,7 +476,7 @@ class Layout:
                 and np.array_equal(block.g, old.g)
                 and not block.needs_exact
             ):
-                return Layout(snap, self.nodes)
+                return Layout(snap, self.nodes, self.key)
             off = int(self.node_ptr[n])
             in_use[off : off + block.n] = block.in_use
             committed[off : off + block.n] = block.committed

@@ -150,12 +150,16 @@ class Snapshot:
         self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._lock = threading.RLock()
         self._nodes: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
+        # Node name -> keys (name, labels) that ever had a view, in any version (shared by
+        # all versions; only grows), so an update finds the views of a node by name.
+        self._view_keys: dict[str, set[tuple[str, tuple[tuple[str, str], ...]]]] = {}
         self._selectors: dict[str, SelectorResults] = {}
         # The CEL device table in chunks of device indices: [start, end) -> table.
         self._chunks: list[tuple[int, int, DeviceTable | None]] = [(0, n, None)] if n else []
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._known: list[Node] | None = None
         self._known_keys: set[Any] | None = None
+        self._known_key_tuple: tuple[Any, ...] = ()
         self._cluster: Layout | None = None
         # Set on a version derived for allocations or classes: (parent's cluster layout,
         # names of the nodes whose state changed, whether claim arrays carry over).
@@ -254,6 +258,7 @@ class Snapshot:
         child.given_nodes = {n: v for n, v in self.given_nodes.items() if n not in gone}
         child.given_nodes.update((n.name, n) for n in added)
         child._cluster_from = None  # other nodes: the layout is laid out anew
+        child._known = child._known_keys = None
         return child
 
     def _derive_plain(self, *, keep_claim_arrays: bool = True) -> Snapshot:
@@ -297,13 +302,20 @@ class Snapshot:
     def nodes(self) -> list[Node]:
         """The known nodes: the Node objects given, then nodes named by slices (sorted),
         as unlabelled Node objects."""
-        if self._known is None:
-            out = list(self.given_nodes.values())
-            for name in sorted(self._slices_on_node):
-                if name not in self.given_nodes:
-                    out.append(Node(metadata=ObjectMeta(name=name)))
-            self._known = out
-        return list(self._known)
+        return list(self._known_nodes()[0])
+
+    def _known_nodes(self) -> tuple[list[Node], tuple[Any, ...], set[Any]]:
+        """(known nodes, their keys in order, the same keys as a set), computed once per
+        version whose nodes may differ from its parent's."""
+        with self._lock:
+            if self._known is None or self._known_keys is None:
+                out = list(self.given_nodes.values())
+                for name in sorted(self._slices_on_node):
+                    if name not in self.given_nodes:
+                        out.append(Node(metadata=ObjectMeta(name=name)))
+                keys = tuple(node_key(n) for n in out)
+                self._known, self._known_key_tuple, self._known_keys = out, keys, set(keys)
+            return self._known, self._known_key_tuple, self._known_keys
 
     # ----------------------------------------------------------------------------------
     # Layouts: nodes laid end to end for the compiled core
@@ -317,7 +329,7 @@ class Snapshot:
         with self._lock:
             found = self._layouts.get(key)
             if found is None:
-                found = Layout(self, list(nodes))
+                found = Layout(self, list(nodes), key)
                 if len(self._layouts) >= _LAYOUTS_KEPT:
                     # Keep the known nodes' layout; forget the oldest other one.
                     victim = next((k for k in self._layouts if len(k) == 1), None)
@@ -329,9 +341,7 @@ class Snapshot:
         """Where to search ``node``: the known nodes' layout if it is one of them (so
         claim-level work is shared by every node asked), else a layout of its own."""
         key = node_key(node)
-        if self._known_keys is None:
-            self._known_keys = {node_key(k) for k in self.nodes}
-        if key in self._known_keys:
+        if key in self._known_nodes()[2]:
             cluster = self.cluster_layout()
             return cluster, cluster.index[key]
         return self.layout([node]), 0
@@ -346,9 +356,13 @@ class Snapshot:
                     parent, changed, keep = self._cluster_from
                     found = parent.derive(self, changed, keep_claim_arrays=keep)
                     self._cluster_from = None
-                    self._layouts[tuple(node_key(n) for n in self.nodes)] = found
+                    self._layouts[found.key] = found
                 else:
-                    found = self.layout(self.nodes)
+                    from draspeed.layout import Layout
+
+                    nodes, keys, _ = self._known_nodes()
+                    found = self._layouts.get(keys) or Layout(self, nodes, keys)
+                    self._layouts[keys] = found
                 self._cluster = found
             return found
 
@@ -449,14 +463,16 @@ class Snapshot:
     # Nodes
     # ----------------------------------------------------------------------------------
 
-    def node_view(self, node: Node) -> NodeView:
-        """What ``node`` sees: gathered once per node name and labels, then reused."""
-        key = node_key(node)
+    def node_view(self, node: Node, key: Any = None) -> NodeView:
+        """What ``node`` sees: gathered once per node name and labels, then reused
+        (``key``: the node's :func:`~draspeed.layout.node_key`, if the caller has it)."""
+        key = key if key is not None else node_key(node)
         with self._lock:
             found = self._nodes.get(key)
             if found is None:
                 found = self._gather(node)
                 self._nodes[key] = found
+                self._view_keys.setdefault(node.name, set()).add(key)
             return found
 
     def _relevant(self, rs: ResourceSlice, node: Node) -> bool:
@@ -701,8 +717,6 @@ def copy_snapshot(parent: Snapshot) -> Snapshot:
     child._nodes = dict(parent._nodes)
     child._selectors = dict(parent._selectors)
     child._layouts = {}
-    child._known = None
-    child._known_keys = None
     child._cluster = None
     child._cluster_from = None
     return child
@@ -734,9 +748,13 @@ def derive_allocations(
     # Shares change capacity left even when no flag flips: their nodes change too.
     names, everywhere = _nodes_of(parent, sorted(touched) if capacity else changed)
     # Views of the nodes whose devices changed are patched, the others shared.
-    for key, view in list(child._nodes.items()):
-        if everywhere or key[0] in names:
-            child._nodes[key] = _patched_view(child, view, before[1], after[1], changed)
+    keys = (
+        list(child._nodes)
+        if everywhere
+        else [k for name in names for k in parent._view_keys.get(name, ()) if k in child._nodes]
+    )
+    for key in keys:
+        child._nodes[key] = _patched_view(child, child._nodes[key], before[1], after[1], changed)
     if parent._cluster is not None or parent._cluster_from is not None:
         base, earlier, keep = (
             (parent._cluster, set(), True) if parent._cluster is not None else parent._cluster_from  # type: ignore[misc]
@@ -747,13 +765,23 @@ def derive_allocations(
 
 
 def _nodes_of(snap: Snapshot, devices: list[int]) -> tuple[set[str], bool]:
-    """Names of the nodes whose slices hold these devices; True if a shared slice does."""
-    names: set[str] = set()
+    """Names of the nodes that see the pools of these devices (a pool's counters and
+    completeness are shared by every node it has a slice for); True if any node may."""
+    pools = set()
     for g in devices:
         rs = snap.device_slice_of(g)
-        if not rs.spec.node_name:
-            return names, True
-        names.add(rs.spec.node_name)
+        pools.add(PoolID(rs.spec.driver, rs.spec.pool.name))
+    return _nodes_seeing(snap, pools)
+
+
+def _nodes_seeing(snap: Snapshot, pools: set[PoolID]) -> tuple[set[str], bool]:
+    names: set[str] = set()
+    for pid in pools:
+        for s_idx in snap._slices_of_pool.get(pid, ()):
+            name = snap._slice_at[s_idx].spec.node_name
+            if not name:
+                return names, True
+            names.add(name)
     return names, False
 
 
@@ -806,18 +834,33 @@ def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) 
     child.n_devices = n
     child._first_arr = np.asarray(child._first, dtype=np.int64)
     child._facts = [*parent._facts, *([None] * len(added))]
-    child._slices_on_node = defaultdict(
-        list, {k: [s for s in v if s not in dead] for k, v in parent._slices_on_node.items()}
-    )
-    child._slices_shared = [s for s in parent._slices_shared if s not in dead]
-    child._slices_of_pool = defaultdict(
-        list, {k: [s for s in v if s not in dead] for k, v in parent._slices_of_pool.items()}
-    )
-    child._slice_named = {k: s for k, s in parent._slice_named.items() if s not in dead}
+    # Index lists: copied shallowly, and only the lists a dead slice was on rebuilt.
+    child._slices_on_node = defaultdict(list, parent._slices_on_node)
+    child._slices_of_pool = defaultdict(list, parent._slices_of_pool)
+    child._slice_named = dict(parent._slice_named)
+    child._slices_shared = list(parent._slices_shared)
+    for s in dead:
+        rs = parent._slice_at[s]
+        if rs.spec.node_name:
+            on = rs.spec.node_name
+            child._slices_on_node[on] = [x for x in child._slices_on_node[on] if x != s]
+        else:
+            child._slices_shared = [x for x in child._slices_shared if x != s]
+        pid = PoolID(rs.spec.driver, rs.spec.pool.name)
+        child._slices_of_pool[pid] = [x for x in child._slices_of_pool[pid] if x != s]
+        if child._slice_named.get(rs.metadata.name) == s:
+            del child._slice_named[rs.metadata.name]
+    for rs in added:  # appended to fresh lists: the parent's stay as they are
+        if rs.spec.node_name:
+            on = rs.spec.node_name
+            child._slices_on_node[on] = list(child._slices_on_node.get(on, ()))
+        pid = PoolID(rs.spec.driver, rs.spec.pool.name)
+        child._slices_of_pool[pid] = list(child._slices_of_pool.get(pid, ()))
     for i, rs in enumerate(added):
         child._index_slice(len(parent._slice_at) + i, rs)
-    for k in [k for k, v in child._slices_on_node.items() if not v]:
-        del child._slices_on_node[k]
+    for emptied in {parent._slice_at[s].spec.node_name for s in dead}:
+        if emptied and not child._slices_on_node.get(emptied):
+            child._slices_on_node.pop(emptied, None)
     new_chunk = [(parent.n_devices, n, None)] if n > parent.n_devices else []
     child._chunks = [*parent._chunks, *new_chunk]
     # Holds: the old devices keep theirs, new devices look theirs up among the claims.
@@ -838,11 +881,18 @@ def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) 
         child._flags = holds.flags()
     else:
         child._holds = child._flags = None
+    if any(rs.spec.node_name not in parent._slices_on_node for rs in added) or dead:
+        child._known = child._known_keys = None  # nodes named by slices may differ
     # Nodes the changed slices target see other pools now; the rest keep their views.
+    # Nodes that see a changed pool (in this version or the last) are gathered again.
     touched = [*added, *(parent._slice_at[s] for s in dead)]
-    if any(not rs.spec.node_name for rs in touched):
+    pools = {PoolID(rs.spec.driver, rs.spec.pool.name) for rs in touched}
+    before, everywhere_before = _nodes_seeing(parent, pools)
+    after, everywhere_after = _nodes_seeing(child, pools)
+    if everywhere_before or everywhere_after:
         child._nodes = {}
     else:
-        names = {rs.spec.node_name for rs in touched}
-        child._nodes = {k: v for k, v in parent._nodes.items() if k[0] not in names}
+        for target in before | after:
+            for key in parent._view_keys.get(target, ()):
+                child._nodes.pop(key, None)
     return child
