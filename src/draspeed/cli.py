@@ -318,10 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explain(sub)
     _add_demo(sub)
     _add_generate(sub)
-    # ---- `draspeed capacity` goes here (lead): --------------------------------------
-    #   from draspeed.analysis.cli import add_capacity_parser
-    #   add_capacity_parser(sub)
-    # ----------------------------------------------------------------------------------
+    from draspeed.analysis.cli import add_capacity_parser
+
+    add_capacity_parser(sub)
     return parser
 
 

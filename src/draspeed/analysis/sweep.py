@@ -1,0 +1,309 @@
+"""Many independent capacity scenarios, on a local process pool or a Dask cluster.
+
+A :class:`CapacityScenario` is a small picklable description: a cluster source
+(generated, files, or inline objects), pod shapes, what-if changes and fit
+options. :func:`run_scenario` builds the cluster (cached per worker process, so
+scenarios over the same cluster decode it once per worker), applies the changes
+and returns a :class:`ScenarioResult` (no snapshot inside: cheap to send back).
+
+:func:`sweep` submits every scenario to an executor and returns the results in
+scenario order. One code path for every executor: anything with
+``submit(fn, *args)`` returning a future with ``result()`` and
+``add_done_callback()`` -- :class:`concurrent.futures.ProcessPoolExecutor` (the
+default, created and shut down here), a thread pool, or a
+``dask.distributed.Client`` (a ``LocalCluster`` of worker processes or a remote
+scheduler: ``Client("tcp://scheduler:8786")``; workers need draspeed installed,
+and file sources must be readable on them)::
+
+    from dask.distributed import Client, LocalCluster
+    scenarios = [CapacityScenario(f"+{k}", GeneratedCluster("nvidia-gpu", 100),
+                                  ("single-gpu",), (AddNodes(k, kind="nvidia-gpu"),))
+                 for k in range(0, 64)]
+    with LocalCluster(n_workers=2, processes=True) as cluster, Client(cluster) as client:
+        results = sweep(scenarios, executor=client)
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from draspeed.analysis.capacity import CapacityReport, analyze, snapshot_from_objects
+from draspeed.analysis.fit import Strategy
+from draspeed.analysis.shapes import ShapeSource
+from draspeed.analysis.whatif import Change, apply_changes
+
+if TYPE_CHECKING:
+    from draspeed.load import Objects
+    from draspeed.snapshot import Snapshot
+
+
+# ----------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class GeneratedCluster:
+    """A cluster of :mod:`draspeed.generate` (same arguments, same cluster)."""
+
+    kind: str
+    nodes: int
+    seed: int = 0
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, kind: str, nodes: int, seed: int = 0, **options: Any) -> GeneratedCluster:
+        return cls(kind, nodes, seed, tuple(sorted(options.items())))
+
+    @property
+    def key(self) -> Hashable:
+        return ("generated", self.kind, self.nodes, self.seed, self.options)
+
+    def load(self) -> Objects:
+        from draspeed.generate import generate_objects
+
+        return generate_objects(self.kind, self.nodes, self.seed, **dict(self.options))
+
+
+@dataclass(frozen=True)
+class FileCluster:
+    """Cluster dumps on disk (what ``draspeed.load`` reads)."""
+
+    paths: tuple[str, ...]
+
+    @property
+    def key(self) -> Hashable:
+        stamps = []
+        for p in self.paths:
+            try:
+                stamps.append((str(Path(p).resolve()), os.stat(p).st_mtime_ns))
+            except OSError:
+                stamps.append((p, 0))
+        return ("files", tuple(stamps))
+
+    def load(self) -> Objects:
+        from draspeed.load import load
+
+        return load(*self.paths)
+
+
+class InlineCluster:
+    """Decoded objects sent along with each scenario.
+
+    The objects are pickled once, the first time a scenario carrying them is sent,
+    and every later scenario carries the same bytes; a worker unpickles them once
+    (the per-process cache is keyed by ``token``).
+    """
+
+    def __init__(self, objects: Objects, token: str | None = None) -> None:
+        self._objects: Objects | None = objects
+        self._blob: bytes | None = None
+        self._lock = threading.Lock()
+        self.token = token or uuid.uuid4().hex
+
+    @property
+    def key(self) -> Hashable:
+        return ("inline", self.token)
+
+    def load(self) -> Objects:
+        with self._lock:
+            if self._objects is None:
+                assert self._blob is not None
+                self._objects = pickle.loads(self._blob)
+            return self._objects
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            if self._blob is None:
+                self._blob = pickle.dumps(self._objects, protocol=pickle.HIGHEST_PROTOCOL)
+            return {"token": self.token, "blob": self._blob}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.token = state["token"]
+        self._blob = state["blob"]
+        self._objects = None
+        self._lock = threading.Lock()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, InlineCluster) and other.token == self.token
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"InlineCluster(token={self.token!r})"
+
+    def __dask_tokenize__(self) -> Hashable:
+        # Dask names tasks after their arguments; hashing every object would cost
+        # far more than the scenario (tens of seconds for a thousand nodes).
+        return self.key
+
+
+ClusterSource = GeneratedCluster | FileCluster | InlineCluster
+
+
+# Per worker process: the last few clusters built, with their claim templates.
+_CACHE: OrderedDict[Hashable, tuple[Snapshot, Objects]] = OrderedDict()
+_CACHE_SIZE = 4
+_CACHE_LOCK = threading.Lock()
+
+
+def _base(source: ClusterSource) -> tuple[Snapshot, Objects]:
+    key = source.key
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    objects = source.load()
+    built = (snapshot_from_objects(objects), objects)
+    with _CACHE_LOCK:
+        _CACHE[key] = built
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return built
+
+
+# ---------------------------------------------------------------------------- scenarios
+
+
+@dataclass(frozen=True)
+class CapacityScenario:
+    """One independent question: this cluster, these changes, how many pods of these shapes.
+
+    ``templates``: names of ResourceClaimTemplates of the cluster, or shapes
+    (templates, claims, :class:`PodShape`, YAML-shaped dicts).
+    """
+
+    name: str
+    cluster: ClusterSource
+    templates: tuple[str | ShapeSource, ...]
+    changes: tuple[Change, ...] = ()
+    strategy: Strategy = "first-fit"
+    ratios: tuple[float, ...] | None = None
+    max_pods: int | None = None
+    explain_failures: bool = False
+    placements: bool = False  # keep the list of placements in the result
+    profile_attribute: str = "profile"
+
+
+@dataclass
+class ScenarioResult:
+    """A scenario's capacity report (fit and fragmentation) and where it ran."""
+
+    name: str
+    report: CapacityReport
+    seconds: float
+    worker: str  # host:pid
+
+    @property
+    def placed(self) -> int:
+        return self.report.fit.placed
+
+    def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
+        """JSON-ready; ``timings=False`` leaves out what varies between runs."""
+        report = self.report.to_dict(placements=bool(self.report.fit.placements))
+        out: dict[str, Any] = {"name": self.name, **report}
+        if timings:
+            out["seconds"] = round(self.seconds, 6)
+            out["worker"] = self.worker
+        else:
+            out["fit"] = {k: v for k, v in out["fit"].items() if k != "seconds"}
+        return out
+
+
+def _shapes(templates: Sequence[str | ShapeSource], objects: Objects) -> list[ShapeSource]:
+    by_name = {t.metadata.name: t for t in objects.templates}
+    out: list[ShapeSource] = []
+    for t in templates:
+        if isinstance(t, str):
+            if t not in by_name:
+                known = ", ".join(sorted(by_name)) or "none"
+                raise ValueError(f"no ResourceClaimTemplate {t!r} in the cluster (have: {known})")
+            out.append(by_name[t])
+        else:
+            out.append(t)
+    return out
+
+
+def run_scenario(scenario: CapacityScenario) -> ScenarioResult:
+    """Build (or reuse) the cluster, apply the changes, analyze. Runs anywhere."""
+    start = time.monotonic()
+    snapshot, objects = _base(scenario.cluster)
+    snapshot = apply_changes(snapshot, scenario.changes)
+    report = analyze(
+        snapshot,
+        _shapes(scenario.templates, objects),
+        scenario.strategy,
+        list(scenario.ratios) if scenario.ratios is not None else None,
+        max_pods=scenario.max_pods,
+        explain_failures=scenario.explain_failures,
+        profile_attribute=scenario.profile_attribute,
+    )
+    fit = report.fit.without_snapshot()
+    if not scenario.placements:
+        fit.placements = []
+    return ScenarioResult(
+        scenario.name,
+        CapacityReport(report.fragmentation, fit),
+        time.monotonic() - start,
+        f"{socket.gethostname()}:{os.getpid()}",
+    )
+
+
+class _Future(Protocol):
+    def result(self) -> Any: ...
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None: ...
+
+
+class Executor(Protocol):
+    """What :func:`sweep` needs of an executor (concurrent.futures and Dask alike)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def sweep(
+    scenarios: Sequence[CapacityScenario],
+    executor: Executor | None = None,
+    *,
+    max_workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ScenarioResult]:
+    """Run every scenario on ``executor`` (default: a local process pool of
+    ``max_workers`` processes); results in scenario order. ``progress(done, total)``
+    is called as scenarios finish (from whichever thread completes them)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    scenarios = list(scenarios)
+    own: ProcessPoolExecutor | None = None
+    if executor is None:
+        own = executor = ProcessPoolExecutor(max_workers=max_workers)
+    try:
+        done = 0
+        lock = threading.Lock()
+
+        def finished(_: Any) -> None:
+            nonlocal done
+            with lock:
+                done += 1
+                if progress is not None:
+                    progress(done, len(scenarios))
+
+        futures: list[_Future] = []
+        for scenario in scenarios:
+            future = executor.submit(run_scenario, scenario)
+            future.add_done_callback(finished)
+            futures.append(future)
+        return [f.result() for f in futures]
+    finally:
+        if own is not None:
+            own.shutdown()
