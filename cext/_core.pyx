@@ -736,6 +736,39 @@ cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
     return NOT_FOUND
 
 
+cdef void _alloc_scratch(Scratch *s, Problem pb, Py_ssize_t max_p) except *:
+    """Zeroed scratch for searching nodes of up to ``max_p`` positions (a search leaves
+    it zeroed again, so one allocation serves node after node)."""
+    cdef Py_ssize_t C = pb.n_claims, R = pb.req_has_subs.shape[0]
+    s.by_claim = <uint8_t*>_zeroed(C * max_p, sizeof(uint8_t))
+    s.by_any = <int32_t*>_zeroed(max_p, sizeof(int32_t))
+    s.shared_n = <int32_t*>_zeroed(max_p, sizeof(int32_t))
+    s.consumed = <int64_t*>_zeroed(pb.slot_available.shape[0], sizeof(int64_t))
+    s.cap_used = <int64_t*>_zeroed(pb.cap_room.shape[0], sizeof(int64_t))
+    s.code_count = <int32_t*>_zeroed(pb.n_codes, sizeof(int32_t))
+    s.con_added = <int32_t*>_zeroed(pb.n_constraints, sizeof(int32_t))
+    s.res_alt = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
+    s.res_pos = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
+    s.res_charged = <uint8_t*>_zeroed(C * MAX_RESULTS, sizeof(uint8_t))
+    s.res_n = <int32_t*>_zeroed(C, sizeof(int32_t))
+    s.chosen_sub = <int32_t*>_zeroed(R, sizeof(int32_t))
+
+
+cdef void _free_scratch(Scratch *s) noexcept:
+    free(s.by_claim)
+    free(s.by_any)
+    free(s.shared_n)
+    free(s.consumed)
+    free(s.cap_used)
+    free(s.code_count)
+    free(s.con_added)
+    free(s.res_alt)
+    free(s.res_pos)
+    free(s.res_charged)
+    free(s.res_n)
+    free(s.chosen_sub)
+
+
 cdef void node_view(const View *base, View *v, int n) noexcept nogil:
     """``v``: what the search of node n sees -- every pointer moved to the node's block."""
     cdef Py_ssize_t off = base.node_ptr[n]
@@ -832,18 +865,7 @@ def search_nodes(Problem pb not None, double deadline=0.0, nodes=None, state=Non
         if deadline_ns <= 0:
             deadline_ns = 1
     try:
-        s.by_claim = <uint8_t*>_zeroed(C * max_p, sizeof(uint8_t))
-        s.by_any = <int32_t*>_zeroed(max_p, sizeof(int32_t))
-        s.shared_n = <int32_t*>_zeroed(max_p, sizeof(int32_t))
-        s.consumed = <int64_t*>_zeroed(pb.slot_available.shape[0], sizeof(int64_t))
-        s.cap_used = <int64_t*>_zeroed(base.K, sizeof(int64_t))
-        s.code_count = <int32_t*>_zeroed(pb.n_codes, sizeof(int32_t))
-        s.con_added = <int32_t*>_zeroed(base.Q, sizeof(int32_t))
-        s.res_alt = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
-        s.res_pos = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
-        s.res_charged = <uint8_t*>_zeroed(C * MAX_RESULTS, sizeof(uint8_t))
-        s.res_n = <int32_t*>_zeroed(C, sizeof(int32_t))
-        s.chosen_sub = <int32_t*>_zeroed(R, sizeof(int32_t))
+        _alloc_scratch(&s, pb, max_p)
         if exact is not None:
             # Exact sums call back into Python: node by node, with the GIL between them.
             s.exact = <PyObject*>exact
@@ -860,18 +882,7 @@ def search_nodes(Problem pb not None, double deadline=0.0, nodes=None, state=Non
                                 p_res_alt, p_res_pos, p_chosen)
         return found
     finally:
-        free(s.by_claim)
-        free(s.by_any)
-        free(s.shared_n)
-        free(s.consumed)
-        free(s.cap_used)
-        free(s.code_count)
-        free(s.con_added)
-        free(s.res_alt)
-        free(s.res_pos)
-        free(s.res_charged)
-        free(s.res_n)
-        free(s.chosen_sub)
+        _free_scratch(&s)
 
 
 cdef void _search_one(const View *base, Scratch *s, int n, Py_ssize_t j, int64_t deadline_ns,
@@ -964,18 +975,7 @@ def search_node(Problem pb not None, int n, double deadline=0.0, state=None):
         if s.deadline_ns <= 0:
             s.deadline_ns = 1
     try:
-        s.by_claim = <uint8_t*>_zeroed(C * P, sizeof(uint8_t))
-        s.by_any = <int32_t*>_zeroed(P, sizeof(int32_t))
-        s.shared_n = <int32_t*>_zeroed(P, sizeof(int32_t))
-        s.consumed = <int64_t*>_zeroed(pb.slot_available.shape[0], sizeof(int64_t))
-        s.cap_used = <int64_t*>_zeroed(v.K, sizeof(int64_t))
-        s.code_count = <int32_t*>_zeroed(pb.n_codes, sizeof(int32_t))
-        s.con_added = <int32_t*>_zeroed(v.Q, sizeof(int32_t))
-        s.res_alt = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
-        s.res_pos = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
-        s.res_charged = <uint8_t*>_zeroed(C * MAX_RESULTS, sizeof(uint8_t))
-        s.res_n = <int32_t*>_zeroed(C, sizeof(int32_t))
-        s.chosen_sub = <int32_t*>_zeroed(R, sizeof(int32_t))
+        _alloc_scratch(&s, pb, P)
         for i in range(R):
             s.chosen_sub[i] = -1
         if exact is not None:
@@ -991,18 +991,7 @@ def search_node(Problem pb not None, int n, double deadline=0.0, state=None):
         chosen = [s.chosen_sub[i] for i in range(R)]
         return rc, s.work, results, chosen, s.err_alt, s.err_pos
     finally:
-        free(s.by_claim)
-        free(s.by_any)
-        free(s.shared_n)
-        free(s.consumed)
-        free(s.cap_used)
-        free(s.code_count)
-        free(s.con_added)
-        free(s.res_alt)
-        free(s.res_pos)
-        free(s.res_charged)
-        free(s.res_n)
-        free(s.chosen_sub)
+        _free_scratch(&s)
 
 
 def search(Problem pb not None, double deadline=0.0):
