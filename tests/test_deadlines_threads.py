@@ -4,9 +4,10 @@
   input whose search is exponential (20 identical devices; a claim for 10 of them
   plus 10 more that a constraint makes impossible: every one of the C(20, 10)
   choices for the first request is tried before the answer is "no").
-- The pre-flight before the search (CEL compilation, selector evaluation) does not
-  look at the deadline yet: a cold first call overshoots by the time the CEL parser
-  takes to load. Recorded as an expected failure until the engines check it there.
+- A cold first call (fresh process, nothing warmed) also ends within 10 ms of its
+  deadline: the CEL parser's tables are precomputed, so compiling the first selector
+  costs ~1 ms. Importing the CEL package inside the first call (~70 ms) is still an
+  expected failure, until the snapshot imports it when it is built.
 - Many threads calling ``allocate`` on one allocator (one snapshot, cold caches) get
   the answers serial calls get; the compiled search releases the GIL, so another
   thread runs while it searches.
@@ -125,32 +126,76 @@ from draspeed.errors import AllocationTimeout
 from draspeed.features import Features
 from draspeed.jobs import make_allocator
 from draspeed.load import load
-from draspeed.testing.engines import Inputs
-inputs = Inputs.from_objects(load({text!r}), "node-1", Features())
-allocator = make_allocator({engine!r}, inputs.slices, inputs.classes, inputs.allocated,
-                           inputs.features)
+if {preimport!r}:
+    import draspeed.cel
+objects = load({text!r})
+allocator = make_allocator({engine!r}, objects.slices, objects.classes, [], Features())
+cold = "draspeed.cel" not in sys.modules
 deadline = time.monotonic() + {budget!r}
 try:
-    allocator.allocate(inputs.claims, inputs.node, deadline=deadline)
+    allocator.allocate(objects.claims, objects.nodes[0], deadline=deadline)
 except AllocationTimeout:
     pass
-print(time.monotonic() - deadline)
+print(cold, time.monotonic() - deadline)
 """
+
+
+def _cold_call_overshoot(engine: Engine, preimport: bool) -> float:
+    """A fresh interpreter: load, build the allocator, one allocate with the budget."""
+    source = COLD_START.format(paths=[p for p in sys.path if p], text=pathological_yaml(),
+                               engine=engine, budget=BUDGET, preimport=preimport)
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], capture_output=True,
+                         text=True, timeout=120, check=True)
+    cold, late = run.stdout.strip().splitlines()[-1].split()
+    assert cold == str(not preimport)  # the scenario is the one intended
+    return float(late)
+
+
+@pytest.mark.parametrize("engine", ["fast"])
+def test_deadline_covers_a_cold_first_call(engine: Engine) -> None:
+    """Nothing warmed but the imports: the first compilation of the class's selector
+    (the CEL parser's tables are precomputed) and its evaluation fit the budget."""
+    late = _cold_call_overshoot(engine, preimport=True)
+    assert late <= SLACK, f"cold first call overshoots its deadline by {late:.3f} s"
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the deadline is checked only inside the search; a cold first call spends "
-    "~0.7 s compiling CEL (loading the parser) before the search starts",
+    reason="the first allocate imports draspeed.cel (~70 ms, with the parser's ~15 ms "
+    "warm-up) inside the call: pending the snapshot importing it when it is built",
 )
 @pytest.mark.parametrize("engine", ["fast"])
-def test_deadline_covers_a_cold_first_call(engine: Engine) -> None:
-    source = COLD_START.format(paths=[p for p in sys.path if p], text=pathological_yaml(),
-                               engine=engine, budget=BUDGET)
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], capture_output=True,
-                         text=True, timeout=120, check=True)
-    late = float(run.stdout.strip().splitlines()[-1])
-    assert late <= SLACK, f"cold first call overshoots its deadline by {late:.3f} s"
+def test_deadline_covers_the_first_call_of_a_process(engine: Engine) -> None:
+    late = _cold_call_overshoot(engine, preimport=False)
+    assert late <= SLACK, f"first call of a process overshoots its deadline by {late:.3f} s"
+
+
+def test_selector_compilation_and_evaluation_honour_a_deadline() -> None:
+    """The CEL layer's hooks: a passed deadline stops compiling and evaluating."""
+    from draspeed.cel import DeviceTable, check_deadline, compile_selector
+    from draspeed.cel.deadline import DEADLINE_EXCEEDED
+
+    check_deadline(None)
+    check_deadline(time.monotonic() + 60)
+    past = time.monotonic() - 1
+    with pytest.raises(AllocationTimeout, match=f"^{DEADLINE_EXCEEDED}$"):
+        check_deadline(past)
+    with pytest.raises(AllocationTimeout):
+        compile_selector('device.driver == "deadline.example.com"', past)
+    selector = compile_selector('device.driver == "deadline.example.com"')
+    assert compile_selector(selector.expression, time.monotonic() + 60) is selector
+    objects = load(pathological_yaml())
+    table = DeviceTable.build([(s.spec.driver, d) for s in objects.slices for d in s.spec.devices])
+    match, error, _ = selector.evaluate(table, deadline=time.monotonic() + 60)
+    assert not match.any() and not error.any()
+    # Rows that cannot be lowered to numpy run one by one, looking at the clock.
+    rows = compile_selector(
+        '["pci-1"].exists(p, device.attributes["gpu.example.com"].pcieRoot.startsWith(p))')
+    with pytest.raises(AllocationTimeout):
+        rows.evaluate(table, deadline=past)
+    with pytest.raises(AllocationTimeout):
+        rows.evaluate_rows(table, deadline=past)
+    assert rows.evaluate(table)[0].sum() == 11  # pci-1, pci-10 ... pci-19
 
 
 # --------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import io
 import json
 import sys
@@ -13,7 +14,9 @@ import pytest
 import yaml
 
 from draspeed.api import DraspeedConversionWarning
+from draspeed.api import text as text_module
 from draspeed.api.model import DeviceClass, Node, ResourceClaim, ResourceSlice
+from draspeed.api.text import Limits
 from draspeed.errors import InputError
 from draspeed.load import Objects, load, to_plain
 
@@ -384,3 +387,285 @@ def test_objects_helpers() -> None:
     more.extend(objects)
     more.extend(load(_class("b")))
     assert [c.metadata.name for c in more.classes] == ["a", "b"]
+
+
+# ------------------------------------------------------------------------- limits
+
+
+def _class_with_parameters(parameters: Any) -> dict[str, Any]:
+    """A DeviceClass whose opaque parameters are at nesting level 6."""
+    doc = _class("gpu")
+    doc["spec"]["config"] = [{"opaque": {"driver": "gpu.example.com", "parameters": parameters}}]
+    return doc
+
+
+def _nested(levels: int, innermost: Any = 1) -> Any:
+    value = innermost
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def _error(*sources: Any, **limits: Any) -> InputError:
+    with pytest.raises(InputError) as excinfo:
+        load(*sources, **limits)
+    return excinfo.value
+
+
+def test_default_limits() -> None:
+    limits = Limits()
+    assert (limits.max_bytes, limits.max_depth, limits.max_alias_expansion) == (
+        1 << 30, 200, 10_000_000)
+    defaults = {name: p.default for name, p in inspect.signature(load).parameters.items()}
+    assert defaults["max_bytes"] == limits.max_bytes
+    assert defaults["max_depth"] == limits.max_depth
+    assert defaults["max_alias_expansion"] == limits.max_alias_expansion
+
+
+@pytest.mark.parametrize("name", ["max_bytes", "max_depth", "max_alias_expansion"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, True])
+def test_limits_must_be_positive_integers(name: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=name):
+        load(_class("a"), **{name: value})
+
+
+def test_file_size_limit_is_checked_before_reading(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(_class("a")))
+    size = path.stat().st_size
+    assert len(load(path, max_bytes=size).classes) == 1
+    error = _error(path, max_bytes=size - 1)
+    assert (error.obj, error.path) == (str(path), "")
+    assert error.message == (f"{size} bytes is more than the limit of {size - 1} bytes "
+                             "(load(..., max_bytes=...))")
+
+
+def test_size_limit_of_a_file_without_a_size() -> None:
+    """A character device reports no size: it is read up to the limit, never beyond."""
+    error = _error("/dev/zero", max_bytes=1000)
+    assert str(error) == "/dev/zero: more than the limit of 1000 bytes (load(..., max_bytes=...))"
+
+
+def test_stdin_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _dump([_class("a")]).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert len(load("-", max_bytes=len(data)).classes) == 1
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    error = _error("-", max_bytes=len(data) - 1)
+    assert error.obj == "<stdin>" and "more than the limit" in error.message
+
+
+DEPTH_FORMATS = {
+    "json": lambda doc: json.dumps(doc),
+    "json-bytes": lambda doc: json.dumps(doc, indent=2).encode(),
+    "yaml-block": lambda doc: yaml.safe_dump(doc),
+    "yaml-flow": lambda doc: yaml.safe_dump(doc, default_flow_style=True),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(DEPTH_FORMATS))
+@pytest.mark.parametrize("innermost", [1, [], {}], ids=["scalar", "empty-list", "empty-map"])
+def test_depth_limit_at_and_above(fmt: str, innermost: Any) -> None:
+    # Levels: document, spec, config, item, opaque = 5, then the parameters' nesting.
+    extra = 0 if innermost == 1 else 1  # an empty collection is a level of its own
+    at_limit = DEPTH_FORMATS[fmt](_class_with_parameters(_nested(15 - extra, innermost)))
+    assert len(load(at_limit, max_depth=20).classes) == 1
+    above = DEPTH_FORMATS[fmt](_class_with_parameters(_nested(16 - extra, innermost)))
+    error = _error(above, max_depth=20)
+    assert error.message.startswith("collections nest more than 20 levels deep")
+    assert error.obj in ("<text>", "<bytes>", "<text> document 1", "<bytes> document 1")
+    assert len(load(above, max_depth=21).classes) == 1
+
+
+def test_depth_limit_default_and_deep_inputs() -> None:
+    """50,000 levels: one InputError, never a crash or a RecursionError (YAML in a
+    child process would crash without the limit; here it must not get that far)."""
+    deep_json = "[" * 50_000 + "]" * 50_000
+    assert "nest more than 200" in str(_error(deep_json))
+    deep_yaml = "a: " + "[" * 50_000 + "]" * 50_000 + "\n"
+    error = _error(deep_yaml)
+    assert error.obj == "<text> document 1" and "nest more than 200" in error.message
+    fine = _class_with_parameters(_nested(194))
+    assert len(load(json.dumps(fine)).classes) == 1
+    assert len(load(yaml.safe_dump(fine)).classes) == 1
+
+
+def test_deep_parameters_within_the_limit_survive_encoding() -> None:
+    """What load accepts, the encoders copy: opaque parameters at the depth limit."""
+    from draspeed.jobs import allocate_objects
+
+    claim = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"devices": {
+            "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
+            "config": [{"opaque": {"driver": "gpu.example.com",
+                                   "parameters": _nested(193)}}]}},
+    }
+    slice_ = dict(_slice("node-1"), apiVersion="resource.k8s.io/v1", kind="ResourceSlice")
+    slice_["spec"]["driver"] = "gpu"
+    text = json.dumps([_node("node-1"), slice_, _class("gpu"), claim])
+    outcome = allocate_objects(load(text), "node-1", engine="fast", timeout=30)
+    assert outcome.error is None and outcome.results, outcome
+
+
+YAML_ALIASES = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n
+  labels: {zone: a}
+  annotations:
+    long: &long "%s"
+%s
+"""
+
+
+def test_alias_expansion_limit() -> None:
+    value = "x" * 100
+    uses = "\n".join(f"    copy{i}: *long" for i in range(20))
+    text = YAML_ALIASES % (value, uses)
+    node = load(text, max_alias_expansion=20 * 101).nodes[0]
+    assert node.raw["metadata"]["annotations"]["copy19"] == value
+    error = _error(text, max_alias_expansion=20 * 101 - 1)
+    assert error.obj == "<text> document 1" and error.path == ""
+    assert error.message == (
+        "YAML aliases expand to more than 2019 nodes and characters with alias *long at "
+        "line 27, column 13 (load(..., max_alias_expansion=...))")
+
+
+def test_billion_laughs_fails_fast() -> None:
+    levels = ["a: &a [" + ", ".join(['"lol"'] * 9) + "]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nbomb:\n" + "".join(
+        f"  {line}\n" for line in levels)
+    assert "YAML aliases expand to more than 10000000" in _error(text).message
+
+
+def test_alias_cycles_and_alias_depth() -> None:
+    cycle = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nloop: &x [1, *x]\n"
+    assert _error(cycle).message == (
+        "YAML alias *x at line 4, column 14 refers to a node that contains it")
+    deep = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nd: &d [[[[1]]]]\ne: [[[*d]]]\n"
+    assert len(load(deep, max_depth=8).nodes) == 1
+    error = _error(deep, max_depth=7)
+    assert error.message == ("collections nest more than 7 levels deep with alias *d at "
+                             "line 5, column 7 (load(..., max_depth=...))")
+
+
+def test_merge_keys_are_not_duplicates() -> None:
+    text = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: n
+  labels: &base {zone: a, rack: r1}
+  annotations:
+    <<: [*base, {extra: x}]
+    rack: r2
+"""
+    meta = load(text).nodes[0].raw["metadata"]
+    assert meta["annotations"] == {"zone": "a", "rack": "r2", "extra": "x"}
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "message"),
+    [
+        ("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  name: b\n", "metadata.name",
+         'duplicate key "name" at line 5, column 3 (first at line 4, column 3)'),
+        ("apiVersion: v1\nkind: Node\nmetadata: {name: a, labels: {x: '1', 'x': '2'}}\n",
+         "metadata.labels.x",
+         'duplicate key "x" at line 3, column 38 (first at line 3, column 30)'),
+        ("apiVersion: v1\nkind: Node\nmetadata: {name: a}\nspec:\n  taints:\n  - {key: k}\n"
+         "  - {key: k, key: j}\n", "spec.taints[1].key",
+         'duplicate key "key" at line 7, column 14 (first at line 7, column 6)'),
+        ('{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "name": "b"}}',
+         "metadata.name", 'duplicate key "name"'),
+        ('{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "\\u006eame": "b"}}',
+         "metadata.name", 'duplicate key "name"'),
+        ('[{"kind": "Node", "apiVersion": "v1", "metadata": {"name": "a"}, "kind": "Node"}]',
+         "[0].kind", 'duplicate key "kind"'),
+    ],
+    ids=["yaml-block", "yaml-flow", "yaml-in-list", "json", "json-escaped", "json-list"],
+)
+def test_duplicate_keys(text: str, path: str, message: str) -> None:
+    error = _error(text)
+    assert (error.obj, error.path, error.message) == ("<text> document 1", path, message)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"apiVersion" : "v1", "kind"\n:\t"Node", "metadata": {"name": "a"}}',
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", '
+        '"labels": {"x": "a\\": b", "y": "c\\\\", "z": "\\\\\\": d"}}}',
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", '
+        '"labels": {"a": "1"}, "annotations": {"a": "1", "b\\\\": "2"}}}',
+    ],
+    ids=["whitespace-before-colons", "escaped-quotes-in-values", "key-ending-in-backslash"],
+)
+def test_json_without_duplicates_is_accepted(text: str) -> None:
+    assert len(load(text).nodes) == 1
+    assert len(load(text.encode()).nodes) == 1
+
+
+def test_invalid_utf8_in_json_names_the_byte() -> None:
+    data = json.dumps(_node("n")).encode().replace(b'"n"', b'"\xffn"')
+    assert str(_error(data)) == "<bytes>: invalid UTF-8 at byte 59: invalid start byte"
+
+
+def _pyyaml_documents(text: str) -> list[Any]:
+    class Loader(yaml.CSafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = text_module._DocumentLoader.yaml_implicit_resolvers
+    return [d for d in yaml.load_all(text, Loader=Loader) if d is not None]
+
+
+YAML_FEATURES = """\
+plain: text
+quoted: "1"
+numbers: [1, 0x1f, 0o17, 1.5, .inf, -.inf, 1e3, 12_000]
+bools: [true, False, yes, off]
+nulls: [null, ~, ]
+time: 2026-11-20T10:00:00Z
+date: 2026-11-20
+binary: !!binary aGVsbG8=
+set: !!set {a, b}
+pairs: !!pairs [{a: 1}, {b: 2}]
+omap: !!omap [{a: 1}]
+block: |
+  two
+  lines
+folded: >
+  one
+  line
+"=": value key
+? [complex, key]
+: value
+anchors: {a: &x [1, 2], b: *x, <<: {m: 1}}
+---
+second: document
+--- # empty
+---
+- a list document
+"""
+
+
+@pytest.mark.parametrize("composer", ["libyaml", "limited"])
+def test_yaml_reads_as_pyyaml_reads(composer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both composers (libyaml's when the text cannot nest too deep, the limited one
+    otherwise) give what PyYAML's safe loader gives, on every YAML file of the tests."""
+    if composer == "limited":
+        monkeypatch.setattr(text_module, "_libyaml_composer_is_safe", lambda *args: False)
+    texts = [YAML_FEATURES.replace("? [complex, key]\n: value\n", "")]
+    here = Path(__file__).parent
+    for path in sorted(here.rglob("*.yaml")):
+        if path.parent.name != "bad_input":  # PyYAML itself crashes on some of these
+            texts.append(path.read_text(encoding="utf-8"))
+    assert len(texts) > 100
+    for text in texts:
+        assert text_module.parse_text(text) == _pyyaml_documents(text)
+    with pytest.raises(text_module.TextError, match="found unhashable key"):
+        text_module.parse_text(YAML_FEATURES)

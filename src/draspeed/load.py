@@ -11,20 +11,24 @@ object trees are built: it would otherwise rescan millions of young containers),
 ResourceSlice devices of the common shape are built from per-load caches
 (:mod:`draspeed.api.common_devices`). YAML is not tuned for bulk input: even libyaml
 parses it ~40x slower than msgspec parses the same JSON, so dump big clusters as JSON.
+
+Input limits (keyword arguments of :func:`load`, defaults in :mod:`draspeed.api.text`):
+``max_bytes`` per file or standard input (1 GiB; checked before reading),
+``max_depth`` of nested collections (200) and ``max_alias_expansion`` of YAML aliases
+(10 million nodes and characters); duplicate mapping keys are refused. A text beyond
+them raises one InputError naming the file (and document) and the limit.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import stat
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import msgspec
-import yaml
 
 from draspeed.api.context import Caches
 from draspeed.api.decode import decode_object, lookup, unsupported
@@ -38,6 +42,14 @@ from draspeed.api.model import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from draspeed.api.text import (
+    DEFAULT_MAX_ALIAS_EXPANSION,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    Limits,
+    TextError,
+)
+from draspeed.api.text import parse_text as _parse_text
 from draspeed.errors import InputError
 
 _FILE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -95,14 +107,23 @@ class Objects:
         self.warnings.extend(other.warnings)
 
 
-def load(*sources: Any, validate: bool = True) -> Objects:
+def load(
+    *sources: Any,
+    validate: bool = True,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION,
+) -> Objects:
     """Decode every object of every source; raise one InputError on the first bad one.
 
     Unknown kinds are an error naming the document, never skipped. Conversion losses
     of older API versions are both warned (``warnings.warn``) and listed in
-    ``Objects.warnings``.
+    ``Objects.warnings``. ``max_bytes`` bounds each file and standard input,
+    ``max_depth`` the nesting of collections in any text, ``max_alias_expansion`` what
+    YAML aliases add to a document once expanded.
     """
-    loader = _Loader(validate)
+    limits = Limits(max_bytes, max_depth, max_alias_expansion)
+    loader = _Loader(validate, limits)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -114,32 +135,20 @@ def load(*sources: Any, validate: bool = True) -> Objects:
     return loader.objects
 
 
-# ------------------------------------------------------------------------------ YAML
+# ------------------------------------------------------------------------------ text
 
 
-class _KubeYAMLLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe YAML loading that keeps timestamps as text, as Kubernetes' own decoding does
-    (metav1.Time fields are RFC 3339 strings; a parsed datetime would not echo back)."""
-
-
-_KubeYAMLLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def parse_text(text: str | bytes) -> list[Any]:
-    """The documents of a YAML or JSON text (JSON first: it is ~40x faster to parse)."""
-    head = text[:64].lstrip()
-    if head[:1] in ("{", "[", b"{", b"["):
-        try:
-            return [msgspec.json.decode(text)]
-        except msgspec.DecodeError:
-            pass  # YAML flow style, or several JSON documents: YAML reads both
+def parse_text(text: str | bytes, limits: Limits | None = None) -> list[Any]:
+    """The documents of a YAML or JSON text; one InputError naming ``<text>`` if bad."""
     try:
-        return [d for d in yaml.load_all(text, Loader=_KubeYAMLLoader) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InputError("YAML", "", str(exc).replace("\n", " ")) from exc
+        return _parse_text(text, limits or Limits())
+    except TextError as exc:
+        raise _text_error("<text>", exc) from None
+
+
+def _text_error(origin: str, exc: TextError) -> InputError:
+    where = origin if exc.document is None else f"{origin} document {exc.document}"
+    return InputError(where, exc.path, exc.message)
 
 
 # ----------------------------------------------------------------- client objects
@@ -184,8 +193,9 @@ def to_plain(obj: Any) -> Any:
 
 
 class _Loader:
-    def __init__(self, validate: bool) -> None:
+    def __init__(self, validate: bool, limits: Limits) -> None:
         self.validate = validate
+        self.limits = limits
         self.objects = Objects()
         self.caches = Caches()
         self.supported: set[tuple[str, str]] = set()  # (apiVersion, kind) pairs seen
@@ -195,17 +205,17 @@ class _Loader:
             self.path(Path(source))
         elif isinstance(source, str):
             if source == "-":
-                self.documents(parse_text(sys.stdin.read()), "<stdin>")
+                self.text(self.read_stdin(), "<stdin>")
             elif "\n" in source or source.lstrip()[:1] in ("{", "["):
-                self.documents(parse_text(source), "<text>")
+                self.text(source, "<text>")
             elif os.path.exists(source):
                 self.path(Path(source))
             elif ":" in source:
-                self.documents(parse_text(source), "<text>")
+                self.text(source, "<text>")
             else:
                 raise InputError(source, "", "no such file or directory")
         elif isinstance(source, (bytes, bytearray, memoryview)):
-            self.documents(parse_text(bytes(source)), "<bytes>")
+            self.text(bytes(source), "<bytes>")
         elif isinstance(source, Mapping):
             self.document(source, "<object>", None)
         elif isinstance(source, (list, tuple)):
@@ -225,15 +235,34 @@ class _Loader:
             raise InputError(str(path), "", "no such file or directory")
 
     def file(self, path: Path) -> None:
+        limit = self.limits.max_bytes
         try:
-            data = path.read_bytes()
+            with path.open("rb") as f:
+                info = os.fstat(f.fileno())
+                # A regular file says its size: refuse before reading any of it.
+                if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+                    raise InputError(str(path), "", _too_big(info.st_size, limit))
+                data = f.read(limit + 1)
         except OSError as exc:
             raise InputError(str(path), "", exc.strerror or str(exc)) from exc
+        if len(data) > limit:
+            raise InputError(str(path), "", _too_big(None, limit))
+        self.text(data, str(path))
+
+    def read_stdin(self) -> str | bytes:
+        limit = self.limits.max_bytes
+        stream = getattr(sys.stdin, "buffer", sys.stdin)  # bytes if it has them
+        data: str | bytes = stream.read(limit + 1)
+        if len(data) > limit:
+            raise InputError("<stdin>", "", _too_big(None, limit))
+        return data
+
+    def text(self, text: str | bytes, origin: str) -> None:
         try:
-            docs = parse_text(data)
-        except InputError as exc:
-            raise InputError(str(path), "", exc.message) from exc
-        self.documents(docs, str(path))
+            docs = _parse_text(text, self.limits)
+        except TextError as exc:
+            raise _text_error(origin, exc) from None
+        self.documents(docs, origin)
 
     def documents(self, docs: list[Any], origin: str) -> None:
         """Documents parsed from JSON/YAML text (builtin types only, see Caches)."""
@@ -312,6 +341,11 @@ class _Loader:
                     f"{_prefix(item)}{key}",
                     "Required value" if not value else wrong_type("string", value),
                 )
+
+
+def _too_big(size: int | None, limit: int) -> str:
+    what = "more" if size is None else f"{size} bytes is more"
+    return f"{what} than the limit of {limit} bytes (load(..., max_bytes=...))"
 
 
 def _prefix(item: int | None) -> str:

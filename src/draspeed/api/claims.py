@@ -364,6 +364,11 @@ def _decode_status(ctx: DecodeContext, raw: Mapping[str, Any], version: str) -> 
                 "supported by structured allocation; the field is ignored",
             )
     reserved = ctx.array(raw, "reservedFor", "status") or []
+    if ctx.validate and len(reserved) > limits.RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE:
+        ctx.fail(
+            "status.reservedFor",
+            too_many(len(reserved), limits.RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE),
+        )
     for i, ref in enumerate(reserved):
         rpath = f"status.reservedFor[{i}]"
         if not isinstance(ref, Mapping):

@@ -33,19 +33,33 @@ and the optMap/optFlatMap macros.
 
 from __future__ import annotations
 
+from draspeed.cel.deadline import check_deadline
 from draspeed.cel.device import DeviceInput, device_input
+from draspeed.cel.lalr import parser as _parser
 from draspeed.cel.selector import Selector, clear_cache, compile_selector
 from draspeed.cel.table import DeviceTable
 
 # ``draspeed.cel.compile(expression)``, like ``re.compile``: the name the docs use.
 compile = compile_selector
 
+
+def warm_up() -> None:
+    """Build the CEL parser now (~15 ms: its tables and terminal patterns), so that
+    the first compilation -- often inside a call with a deadline -- costs ~1 ms.
+    Importing this package already did it; calling it again costs nothing."""
+    _parser()
+
+
+warm_up()
+
 __all__ = [
     "DeviceInput",
     "DeviceTable",
     "Selector",
+    "check_deadline",
     "clear_cache",
     "compile",
     "compile_selector",
     "device_input",
+    "warm_up",
 ]

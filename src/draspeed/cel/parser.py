@@ -1,20 +1,16 @@
 """Parse CEL text into :mod:`draspeed.cel.ast` nodes, expanding macros as cel-go does.
 
-Lexing and LALR parsing are lark's, with :mod:`draspeed.cel.grammar` (derived from
-cel-python's ``cel.lark``). This module builds the AST, folds signed literals, unescapes
-strings, expands the macros (has, all, exists, exists_one, map, filter, the two-variable
-comprehensions, transformList/Map/MapEntry, sortBy, cel.bind), bounds the nesting depth
-and reports errors in cel-go's ``ERROR: <input>:line:col: message`` form with the source
-snippet and caret.
+Lexing and LALR parsing replay lark's tables for :mod:`draspeed.cel.grammar` (derived
+from cel-python's ``cel.lark``), precomputed in :mod:`draspeed.cel.lalr`. This module
+builds the AST, folds signed literals, unescapes strings, expands the macros (has, all,
+exists, exists_one, map, filter, the two-variable comprehensions, transformList/Map/
+MapEntry, sortBy, cel.bind), bounds the nesting depth and reports errors in cel-go's
+``ERROR: <input>:line:col: message`` form with the source snippet and caret.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
-
-import lark
-from lark import Token, Tree
 
 from draspeed.cel.ast import (
     Bind,
@@ -31,7 +27,8 @@ from draspeed.cel.ast import (
     Ternary,
     children,
 )
-from draspeed.cel.grammar import GRAMMAR
+from draspeed.cel.lalr import Token, Tree, UnexpectedCharacter, UnexpectedToken
+from draspeed.cel.lalr import parser as _lalr_parser
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -133,40 +130,20 @@ def _line_col(source: str, offset: int) -> tuple[int, int]:
     return line, offset - start
 
 
-_lark_lock = threading.Lock()
-_lark_parser: lark.Lark | None = None
-
-
-def _parser() -> lark.Lark:
-    global _lark_parser
-    with _lark_lock:
-        if _lark_parser is None:
-            _lark_parser = lark.Lark(
-                GRAMMAR, parser="lalr", lexer="contextual", keep_all_tokens=True, start="start"
-            )
-        return _lark_parser
-
-
 def parse(source: str) -> Node:
     """Parse ``source``; raises :class:`ParseError` with cel-go-formatted issues."""
     errors = ErrorList(source)
     try:
-        tree = _parser().parse(source)
-    except lark.exceptions.UnexpectedCharacters as exc:
-        errors.add(
-            exc.pos_in_stream or 0,
-            f"Syntax error: token recognition error at: '{source[exc.pos_in_stream or 0]}'",
-        )
+        tree = _lalr_parser().parse(source)
+    except UnexpectedCharacter as exc:
+        errors.add(exc.pos, f"Syntax error: token recognition error at: '{source[exc.pos]}'")
         raise ParseError(errors.render()) from None
-    except lark.exceptions.UnexpectedToken as exc:
+    except UnexpectedToken as exc:
         tok = exc.token
         if tok.type == "$END":
             errors.add(len(source), "Syntax error: mismatched input '<EOF>'")
         else:
-            errors.add(tok.start_pos or 0, f"Syntax error: mismatched input '{tok}'")
-        raise ParseError(errors.render()) from None
-    except lark.exceptions.UnexpectedEOF:
-        errors.add(len(source), "Syntax error: mismatched input '<EOF>'")
+            errors.add(tok.start_pos, f"Syntax error: mismatched input '{tok}'")
         raise ParseError(errors.render()) from None
     try:
         node = _Builder(errors).build(tree)

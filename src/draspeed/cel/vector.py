@@ -40,6 +40,7 @@ from draspeed.cel.ast import (
     Ternary,
     children,
 )
+from draspeed.cel.deadline import CHECK_EVERY, check_deadline
 from draspeed.cel.evaluator import Compiler
 from draspeed.cel.values import DomainMap, to_bool_result
 from draspeed.errors import CELRuntimeError
@@ -349,9 +350,11 @@ def synthetic_device(values: dict[ReadKey, Any]) -> dict[str, Any]:
 
 
 class _Messages:
-    """Error texts by code (code 0 = no error); cost-limit codes are not absorbable."""
+    """One table evaluation's error texts by code (code 0 = no error; cost-limit codes
+    are not absorbable), and its deadline."""
 
     def __init__(self) -> None:
+        self.deadline: float | None = None
         self.texts: list[str] = []
         self.codes: dict[str, int] = {}
         self.fatal: set[int] = set()
@@ -396,10 +399,11 @@ Result = tuple[np.ndarray, Errors | None]
 
 
 def evaluate_table(
-    selector: Selector, table: DeviceTable
+    selector: Selector, table: DeviceTable, deadline: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
     plan = plan_for(selector)
     messages = _Messages()
+    messages.deadline = deadline
     val, errs = _eval(plan.root, table, messages)
     if table.conversion_messages:
         codes = np.zeros(table.n, dtype=np.int32) if errs is None else errs.full()
@@ -508,7 +512,10 @@ def _eval_leaf(leaf: Leaf, table: DeviceTable, messages: _Messages) -> Result:
     size = int(present[-1]) + 1 if len(present) else 1
     res_val = np.zeros(size, dtype=bool)
     res_err = np.zeros(size, dtype=np.int32)
-    for combo in present:
+    deadline = messages.deadline
+    for k, combo in enumerate(present):
+        if deadline is not None and not k & CHECK_EVERY:
+            check_deadline(deadline)
         ids = decode(int(combo))
         values = {
             key: (col.values[i - 1] if i > 0 else None)
@@ -613,7 +620,11 @@ def _gather_codes(
 
 
 def evaluate_rows(
-    selector: Selector, table: DeviceTable, *, memoize: bool = True
+    selector: Selector,
+    table: DeviceTable,
+    *,
+    memoize: bool = True,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
     """The general path over a table: ``matches`` per device, optionally memoised on the
     projection of what the whole expression reads (devices that agree on every value
@@ -624,6 +635,8 @@ def evaluate_rows(
     messages: dict[int, str] = {}
     if not memoize:
         for row in range(n):
+            if deadline is not None and not row & CHECK_EVERY:
+                check_deadline(deadline)
             try:
                 match[row] = selector.matches(table.device_input(row))
             except CELRuntimeError as exc:
@@ -636,6 +649,8 @@ def evaluate_rows(
     memo: dict[tuple[int, ...], tuple[bool, str | None]] = {}
     id_rows = [col.ids1.tolist() for col in columns]
     for row in range(n):
+        if deadline is not None and not row & CHECK_EVERY:
+            check_deadline(deadline)
         text = conv.get(row)
         if text is not None:
             error[row] = True

@@ -1,0 +1,482 @@
+"""YAML and JSON text to plain documents, within limits.
+
+Hostile or broken input must end in one clear error, never a crash, a hang or an
+exhausted memory, so every text is parsed within :class:`Limits`:
+
+- ``max_depth``: collections nested inside each other (a deep enough document crashes
+  libyaml's recursive composer and exhausts recursion in JSON decoders and in the
+  copies and dumps made of the objects later). YAML is composed here, iteratively,
+  with a depth counter; JSON is measured with a bytes scan after the fast decode.
+- ``max_alias_expansion``: what YAML aliases add to a document once expanded (nodes
+  plus scalar characters). Aliases load as shared references, but every consumer
+  that echoes the objects (encoders, the CLI's output) expands them: nine levels of
+  nine aliases ("billion laughs") are a few hundred bytes of text and 387 million
+  strings of output. Aliases that refer to an enclosing node (cycles) are refused.
+- duplicate mapping keys are refused in both formats, as ``kubectl`` and the API
+  server do in strict field validation (a YAML or JSON library keeps the last value
+  silently).
+
+The byte-size limit of files and standard input is checked by :mod:`draspeed.load`
+before reading; texts given in memory are already in memory.
+
+Errors are :class:`TextError`: the 1-based document (``None`` for the whole text), a
+field path and the message; the loader prefixes the file name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
+
+DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB per file or standard input
+# Kubernetes objects nest about 10 levels deep, opaque driver parameters a few more;
+# 200 keeps every recursive consumer (copy.deepcopy, yaml.dump) within Python's
+# default recursion limit of 1000 frames.
+DEFAULT_MAX_DEPTH = 200
+DEFAULT_MAX_ALIAS_EXPANSION = 10_000_000  # nodes + scalar characters added by aliases
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Input limits of :func:`draspeed.load.load` (its keyword arguments)."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION
+
+    def __post_init__(self) -> None:
+        for name in ("max_bytes", "max_depth", "max_alias_expansion"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+
+
+class TextError(Exception):
+    """A text that is not acceptable input; ``document`` is 1-based or None."""
+
+    def __init__(self, document: int | None, path: str, message: str) -> None:
+        super().__init__(message)
+        self.document = document
+        self.path = path
+        self.message = message
+
+
+def parse_text(text: str | bytes, limits: Limits = Limits()) -> list[Any]:
+    """The documents of a YAML or JSON text (JSON first: it is ~40x faster to parse)."""
+    head = text[:64].lstrip()
+    if head[:1] in ("{", "[", b"{", b"["):
+        doc = _decode_json(text, limits)
+        if doc is not _NOT_JSON:
+            return [doc]
+    try:
+        return list(_yaml_documents(text, limits))
+    except yaml.YAMLError as exc:
+        raise TextError(None, "", str(exc).replace("\n", " ")) from exc
+
+
+# ------------------------------------------------------------------------------ JSON
+
+_NOT_JSON = object()
+
+
+def _decode_json(text: str | bytes, limits: Limits) -> Any:
+    try:
+        doc = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return _NOT_JSON  # YAML flow style, or several JSON documents: YAML reads both
+    except UnicodeDecodeError as exc:
+        assert isinstance(text, bytes)  # str input was decoded text already
+        raise TextError(None, "", _utf8_error(text)) from exc
+    except UnicodeEncodeError as exc:
+        raise TextError(None, "", f"not valid Unicode text: {exc.reason}") from exc
+    except RecursionError as exc:  # deeper than the interpreter lets msgspec follow
+        raise TextError(None, "", _too_deep(limits.max_depth)) from exc
+    # The same tokens, one value per line, indented one space per level: nesting shows
+    # as indentation and every key (duplicates too) as '"key": ' -- found by C-speed
+    # byte searches instead of a walk over the objects.
+    layout = msgspec.json.format(text, indent=1)
+    if isinstance(layout, str):
+        layout = layout.encode("utf-8")
+    if json_depth_exceeds(layout, limits.max_depth):
+        raise TextError(None, "", _too_deep(limits.max_depth))
+    written = _key_count(layout, b'": ')
+    if written is None or written != _key_count(msgspec.json.encode(doc), b'":'):
+        _raise_json_duplicate(text)
+    return doc
+
+
+def _utf8_error(data: bytes) -> str:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start}: {exc.reason}"
+    return "invalid UTF-8"
+
+
+def json_depth_exceeds(layout: bytes, limit: int) -> bool:
+    """Whether collections nest more than ``limit`` deep, from ``msgspec.json.format(
+    data, indent=1)`` (a value inside k collections is indented k spaces)."""
+    margin = b"\n" + b" " * limit
+    if margin + b" " in layout:
+        return True
+    if margin not in layout:
+        return False
+    # Values at exactly the limit: too deep only if one of them is a collection (empty:
+    # a collection with values would have indented them further).
+    pattern = rb'\n {%d}(?:"(?:[^"\\]|\\.)*": )?[\[{]' % limit
+    return re.search(pattern, layout) is not None
+
+
+def _key_count(text: bytes, separator: bytes) -> int | None:
+    """Object keys in the JSON ``text`` (compact, or one value per line), or None when
+    the count cannot tell.
+
+    Each key's closing quote is followed by ``separator``; inside a string a quote is
+    always escaped, so a backslash before it marks string content -- unless that
+    backslash is itself escaped, which the count leaves to the exact check.
+    """
+    in_strings = text.count(b"\\" + separator)
+    if in_strings and b"\\\\" + separator in text:
+        return None
+    return text.count(separator) - in_strings
+
+
+def _raise_json_duplicate(data: str | bytes) -> None:
+    """The exact (slow) check, run only when the quick counts disagree or cannot tell."""
+    found: list[tuple[str, str]] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> Any:
+        return _Pairs(pairs)
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, _Pairs):
+            seen: set[str] = set()
+            for key, item in value:
+                if key in seen and not found:
+                    found.append((path, key))
+                seen.add(key)
+                walk(item, _child(path, key))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]")
+
+    walk(json.loads(data, object_pairs_hook=pairs_hook), "")
+    if found:
+        path, key = found[0]
+        raise TextError(1, _child(path, key), f"duplicate key {json.dumps(key)}")
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as its list of (key, value) pairs, duplicates included."""
+
+
+def _child(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _too_deep(limit: int, where: str = "") -> str:
+    return f"collections nest more than {limit} levels deep{where} (load(..., max_depth=...))"
+
+
+# ------------------------------------------------------------------------------ YAML
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_SPECIAL_KEY_TAGS = (_MERGE_TAG, "tag:yaml.org,2002:value")  # what flatten_mapping edits
+_EventParser: Any
+_HAS_LIBYAML = True
+_NULL_TAG = "tag:yaml.org,2002:null"
+try:
+    from yaml._yaml import CParser as _EventParser
+except ImportError:
+    _HAS_LIBYAML = False  # PyYAML without libyaml: the pure-Python reader and parser
+
+    class _EventParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):  # type: ignore[no-redef]
+        def __init__(self, stream: Any) -> None:
+            yaml.reader.Reader.__init__(self, stream)
+            yaml.scanner.Scanner.__init__(self)
+            yaml.parser.Parser.__init__(self)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, mapping: MappingNode, key_node: Node, first: Node, key: Any) -> None:
+        super().__init__()
+        self.mapping = mapping
+        self.key_node = key_node
+        self.first = first
+        self.key = key
+
+
+class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
+    """libyaml's event parser, a composer with limits (here) and PyYAML's safe
+    constructor, refusing duplicate keys. Timestamps stay text, as Kubernetes' own
+    decoding keeps them (metav1.Time fields are RFC 3339 strings)."""
+
+    def __init__(self, stream: Any, limits: Limits) -> None:
+        _EventParser.__init__(self, stream)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        self.limits = limits
+        self.merged: dict[MappingNode, int] = {}  # merged pairs at the front, per mapping
+
+    # ---- composing ---------------------------------------------------------------
+
+    def compose(self, document: int) -> Node:
+        """The next document's node graph; every alias is measured, never expanded."""
+        limits = self.limits
+        max_depth = limits.max_depth
+        anchors: dict[str, tuple[Node, int, int] | None] = {}  # None: still open
+        first_marks: dict[str, Any] = {}
+        # One frame per open collection: [node, anchor, height of the highest child,
+        # size of the children (aliases expanded), a mapping's key awaiting its value].
+        stack: list[list[Any]] = []
+        added = 0  # what aliases added to the document so far
+        get_event = self.get_event
+        node: Node
+        while True:
+            event: Any = get_event()
+            kind = type(event)  # dispatch on the class: the stubs' Mark types do not mix
+            if kind is ScalarEvent:
+                if event.anchor is not None:
+                    self._check_anchor(event, first_marks)
+                tag = event.tag
+                if tag is None or tag == "!":
+                    tag = self.resolve(ScalarNode, event.value, event.implicit)
+                node = ScalarNode(
+                    tag, event.value, event.start_mark, event.end_mark, style=event.style
+                )
+                height, size = 0, 1 + len(event.value)
+                if event.anchor is not None:
+                    anchors[event.anchor] = (node, height, size)
+            elif kind is SequenceStartEvent or kind is MappingStartEvent:
+                if len(stack) >= max_depth:
+                    raise TextError(document, "", _too_deep(max_depth, _at(event.start_mark)))
+                if event.anchor is not None:
+                    self._check_anchor(event, first_marks)
+                    anchors[event.anchor] = None
+                node_class = SequenceNode if kind is SequenceStartEvent else MappingNode
+                tag = event.tag
+                if tag is None or tag == "!":
+                    tag = self.resolve(node_class, None, event.implicit)
+                collection = node_class(
+                    tag, [], event.start_mark, None, flow_style=event.flow_style
+                )
+                stack.append([collection, event.anchor, 0, 0, None])
+                continue
+            elif kind is SequenceEndEvent or kind is MappingEndEvent:
+                frame = stack.pop()
+                node = frame[0]
+                node.end_mark = event.end_mark
+                height, size = frame[2] + 1, frame[3] + 1
+                if frame[1] is not None:
+                    anchors[frame[1]] = (node, height, size)
+            elif kind is AliasEvent:
+                if event.anchor not in anchors:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"found undefined alias {event.anchor!r}", event.start_mark
+                    )
+                target = anchors[event.anchor]
+                if target is None:
+                    raise TextError(
+                        document,
+                        "",
+                        f"YAML alias *{event.anchor}{_at(event.start_mark)} "
+                        "refers to a node that contains it",
+                    )
+                node, height, size = target
+                if len(stack) + height > max_depth:
+                    where = f" with alias *{event.anchor}{_at(event.start_mark)}"
+                    raise TextError(document, "", _too_deep(max_depth, where))
+                added += size
+                if added > limits.max_alias_expansion:
+                    raise TextError(
+                        document,
+                        "",
+                        f"YAML aliases expand to more than "
+                        f"{limits.max_alias_expansion} nodes and characters with alias "
+                        f"*{event.anchor}{_at(event.start_mark)} "
+                        "(load(..., max_alias_expansion=...))",
+                    )
+            else:  # pragma: no cover - the parser emits nothing else inside a document
+                raise AssertionError(event)
+            if not stack:
+                return node
+            parent = stack[-1]
+            if height > parent[2]:
+                parent[2] = height
+            parent[3] += size
+            if type(parent[0]) is SequenceNode:
+                parent[0].value.append(node)
+            elif parent[4] is None:
+                parent[4] = node
+            else:
+                parent[0].value.append((parent[4], node))
+                parent[4] = None
+
+    @staticmethod
+    def _check_anchor(event: Any, first_marks: dict[str, Any]) -> None:
+        anchor = event.anchor
+        if anchor in first_marks:
+            raise yaml.composer.ComposerError(
+                f"found duplicate anchor {anchor!r}; first occurrence",
+                first_marks[anchor],
+                "second occurrence",
+                event.start_mark,
+            )
+        first_marks[anchor] = event.start_mark
+
+    # ---- constructing ------------------------------------------------------------
+
+    def flatten_mapping(self, node: MappingNode) -> None:
+        if node in self.merged:
+            return  # merge keys already resolved (the node is shared by an alias)
+        for key_node, _ in node.value:
+            if key_node.tag in _SPECIAL_KEY_TAGS:
+                break
+        else:
+            return  # nothing to merge or rename: the common case, kept cheap
+        explicit = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
+        super().flatten_mapping(node)
+        self.merged[node] = len(node.value) - explicit
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Hashable, Any]:
+        if not isinstance(node, MappingNode):
+            return super().construct_mapping(node, deep=deep)
+        self.flatten_mapping(node)
+        merged = self.merged.get(node, 0)
+        construct = self.construct_object
+        mapping: dict[Hashable, Any] = {}
+        written: dict[Hashable, Node] = {}
+        for i, (key_node, value_node) in enumerate(node.value):
+            key = construct(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found unhashable key",
+                    key_node.start_mark,
+                )
+            if i >= merged:  # merged keys may be overridden; written ones appear once
+                first = written.get(key)
+                if first is not None:
+                    raise _DuplicateKey(node, key_node, first, key)
+                written[key] = key_node
+            mapping[key] = construct(value_node, deep=deep)
+        return mapping
+
+
+_DocumentLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in Resolver.yaml_implicit_resolvers.items()
+}
+
+
+def _yaml_documents(text: str | bytes, limits: Limits) -> Iterator[Any]:
+    loader = _DocumentLoader(text, limits)
+    try:
+        if _HAS_LIBYAML and _libyaml_composer_is_safe(text, limits.max_depth):
+            roots = _libyaml_roots(loader)
+        else:
+            roots = _limited_roots(loader)
+        count = 0
+        for root in roots:
+            try:
+                doc = loader.construct_document(root)
+            except _DuplicateKey as dup:
+                raise TextError(count + 1, _key_path(root, dup), _duplicate_text(dup)) from None
+            finally:
+                loader.merged.clear()
+            if doc is not None:
+                count += 1
+                yield doc
+    finally:
+        loader.dispose()
+
+
+def _libyaml_roots(loader: _DocumentLoader) -> Iterator[Node]:
+    while loader.check_node():
+        yield loader.get_node()
+
+
+def _limited_roots(loader: _DocumentLoader) -> Iterator[Node]:
+    loader.get_event()  # stream start
+    count = 0
+    while not loader.check_event(StreamEndEvent):
+        loader.get_event()  # document start
+        root = loader.compose(count + 1)
+        loader.get_event()  # document end
+        if not (type(root) is ScalarNode and root.tag == _NULL_TAG):
+            count += 1  # numbered as the loader numbers them: empty documents skipped
+        yield root
+
+
+# libyaml's own composer is ~1.5x faster than composing from Python events, but it
+# recurses once per nesting level and knows no limits. It is used when the text cannot
+# nest deeper than the limit and has no anchors (so no aliases). Sound bound: flow
+# collections nest at most once per "[" or "{"; a block collection sits at a column at
+# least (depth - 1) / 2 (a sequence may share its parent mapping's indentation), and
+# only spaces, tabs and the indicators "-", "?", ":" can precede it on its line.
+_PREFIX_OF_LINE = bytes(
+    ord("a") if c in b" \t-?:" else ord("\n") if c in b"\n\r\x85\xa8\xa9" else ord("b")
+    for c in range(256)
+)  # NEL, LS and PS break lines too: their last byte in UTF-8 counts as one
+
+
+def _libyaml_composer_is_safe(text: str | bytes, max_depth: int) -> bool:
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if b"&" in data or data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # anchors; UTF-16
+        return False
+    # Empty "[]" and "{}" hold nothing: of a chain of flow collections only the
+    # innermost may be empty.
+    flow = data.count(b"[") + data.count(b"{") - data.count(b"[]") - data.count(b"{}") + 1
+    run = (max_depth - flow) // 2  # a line prefix this long could nest too deep
+    if run < 1:
+        return False
+    prefixes = data.translate(_PREFIX_OF_LINE)
+    return not prefixes.startswith(b"a" * run) and b"\n" + b"a" * run not in prefixes
+
+
+def _duplicate_text(dup: _DuplicateKey) -> str:
+    key = json.dumps(dup.key) if isinstance(dup.key, str) else str(dup.key)
+    return f"duplicate key {key}{_at(dup.key_node.start_mark)} (first{_at(dup.first.start_mark)})"
+
+
+def _key_path(root: Node, dup: _DuplicateKey) -> str:
+    """The field path of the duplicate key (searched for only on this error)."""
+    stack: list[tuple[Node, str]] = [(root, "")]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node is dup.mapping:
+            return _child(path, dup.key)
+        if isinstance(node, SequenceNode):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
+        elif isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                name = key_node.value if isinstance(key_node, ScalarNode) else "?"
+                stack.append((value_node, _child(path, name)))
+    return ""
+
+
+def _at(mark: Any) -> str:
+    return f" at line {mark.line + 1}, column {mark.column + 1}"
