@@ -23,6 +23,7 @@ from draspeed.api.model import (
     ObjectMeta,
     ResourceClaim,
 )
+from draspeed.cel import check_deadline
 from draspeed.claimset import MAX_RESULTS, ClaimArrays, claim_arrays, render
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 from draspeed.feasibility import DOES_NOT_FIT as F_DOES_NOT_FIT
@@ -76,11 +77,12 @@ class Allocator:
         if not claims:
             return []
         layout, n = self.snapshot.layout_for(node)
-        arrays = claim_arrays(layout, claims)
+        arrays = claim_arrays(layout, claims, deadline)
         error = arrays.node_error[n]
         if error is not None:
             raise AllocationError(render(error, claims))
         assert arrays.problem is not None
+        check_deadline(deadline)
         code, work, picks, chosen, err_alt, err_pos = _core.search_node(
             arrays.problem, n, deadline or 0.0, _state(arrays, layout)
         )
@@ -111,7 +113,13 @@ class Allocator:
                 {},
                 lambda n: [],
             )
-        arrays = claim_arrays(layout, claims)
+        try:
+            arrays = claim_arrays(layout, claims, deadline)
+        except AllocationTimeout as exc:
+            N = len(layout.entries)
+            codes = np.full(N, F_TIMEOUT, dtype=np.int8)
+            errors = dict.fromkeys(range(N), str(exc))
+            return Feasibility(layout.names, codes, np.zeros(N, np.int64), errors, lambda n: [])
         N = len(layout.entries)
         codes = np.full(N, F_ERROR, dtype=np.int8)
         work = np.zeros(N, dtype=np.int64)

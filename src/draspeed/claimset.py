@@ -33,7 +33,7 @@ from draspeed.api.model import (
     DeviceToleration,
     ResourceClaim,
 )
-from draspeed.errors import AllocationError
+from draspeed.errors import AllocationError, AllocationTimeout
 from draspeed.layout import PDN_ERROR, PDN_NO, Layout, unit_of
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
 from draspeed.rules.tolerations import taint_blocks
@@ -113,7 +113,9 @@ def render(text: str, claims: list[ResourceClaim]) -> str:
     return _TOKEN.sub(lambda m: claims[int(m.group(1))].key, text)
 
 
-def claim_arrays(layout: Layout, claims: list[ResourceClaim]) -> ClaimArrays:
+def claim_arrays(
+    layout: Layout, claims: list[ResourceClaim], deadline: float | None = None
+) -> ClaimArrays:
     """The arrays for ``claims`` over ``layout``, built once per claim set and remembered.
 
     The key holds every claim's spec, so a hit is the same question up to names;
@@ -123,7 +125,9 @@ def claim_arrays(layout: Layout, claims: list[ResourceClaim]) -> ClaimArrays:
     with layout._lock:
         found = layout.claim_sets.get(key)
         if found is None:
-            found = ClaimArrays(layout, claims)
+            # A deadline that passes while selectors compile or evaluate raises
+            # AllocationTimeout from here, and nothing half-built is remembered.
+            found = ClaimArrays(layout, claims, deadline)
             if len(layout.claim_sets) >= _CLAIM_SETS_PER_LAYOUT:
                 layout.claim_sets.pop(next(iter(layout.claim_sets)))
             layout.claim_sets[key] = found
@@ -137,8 +141,11 @@ class ClaimArrays:
     (pool gathering, pre-flight); such nodes are not searched.
     """
 
-    def __init__(self, layout: Layout, claims: list[ResourceClaim]) -> None:
+    def __init__(
+        self, layout: Layout, claims: list[ResourceClaim], deadline: float | None = None
+    ) -> None:
         self.layout = layout
+        self.deadline = deadline
         self.snap = snap = layout.snap
         self.claims = claims
         self.features = snap.features
@@ -158,6 +165,8 @@ class ClaimArrays:
         if not self.has_all_mode:
             try:
                 plan = self._preflight(None)
+            except AllocationTimeout:
+                raise  # not an answer about these claims: nothing is remembered
             except AllocationError as exc:
                 self.node_error = [e or str(exc) for e in self.node_error]
                 plan = None
@@ -168,6 +177,8 @@ class ClaimArrays:
                     continue
                 try:
                     plans[n] = self._preflight(n)
+                except AllocationTimeout:
+                    raise
                 except AllocationError as exc:
                     self.node_error[n] = str(exc)
         self.plan = next((p for p in plans if p is not None), None)
@@ -180,6 +191,7 @@ class ClaimArrays:
         self.problem: _core.Problem | None = None
         if self.plan is not None:
             self._build(plans)
+        self.deadline = None  # only the build was bounded by it
 
     # ----------------------------------------------------------------------------------
     # Pre-flight (upstream order)
@@ -417,8 +429,8 @@ class ClaimArrays:
                     f"class {alt.device_class.metadata.name}: selector #{i}: "
                     "CEL expression empty (unsupported selector type?)"
                 )
-            results = snap.selector_results(selector.cel.expression)
-            verdict = snap.evaluate(results, layout.g[pending])
+            results = snap.selector_results(selector.cel.expression, self.deadline)
+            verdict = snap.evaluate(results, layout.g[pending], self.deadline)
             row[pending[verdict == FALSE]] = SEL_NO
             erring = pending[verdict == ERROR]
             row[erring] = SEL_ERROR

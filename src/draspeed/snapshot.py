@@ -29,6 +29,7 @@ from draspeed.api.model import (
     ResourceClaim,
     ResourceSlice,
 )
+from draspeed.cel import check_deadline, compile_selector
 from draspeed.errors import AllocationError, CELCompileError
 from draspeed.features import Features
 from draspeed.layout import node_key
@@ -399,15 +400,17 @@ class Snapshot:
     # Selectors
     # ----------------------------------------------------------------------------------
 
-    def selector_results(self, expression: str) -> SelectorResults:
-        """The (lazily filled) verdicts of one expression; compiles it once."""
+    def selector_results(
+        self, expression: str, deadline: float | None = None
+    ) -> SelectorResults:
+        """The (lazily filled) verdicts of one expression; compiles it once (a deadline
+        that passes first raises AllocationTimeout and caches nothing)."""
         with self._lock:
             found = self._selectors.get(expression)
             if found is None:
-                from draspeed.cel import compile_selector
-
                 try:
-                    found = SelectorResults(self.n_devices, compile_selector(expression), None)
+                    selector = compile_selector(expression, deadline)
+                    found = SelectorResults(self.n_devices, selector, None)
                 except CELCompileError as exc:
                     found = SelectorResults(self.n_devices, None, str(exc))
                 self._selectors[expression] = found
@@ -416,7 +419,9 @@ class Snapshot:
                 found = self._selectors[expression] = found.extended(self.n_devices)
             return found
 
-    def evaluate(self, results: SelectorResults, devices: np.ndarray) -> np.ndarray:
+    def evaluate(
+        self, results: SelectorResults, devices: np.ndarray, deadline: float | None = None
+    ) -> np.ndarray:
         """Verdicts of ``results``' expression for ``devices`` (global indices).
 
         Each chunk of the device table is evaluated at once the first time any of its
@@ -430,8 +435,9 @@ class Snapshot:
                 for k, (start, end, _) in enumerate(self._chunks):
                     if results.verdict[start] != UNKNOWN or start == end:
                         continue
+                    check_deadline(deadline)  # building a chunk's table is not interrupted
                     table = self._chunk_table(k)
-                    match, error, messages = results.selector.evaluate(table)
+                    match, error, messages = results.selector.evaluate(table, deadline=deadline)
                     verdict = np.where(match, TRUE, FALSE).astype(np.uint8)
                     verdict[error] = ERROR
                     results.messages.update((start + row, m) for row, m in messages.items())
