@@ -62,8 +62,8 @@ class NodeBlock:
         self.snap, self.view = snap, view
         self.g = g = np.asarray(view.positions, dtype=np.int64)
         P = self.n = len(g)
-        in_use_g, _, committed_g = snap.allocated_flags()
-        self.in_use = in_use_g[g].astype(np.uint8)
+        in_use, _, committed = snap.holds().flags_at(g)
+        self.in_use = in_use.astype(np.uint8)
         slice_of, index_of = snap.slices_of(g)
         # Positions come in runs of one slice (pools, then slices, in order).
         cuts = np.flatnonzero(np.diff(slice_of)) + 1 if P else np.zeros(0, np.int64)
@@ -85,14 +85,14 @@ class NodeBlock:
         self.multi = multi.astype(np.uint8)
         # A committed share (with or without consumedCapacity) has paid the device's
         # counters and keeps it from being allocated whole (upstream #140437, #140798).
-        self.committed = (committed_g[g] & f.consumable_capacity).astype(np.uint8)
+        self.committed = (committed & f.consumable_capacity).astype(np.uint8)
         consumes = gather("consumes")
         self.counters_blocked = (consumes & (not f.partitionable_devices)).astype(np.uint8)
         self.binding = gather("binding")
         self.tainted = np.flatnonzero(gather("tainted")).tolist()
         # Devices whose own capacity verdict needs a closer look than "fits whole".
         self._policy, self._has_capacity = gather("policy"), gather("has_capacity")
-        policy = self._policy | (committed_g[g] & self._has_capacity)
+        policy = self._policy | (committed & self._has_capacity)
         self.capacity_policies = np.flatnonzero(policy).tolist()
         self._per_device_nodes(snap, view.node, slice_of)
         self._counters(view, facts, f.partitionable_devices)
@@ -113,9 +113,8 @@ class NodeBlock:
             return cls(snap, view)
         block = copy.copy(parent)
         block.snap, block.view = snap, view
-        in_use_g, _, committed_g = snap.allocated_flags()
-        block.in_use = in_use_g[block.g].astype(np.uint8)
-        committed = committed_g[block.g]
+        in_use, _, committed = snap.holds().flags_at(block.g)
+        block.in_use = in_use.astype(np.uint8)
         block.committed = (committed & f.consumable_capacity).astype(np.uint8)
         block.capacity_policies = np.flatnonzero(
             parent._policy | (committed & parent._has_capacity)

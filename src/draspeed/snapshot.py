@@ -148,7 +148,6 @@ class Snapshot:
             self._index_slice(s_idx, rs)
         self._allocated: AllocatedState | None = None
         self._holds: Holds | None = None
-        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._lock = threading.RLock()
         self._nodes: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
         # Node name -> keys (name, labels) that ever had a view, in any version (shared by
@@ -615,7 +614,7 @@ class Snapshot:
         position_pool: list[np.ndarray] = []
         pool_slots: list[list[tuple[str, str]]] = []
         pool_available: list[list[int]] = []
-        allocated = self.allocated_flags()[1]
+        holds = self.holds()
         for p_idx, pool in enumerate(pools):
             slots = [
                 (cs, c) for cs in sorted(pool.counter_sets) for c in sorted(pool.counter_sets[cs])
@@ -623,7 +622,8 @@ class Snapshot:
             available = {slot: pool.counter_sets[slot[0]][slot[1]].nanos for slot in slots}
             if slots:
                 members = np.asarray([*pool.devices, *pool.other_devices], dtype=np.int64)
-                for g in members[allocated[members]].tolist():
+                allocated = holds.flags_at(members)[1]
+                for g in members[allocated].tolist():
                     s_idx, d_idx = self.slice_of(g)
                     for slot, nanos in self.facts(s_idx).consumption(d_idx):
                         if slot in available:  # validated: always, unless the pool is invalid
@@ -661,15 +661,13 @@ class Snapshot:
         """Per device (global index): (exclusively in use, allocated in any way, holds a
         committed share or its capacity); devices are matched by (driver, pool, name)."""
         with self._lock:
-            if self._flags is None:
-                self._flags = self.holds().flags()
-            return self._flags
+            return self.holds().flags()
 
     def holds(self) -> Holds:
         """How many committed claims hold each device, and how (built on first use)."""
         with self._lock:
             if self._holds is None:
-                holds = Holds.empty(self.n_devices)
+                holds = Holds(self.n_devices)
                 consumable = self.features.consumable_capacity
                 touched: set[int] = set()
                 for claim in self._claims.flat().values():
@@ -737,17 +735,21 @@ def derive_allocations(
     child = copy_snapshot(parent)
     child._claims = parent._claims.derive(added, (c.key for c in removed))
     child._allocated = None
-    holds = parent.holds().copy(parent.n_devices)
+    old = parent.holds()
+    holds = old.derive()
     touched: set[int] = set()
     for claim in removed:
         holds.apply(claim_holds(claim, consumable), -1, parent._devices_named, touched)
     for claim in added:
         holds.apply(claim_holds(claim, consumable), 1, parent._devices_named, touched)
     child._holds = holds
-    child._flags = holds.flags()
-    before = parent.allocated_flags()
-    after = child._flags
-    changed = sorted(g for g in touched if any(before[i][g] != after[i][g] for i in range(3)))
+    probe = np.asarray(sorted(touched), dtype=np.int64)
+    before, after = old.flags_at(probe), holds.flags_at(probe)
+    flipped = (before[0] != after[0]) | (before[1] != after[1]) | (before[2] != after[2])
+    changed = probe[flipped].tolist()
+    allocated_flips = {
+        g: bool(a) for g, b, a in zip(probe.tolist(), before[1], after[1], strict=True) if b != a
+    }
     capacity = any(
         kind != EXCLUSIVE for c in (*added, *removed) for _, kind in claim_holds(c, consumable)
     )
@@ -760,7 +762,7 @@ def derive_allocations(
         else [k for name in names for k in parent._view_keys.get(name, ()) if k in child._nodes]
     )
     for key in keys:
-        child._nodes[key] = _patched_view(child, child._nodes[key], before[1], after[1], changed)
+        child._nodes[key] = _patched_view(child, child._nodes[key], allocated_flips)
     if parent._cluster is not None or parent._cluster_from is not None:
         base, earlier, keep = (
             (parent._cluster, set(), True) if parent._cluster is not None else parent._cluster_from  # type: ignore[misc]
@@ -791,22 +793,20 @@ def _nodes_seeing(snap: Snapshot, pools: set[PoolID]) -> tuple[set[str], bool]:
     return names, False
 
 
-def _patched_view(
-    snap: Snapshot, view: NodeView, before: np.ndarray, after: np.ndarray, changed: list[int]
-) -> NodeView:
-    """The view with pool counters left recomputed for devices whose allocation flipped."""
-    flipped = [g for g in changed if before[g] != after[g]]
+def _patched_view(snap: Snapshot, view: NodeView, flips: dict[int, bool]) -> NodeView:
+    """The view with pool counters left recomputed for devices whose allocation flipped
+    (``flips``: device -> allocated now)."""
     available = [list(a) for a in view.pool_available]
-    if flipped and any(view.pool_slots):
+    if flips and any(view.pool_slots):
         where = {p.id: i for i, p in enumerate(view.pools)}
-        for g in flipped:
+        for g, now in flips.items():
             s_idx, d_idx = snap.slice_of(g)
             rs = snap._slice_at[s_idx]
             i = where.get(PoolID(rs.spec.driver, rs.spec.pool.name))
             if i is None or not view.pool_slots[i]:
                 continue
             slot_of = {name: k for k, name in enumerate(view.pool_slots[i])}
-            sign = -1 if after[g] else 1
+            sign = -1 if now else 1
             for slot, nanos in snap.facts(s_idx).consumption(d_idx):
                 k = slot_of.get(slot)
                 if k is not None:
@@ -838,7 +838,9 @@ def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) 
         child._first.append(n)
         n += len(rs.spec.devices)
     child.n_devices = n
-    child._first_arr = np.asarray(child._first, dtype=np.int64)
+    child._first_arr = np.concatenate(
+        [parent._first_arr, np.asarray(child._first[len(parent._first) :], dtype=np.int64)]
+    )
     child._facts = [*parent._facts, *([None] * len(added))]
     # Index lists: copied shallowly, and only the lists a dead slice was on rebuilt.
     child._slices_on_node = defaultdict(list, parent._slices_on_node)
@@ -871,22 +873,21 @@ def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) 
     child._chunks = [*parent._chunks, *new_chunk]
     # Holds: the old devices keep theirs, new devices look theirs up among the claims.
     if parent._holds is not None:
-        holds = parent._holds.copy(n)
+        holds = parent._holds.derive(n)
         state = parent.allocated
         for g in range(parent.n_devices, n):
             device_id = child.device_id(g)
-            holds.exclusive[g] = device_id in state.devices
-            holds.shares[g] = state.has_share(device_id)
-            holds.with_capacity[g] = device_id in state.consumed_capacity
-        for s in dead:  # dead devices hold nothing: no live view can see them
-            first = parent._first[s]
-            end = first + len(parent._slice_at[s].spec.devices)
-            holds.exclusive[first:end] = holds.shares[first:end] = 0
-            holds.with_capacity[first:end] = 0
+            counts = (
+                int(device_id in state.devices),
+                int(state.has_share(device_id)),
+                int(device_id in state.consumed_capacity),
+            )
+            if any(counts):
+                holds.put(g, counts)
+        # Dead devices keep their counts: no live view can see them.
         child._holds = holds
-        child._flags = holds.flags()
     else:
-        child._holds = child._flags = None
+        child._holds = None
     if any(rs.spec.node_name not in parent._slices_on_node for rs in added) or dead:
         child._known = child._known_keys = None  # nodes named by slices may differ
     # Nodes the changed slices target see other pools now; the rest keep their views.

@@ -14,7 +14,6 @@ pieces here let a version share almost everything with its parent:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -88,26 +87,53 @@ def claim_holds(claim: ResourceClaim, consumable_capacity: bool) -> list[tuple[D
     return out
 
 
-@dataclass(slots=True)
 class Holds:
-    """Per device (global index): exclusive holders, shares, shares with capacity."""
+    """Per device (global index): exclusive holders, shares, shares with capacity.
 
-    exclusive: np.ndarray
-    shares: np.ndarray
-    with_capacity: np.ndarray
+    Base arrays shared by every version derived from the one that made them, plus a
+    small overlay of the devices changed since (copied per version); the overlay is
+    folded into new base arrays once it grows past a fraction of them, so an update
+    costs what it touches.
+    """
 
-    @classmethod
-    def empty(cls, n: int) -> Holds:
-        return cls(*(np.zeros(n, dtype=np.int32) for _ in range(3)))
+    __slots__ = ("_base", "_flags", "_over", "n")
 
-    def copy(self, n: int) -> Holds:
-        """A copy sized for ``n`` devices (new devices hold nothing yet)."""
-        out = Holds.empty(n)
-        m = min(n, len(self.exclusive))
-        out.exclusive[:m] = self.exclusive[:m]
-        out.shares[:m] = self.shares[:m]
-        out.with_capacity[:m] = self.with_capacity[:m]
+    def __init__(self, n: int, base: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+        self.n = n
+        self._base = base if base is not None else tuple(np.zeros(n, np.int32) for _ in range(3))
+        self._over: dict[int, tuple[int, int, int]] = {}
+        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def derive(self, n: int | None = None) -> Holds:
+        """A copy to change (for ``n`` devices: new devices hold nothing yet)."""
+        out = Holds.__new__(Holds)
+        out.n = self.n if n is None else n
+        out._base, out._over, out._flags = self._base, dict(self._over), None
+        if len(out._over) > max(4096, out.n // 16):
+            out._fold()
         return out
+
+    def _fold(self) -> None:
+        arrays = tuple(np.zeros(self.n, np.int32) for _ in range(3))
+        m = min(self.n, len(self._base[0]))
+        for mine, theirs in zip(arrays, self._base, strict=True):
+            mine[:m] = theirs[:m]
+        for g, counts in self._over.items():
+            for k in range(3):
+                arrays[k][g] = counts[k]
+        self._base, self._over = arrays, {}
+
+    def get(self, g: int) -> tuple[int, int, int]:
+        found = self._over.get(g)
+        if found is not None:
+            return found
+        if g >= len(self._base[0]):
+            return (0, 0, 0)
+        return (int(self._base[0][g]), int(self._base[1][g]), int(self._base[2][g]))
+
+    def put(self, g: int, counts: tuple[int, int, int]) -> None:
+        self._over[g] = counts
+        self._flags = None
 
     def apply(
         self,
@@ -120,15 +146,36 @@ class Holds:
         for device_id, kind in holds:
             for g in devices_named(device_id):
                 touched.add(g)
+                exclusive, shares, capacity = self.get(g)
                 if kind == EXCLUSIVE:
-                    self.exclusive[g] += sign
+                    exclusive += sign
                 else:
-                    self.shares[g] += sign
+                    shares += sign
                     if kind == SHARE_WITH_CAPACITY:
-                        self.with_capacity[g] += sign
+                        capacity += sign
+                self.put(g, (exclusive, shares, capacity))
+
+    def flags_at(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(exclusively in use, allocated in any way, holds a committed share or capacity)
+        for these devices, without building arrays for all of them."""
+        base_n = len(self._base[0])
+        inside = np.minimum(g, max(base_n - 1, 0))
+        counts = [
+            np.where(g < base_n, b[inside], 0) if base_n else np.zeros(len(g), np.int32)
+            for b in self._base
+        ]
+        if self._over:
+            for i, dev in enumerate(g.tolist()):
+                found = self._over.get(dev)
+                if found is not None:
+                    for k in range(3):
+                        counts[k][i] = found[k]
+        in_use = counts[0] > 0
+        committed = (counts[1] > 0) | (counts[2] > 0)
+        return in_use, in_use | committed, committed
 
     def flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(exclusively in use, allocated in any way, holds a committed share or capacity)."""
-        in_use = self.exclusive > 0
-        committed = (self.shares > 0) | (self.with_capacity > 0)
-        return in_use, in_use | committed, committed
+        """:meth:`flags_at` for every device (built once per version)."""
+        if self._flags is None:
+            self._flags = self.flags_at(np.arange(self.n))
+        return self._flags
