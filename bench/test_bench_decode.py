@@ -1,19 +1,27 @@
 """Bulk decoding: a 12,500-slice ResourceSliceList (100,000 GPUs) from JSON to the model.
 
-Run with ``pytest bench --benchmark-only -k decode``. The JSON-only benchmark is the
-floor (msgspec parsing the same bytes) so the model-building share can be read off;
+Run with ``pytest bench --benchmark-only -k decode``. Two benchmarks split the load
+into its parts: the JSON-only one is the floor (msgspec parsing the same bytes), the
+text one adds the input-limit checks of ``draspeed.api.text`` (nesting depth,
+duplicate keys), so the model-building share is ``load`` minus ``parse_text``.
 ``extra_info["megabytes_per_second"]`` is the file size over the fastest round.
+
+Instruction counts (``valgrind --tool=callgrind``) repeat on a shared machine where
+wall time does not: compare commits with them on a few hundred slices
+(``conftest.resource_slice_list(400)``, ~1.5 MB).
 """
 
 from __future__ import annotations
 
 import gc
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from draspeed.api.text import parse_text
 from draspeed.load import load
 
 pytestmark = pytest.mark.benchmark(group="decode")
@@ -70,6 +78,23 @@ def _json_only(data: bytes) -> object:
         return msgspec.json.decode(data)
     finally:
         gc.enable()
+
+
+def _text_only(data: bytes) -> list[Any]:
+    gc.disable()
+    try:
+        return parse_text(data)
+    finally:
+        gc.enable()
+
+
+def test_bench_parse_text(benchmark: BenchmarkFixture, slice_list_json: Path) -> None:
+    """The text stage of load(): msgspec plus the input-limit checks (GC paused)."""
+    _extra(benchmark, slice_list_json)
+    data = slice_list_json.read_bytes()
+    docs = benchmark.pedantic(_text_only, args=(data,), rounds=3, iterations=1, warmup_rounds=1)
+    _throughput(benchmark, slice_list_json)
+    assert len(docs) == 1 and len(docs[0]["items"]) == 12_500
 
 
 def test_bench_json_parse_floor(benchmark: BenchmarkFixture, slice_list_json: Path) -> None:

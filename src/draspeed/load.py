@@ -9,7 +9,7 @@ of the Kubernetes Python clients (``kubernetes`` models, lightkube and kr8s obje
 JSON takes a fast path (msgspec, with the cyclic garbage collector paused while the
 object trees are built: it would otherwise rescan millions of young containers), and
 ResourceSlice devices of the common shape are built from per-load caches
-(:mod:`draspeed.api.common_devices`). YAML is not tuned for bulk input: even libyaml
+(the compiled ``draspeed._decode``). YAML is not tuned for bulk input: even libyaml
 parses it ~40x slower than msgspec parses the same JSON, so dump big clusters as JSON.
 
 Input limits (keyword arguments of :func:`load`, defaults in :mod:`draspeed.api.text`):
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from draspeed.api.context import Caches
-from draspeed.api.decode import decode_object, lookup, unsupported
+from draspeed.api.decode import decode_known, lookup, unsupported
 from draspeed.api.messages import wrong_type
 from draspeed.api.model import (
     DeviceClass,
@@ -198,7 +198,6 @@ class _Loader:
         self.limits = limits
         self.objects = Objects()
         self.caches = Caches()
-        self.supported: set[tuple[str, str]] = set()  # (apiVersion, kind) pairs seen
 
     def source(self, source: Any) -> None:
         if isinstance(source, os.PathLike):
@@ -265,18 +264,14 @@ class _Loader:
         self.documents(docs, origin)
 
     def documents(self, docs: list[Any], origin: str) -> None:
-        """Documents parsed from JSON/YAML text (builtin types only, see Caches)."""
-        self.caches.exact_types = True
-        try:
-            for i, doc in enumerate(docs):
-                if isinstance(doc, list):
-                    # A top-level JSON/YAML array of objects: each element is a document.
-                    for j, item in enumerate(doc):
-                        self.document(item, f"{origin} document {i + 1} item {j + 1}", None)
-                else:
-                    self.document(doc, origin, i + 1)
-        finally:
-            self.caches.exact_types = False
+        """Documents parsed from JSON/YAML text."""
+        for i, doc in enumerate(docs):
+            if isinstance(doc, list):
+                # A top-level JSON/YAML array of objects: each element is a document.
+                for j, item in enumerate(doc):
+                    self.document(item, f"{origin} document {i + 1} item {j + 1}", None)
+            else:
+                self.document(doc, origin, i + 1)
 
     def document(self, doc: Any, origin: str, index: int | None) -> None:
         where = origin if index is None else f"{origin} document {index}"
@@ -314,17 +309,17 @@ class _Loader:
         if not (type(api_version) is str and type(kind) is str and api_version and kind):
             self.check_type_meta(api_version, kind, where, item)
         assert isinstance(api_version, str) and isinstance(kind, str)
-        if (api_version, kind) not in self.supported:
-            if lookup(api_version, kind) is None:
-                raise InputError(where, f"{_prefix(item)}kind", unsupported(api_version, kind))
-            self.supported.add((api_version, kind))
+        found = lookup(api_version, kind)  # remembered per (apiVersion, kind)
+        if found is None:
+            raise InputError(where, f"{_prefix(item)}kind", unsupported(api_version, kind))
         try:
-            decoded = decode_object(
+            decoded = decode_known(
                 obj,
+                kind,
+                found,
                 validate=self.validate,
                 caches=self.caches,
                 sink=self.objects.warnings,
-                type_meta=(api_version, kind),
             )
         except InputError as exc:
             if hasattr(exc, "add_note"):  # Python >= 3.11

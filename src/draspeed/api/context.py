@@ -46,8 +46,6 @@ class Caches:
         "capacities",
         "checked",
         "dns_labels",
-        "exact_types",
-        "last_capacities",
         "quantities",
     )
 
@@ -69,15 +67,6 @@ class Caches:
         self.dns_labels: set[str] = set()
         # quantity text -> Quantity
         self.quantities: dict[str, Quantity] = {}
-        # True while decoding documents draspeed parsed itself from JSON/YAML text: their
-        # values are exactly str/int/float/bool/None/list/dict, never subclasses, so
-        # equal input is the same input (draspeed.api.common_devices relies on it).
-        self.exact_types = False
-        # (driver, bare quantities?) -> the last capacity map decoded on the common
-        # path: (its input, its keys in order, the decoded map)
-        self.last_capacities: dict[
-            tuple[str, bool], tuple[dict[str, Any], tuple[str, ...], dict[str, DeviceCapacity]]
-        ] = {}
 
 
 def dict_of(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,8 +52,21 @@ _KINDS: dict[str, tuple[dict[str, _Decoder], bool]] = {
 SUPPORTED_KINDS = (*_KINDS, "Node")
 
 
-def lookup(api_version: str, kind: str) -> tuple[_Decoder, str, bool] | None:
+Found = tuple[_Decoder, str, bool]  # (decoder, version, namespaced)
+_found: dict[tuple[str, str], Found] = {}  # supported (apiVersion, kind) pairs seen
+
+
+def lookup(api_version: str, kind: str) -> Found | None:
     """(decoder, version, namespaced) for a supported apiVersion/kind, else None."""
+    found = _found.get((api_version, kind))
+    if found is None:
+        found = _lookup(api_version, kind)
+        if found is not None:
+            _found[(api_version, kind)] = found
+    return found
+
+
+def _lookup(api_version: str, kind: str) -> Found | None:
     if kind == "Node":
         return (decode_node, "v1", False) if api_version == "v1" else None
     group, _, version = api_version.rpartition("/")
@@ -94,20 +107,38 @@ def decode_object(
     ``type_meta`` is ``(apiVersion, kind)`` for items of typed lists, which do not carry
     their own (``raw`` stays the item as given).
     """
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise InputError("object", "", wrong_type("object", obj))
     api_version, kind = (
         type_meta if type_meta is not None else (obj.get("apiVersion"), obj.get("kind"))
     )
-    for key, value in (("apiVersion", api_version), ("kind", kind)):
-        if not isinstance(value, str) or not value:
-            raise InputError(
-                "object", key, required() if value in (None, "") else wrong_type("string", value)
-            )
+    if not (type(api_version) is str and type(kind) is str and api_version and kind):
+        for key, value in (("apiVersion", api_version), ("kind", kind)):
+            if not isinstance(value, str) or not value:
+                raise InputError(
+                    "object",
+                    key,
+                    required() if value in (None, "") else wrong_type("string", value),
+                )
     assert isinstance(api_version, str) and isinstance(kind, str)
     found = lookup(api_version, kind)
     if found is None:
         raise InputError(f"{kind} {_plain_name(obj)}", "apiVersion", unsupported(api_version, kind))
+    return decode_known(obj, kind, found, validate=validate, caches=caches, sink=sink)
+
+
+def decode_known(
+    obj: Mapping[str, Any],
+    kind: str,
+    found: Found,
+    *,
+    validate: bool,
+    caches: Caches | None,
+    sink: list[str] | None,
+) -> DRAObject:
+    """:func:`decode_object` for a mapping whose kind the caller has already looked up
+    (``found = lookup(apiVersion, kind)``): a loader of thousands of list items does
+    that once per kind, not per object."""
     decoder, version, namespaced = found
     ctx = DecodeContext(
         object_name(kind, obj, namespaced=namespaced), validate=validate, caches=caches, sink=sink

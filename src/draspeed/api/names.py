@@ -92,6 +92,8 @@ def check_dns_label(name: str) -> str | None:
 
 def check_dns_subdomain(name: str) -> str | None:
     """Object names, node names, device class names."""
+    if dns_subdomain_ok(name):  # one compiled pass says it is certainly valid
+        return None
     if not name:
         return required()
     if _byte_len(name) > DNS_SUBDOMAIN_MAX:
@@ -115,6 +117,8 @@ def check_driver_name(name: str) -> str | None:
 
 def check_pool_name(name: str) -> str | None:
     """One or more DNS subdomains separated by slashes, at most 253 bytes in total."""
+    if pool_name_ok(name):  # one compiled pass says it is certainly valid
+        return None
     if not name:
         return required()
     if _byte_len(name) > limits.POOL_NAME_MAX_LENGTH:
@@ -210,3 +214,7 @@ def check_attribute_version(value: str) -> str | None:
     if _SEMVER_RE.fullmatch(value) is None:
         return invalid(value, "must be a string compatible with semver.org spec 2.0.0")
     return check_attribute_string(value)
+
+
+# Imported last: the compiled decoder reads this module's limits when it loads.
+from draspeed._decode import dns_subdomain_ok, pool_name_ok  # noqa: E402

@@ -3,8 +3,9 @@
 This is the bulk of any cluster dump, so the per-device and per-attribute loops avoid
 building field paths until something is wrong, and look distinct attribute names,
 attribute values and quantities up in the load's :class:`~draspeed.api.context.Caches`;
-devices of the common shape do not even come here but are built by
-:mod:`draspeed.api.common_devices` from those caches.
+devices of the common shape do not even come here but are built by the compiled
+:func:`draspeed._decode.decode_common_devices` from those caches, and the node and
+pool names (unique per slice) pass compiled syntax predicates before the checks.
 
 Version differences handled here:
 
@@ -19,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from draspeed._decode import decode_common_devices, dns_subdomain_ok, pool_name_ok
 from draspeed.api import limits, names
 from draspeed.api.common import decode_metadata, decode_node_selector, decode_taint
-from draspeed.api.common_devices import decode_common_devices
 from draspeed.api.context import Caches, DecodeContext, DraspeedWarning, child, dict_of
 from draspeed.api.messages import (
     duplicate,
@@ -148,7 +149,8 @@ def _decode_pool(ctx: DecodeContext, spec: Mapping[str, Any]) -> ResourcePool:
         count = ctx.opt_int(raw, "resourceSliceCount", "spec.pool") or 0
     pool = ResourcePool(name=name, generation=generation, resource_slice_count=count)
     if ctx.validate:
-        ctx.check("pool", pool.name, names.check_pool_name, "spec.pool.name")
+        if not pool_name_ok(pool.name):
+            ctx.check("pool", pool.name, names.check_pool_name, "spec.pool.name")
         if pool.resource_slice_count <= 0:
             ctx.fail(
                 "spec.pool.resourceSliceCount",
@@ -180,7 +182,8 @@ def _check_node_selection(
             ctx.fail(
                 "spec.nodeName", invalid("", "must be either unset or set to a non-empty string")
             )
-        ctx.check("node", node_name, names.check_dns_subdomain, "spec.nodeName")
+        if not dns_subdomain_ok(node_name):
+            ctx.check("node", node_name, names.check_dns_subdomain, "spec.nodeName")
         chosen.append("`nodeName`")
     if node_selector is not None:
         if len(node_selector.node_selector_terms) != 1:
@@ -255,7 +258,8 @@ def _decode_devices(
     bare_capacity: bool,
 ) -> list[Device]:
     """The device list: the common shape from the load's caches
-    (:mod:`draspeed.api.common_devices`), anything else through :func:`_decode_device`."""
+    (:func:`draspeed._decode.decode_common_devices`), anything else through
+    :func:`_decode_device`."""
     key_names = ctx.caches.attribute_names.get(driver)
     if key_names is None:
         key_names = ctx.caches.attribute_names[driver] = {}
@@ -278,7 +282,7 @@ def _decode_device(
 ) -> Device:
     """Device ``i``, every field checked (errors name its path). Distinct attribute
     names, attribute values and quantities are memoised in the load's caches, which is
-    what lets :func:`~draspeed.api.common_devices.decode_common_devices` take the next
+    what lets :func:`~draspeed._decode.decode_common_devices` take the next
     device of the same shape without this function."""
     caches = ctx.caches
     validate = ctx.validate

@@ -26,7 +26,6 @@ field path and the message; the loader prefixes the file name.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +44,8 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
+
+from draspeed._decode import count_members, json_text_shape
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB per file or standard input
 # Kubernetes objects nest about 10 levels deep, opaque driver parameters a few more;
@@ -109,16 +110,12 @@ def _decode_json(text: str | bytes, limits: Limits) -> Any:
         raise TextError(None, "", f"not valid Unicode text: {exc.reason}") from exc
     except RecursionError as exc:  # deeper than the interpreter lets msgspec follow
         raise TextError(None, "", _too_deep(limits.max_depth)) from exc
-    # The same tokens, one value per line, indented one space per level: nesting shows
-    # as indentation and every key (duplicates too) as '"key": ' -- found by C-speed
-    # byte searches instead of a walk over the objects.
-    layout = msgspec.json.format(text, indent=1)
-    if isinstance(layout, str):
-        layout = layout.encode("utf-8")
-    if json_depth_exceeds(layout, limits.max_depth):
+    # One compiled pass over the text gives its nesting depth and how many keys it
+    # writes; fewer keys in the decoded objects means a key was given twice.
+    too_deep, members = json_text_shape(text, limits.max_depth)
+    if too_deep:
         raise TextError(None, "", _too_deep(limits.max_depth))
-    written = _key_count(layout, b'": ')
-    if written is None or written != _key_count(msgspec.json.encode(doc), b'":'):
+    if members != count_members(doc):
         _raise_json_duplicate(text)
     return doc
 
@@ -129,34 +126,6 @@ def _utf8_error(data: bytes) -> str:
     except UnicodeDecodeError as exc:
         return f"invalid UTF-8 at byte {exc.start}: {exc.reason}"
     return "invalid UTF-8"
-
-
-def json_depth_exceeds(layout: bytes, limit: int) -> bool:
-    """Whether collections nest more than ``limit`` deep, from ``msgspec.json.format(
-    data, indent=1)`` (a value inside k collections is indented k spaces)."""
-    margin = b"\n" + b" " * limit
-    if margin + b" " in layout:
-        return True
-    if margin not in layout:
-        return False
-    # Values at exactly the limit: too deep only if one of them is a collection (empty:
-    # a collection with values would have indented them further).
-    pattern = rb'\n {%d}(?:"(?:[^"\\]|\\.)*": )?[\[{]' % limit
-    return re.search(pattern, layout) is not None
-
-
-def _key_count(text: bytes, separator: bytes) -> int | None:
-    """Object keys in the JSON ``text`` (compact, or one value per line), or None when
-    the count cannot tell.
-
-    Each key's closing quote is followed by ``separator``; inside a string a quote is
-    always escaped, so a backslash before it marks string content -- unless that
-    backslash is itself escaped, which the count leaves to the exact check.
-    """
-    in_strings = text.count(b"\\" + separator)
-    if in_strings and b"\\\\" + separator in text:
-        return None
-    return text.count(separator) - in_strings
 
 
 def _raise_json_duplicate(data: str | bytes) -> None:
