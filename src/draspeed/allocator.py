@@ -127,6 +127,8 @@ class Allocator:
         rows = np.full(N, -1, dtype=np.int64)
         out: dict[str, Any] = {}
         searched = arrays.searchable
+        if layout.stale:  # nodes whose pools changed since the layout: asked one by one
+            searched = searched[~np.isin(searched, list(layout.stale))]
         if arrays.problem is not None and len(searched):
             out = _core.search_nodes(
                 arrays.problem, deadline or 0.0, searched, _state(arrays, layout)
@@ -153,13 +155,46 @@ class Allocator:
                 n = int(searched[j])
                 error = _Outcome.from_row(arrays, claims, n, out, j).error()
                 errors[n] = str(error)
+        alone = self._stale_nodes(layout, claims, deadline, codes, work, errors)
         share_id = self.share_id
 
         def results(n: int) -> list[AllocationResult]:
+            if n in alone:
+                return [_copy_result(r, share_id) for r in alone[n]]
             outcome = _Outcome.from_row(arrays, claims, n, out, int(rows[n]))
             return outcome.results(share_id)
 
         return Feasibility(layout.names, codes, work, errors, results)
+
+    def _stale_nodes(
+        self,
+        layout: Layout,
+        claims: list[ResourceClaim],
+        deadline: float | None,
+        codes: np.ndarray,
+        work: np.ndarray,
+        errors: dict[int, str],
+    ) -> dict[int, list[AllocationResult]]:
+        """Nodes whose pools changed after the layout was made: each asked on its own
+        (their results, by node index)."""
+        found: dict[int, list[AllocationResult]] = {}
+        for n in sorted(layout.stale):
+            node = layout.entries[n].node
+            errors.pop(n, None)
+            try:
+                results = self.allocate(claims, node, deadline=deadline)
+            except AllocationTimeout as exc:
+                codes[n], errors[n] = F_TIMEOUT, str(exc)
+            except NodeAllocationError as exc:
+                codes[n], errors[n] = F_NODE_ERROR, str(exc)
+            except AllocationError as exc:
+                codes[n], errors[n] = F_ERROR, str(exc)
+            else:
+                codes[n] = F_DOES_NOT_FIT if results is None else F_FITS
+                if results is not None:
+                    found[n] = results
+            work[n] = self.last_stats.num_allocate_one_invocations
+        return found
 
     def _nodes(self, nodes: Sequence[Node | str] | None) -> list[Node]:
         if nodes is None:

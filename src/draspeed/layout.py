@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -358,6 +359,9 @@ class Layout:
             count=len(self.entries),
         )
         self._lock = threading.RLock()
+        # Nodes whose rows are out of date (their pools changed in a later version):
+        # searched on their own, never through these arrays.
+        self.stale: frozenset[int] = frozenset()
         self.claim_sets: dict[bytes, Any] = {}  # claims signature -> claimset.ClaimArrays
         self._codes: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
         self._concatenate()
@@ -443,7 +447,12 @@ class Layout:
         self.state = (self.in_use, self.committed, self.slot_available)
 
     def derive(
-        self, snap: Snapshot, changed: set[str] | None, *, keep_claim_arrays: bool
+        self,
+        snap: Snapshot,
+        changed: set[str] | None,
+        *,
+        keep_claim_arrays: bool,
+        stale: Iterable[str] = (),
     ) -> Layout:
         """This layout for a later version of the cluster in which only the nodes named
         in ``changed`` had their committed state change (None: any node may have).
@@ -453,16 +462,28 @@ class Layout:
         arrays carry over when ``keep_claim_arrays`` (they do not depend on that state),
         and are searched with this layout's ``state``.  If a node's positions or units
         changed after all, the layout is laid out anew.
+
+        Nodes named in ``stale`` see other pools now (a slice update): their rows are
+        left as they were and they are searched on their own (:attr:`stale`), until
+        more than a twentieth of the nodes are, when the layout is laid out anew.
         """
         if changed is None:
             return Layout(snap, self.nodes, self.key)
+        gone = set(self.stale)
+        for name in stale:
+            gone.update(self.named.get(name, ()))
+        if len(gone) > max(64, len(self.entries) // 20):
+            return Layout(snap, self.nodes, self.key)
         new = copy.copy(self)
+        new.stale = frozenset(gone)
         new.snap = snap
         new._lock = threading.RLock()
         new.entries = list(self.entries)
         in_use, committed, available = (a.copy() for a in self.state)
         policies = set(self.capacity_policies)
         for n in sorted(n for name in changed for n in self.named.get(name, ())):
+            if n in new.stale:
+                continue
             entry = self.entries[n]
             if entry.block is None:
                 return Layout(snap, self.nodes, self.key)

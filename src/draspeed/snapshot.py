@@ -16,7 +16,7 @@ import threading
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -161,9 +161,8 @@ class Snapshot:
         self._known_keys: set[Any] | None = None
         self._known_key_tuple: tuple[Any, ...] = ()
         self._cluster: Layout | None = None
-        # Set on a version derived for allocations or classes: (parent's cluster layout,
-        # names of the nodes whose state changed, whether claim arrays carry over).
-        self._cluster_from: tuple[Layout, set[str] | None, bool] | None = None
+        # Set on a derived version: how to make its cluster layout from an earlier one.
+        self._cluster_from: PendingLayout | None = None
 
     def _index_slice(self, s_idx: int, rs: ResourceSlice) -> None:
         if rs.spec.node_name:
@@ -264,12 +263,17 @@ class Snapshot:
     def _derive_plain(self, *, keep_claim_arrays: bool = True) -> Snapshot:
         """A version sharing everything with this one (caches included)."""
         child = copy_snapshot(self)
-        if self._cluster is not None:
-            child._cluster_from = (self._cluster, set(), keep_claim_arrays)
-        elif self._cluster_from is not None:
-            parent, changed, keep = self._cluster_from
-            child._cluster_from = (parent, changed, keep and keep_claim_arrays)
+        pending = self._pending_layout()
+        if pending is not None:
+            child._cluster_from = replace(pending, keep=pending.keep and keep_claim_arrays)
         return child
+
+    def _pending_layout(self) -> PendingLayout | None:
+        """What a derived version starts its cluster layout from: this version's layout,
+        or the one this version would itself have derived its own from."""
+        if self._cluster is not None:
+            return PendingLayout(self._cluster, set(), True, set())
+        return self._cluster_from
 
     def _count_devices(self, slices: Iterable[int]) -> int:
         return sum(len(self._slice_at[s].spec.devices) for s in slices)
@@ -343,7 +347,9 @@ class Snapshot:
         key = node_key(node)
         if key in self._known_nodes()[2]:
             cluster = self.cluster_layout()
-            return cluster, cluster.index[key]
+            n = cluster.index[key]
+            if n not in cluster.stale:
+                return cluster, n
         return self.layout([node]), 0
 
     def cluster_layout(self) -> Layout:
@@ -352,10 +358,12 @@ class Snapshot:
         with self._lock:
             found = self._cluster
             if found is None:
-                if self._cluster_from is not None:
-                    parent, changed, keep = self._cluster_from
-                    found = parent.derive(self, changed, keep_claim_arrays=keep)
-                    self._cluster_from = None
+                pending = self._cluster_from
+                self._cluster_from = None
+                if pending is not None and pending.base.key == self._known_nodes()[1]:
+                    found = pending.base.derive(
+                        self, pending.changed, keep_claim_arrays=pending.keep, stale=pending.stale
+                    )
                     self._layouts[found.key] = found
                 else:
                     from draspeed.layout import Layout
@@ -712,6 +720,19 @@ def _missing_counter(snap: Snapshot, pool: PoolView, devices: list[int]) -> str:
 # --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class PendingLayout:
+    """How a derived version makes its cluster layout from an earlier version's:
+    ``changed``, nodes whose committed state changed (None: any may have); ``keep``,
+    whether claim arrays carry over; ``stale``, nodes whose pools changed (searched on
+    their own from then on)."""
+
+    base: Layout
+    changed: set[str] | None
+    keep: bool
+    stale: set[str]
+
+
 def copy_snapshot(parent: Snapshot) -> Snapshot:
     """A version sharing the parent's immutable parts and caches; its own lock and
     its own (empty) layouts. Callers then change what their update changes."""
@@ -763,12 +784,14 @@ def derive_allocations(
     )
     for key in keys:
         child._nodes[key] = _patched_view(child, child._nodes[key], allocated_flips)
-    if parent._cluster is not None or parent._cluster_from is not None:
-        base, earlier, keep = (
-            (parent._cluster, set(), True) if parent._cluster is not None else parent._cluster_from  # type: ignore[misc]
+    pending = parent._pending_layout()
+    if pending is not None:
+        child._cluster_from = PendingLayout(
+            pending.base,
+            None if (everywhere or pending.changed is None) else pending.changed | names,
+            pending.keep and not capacity,
+            pending.stale,
         )
-        all_changed = None if (everywhere or earlier is None) else earlier | names
-        child._cluster_from = (base, all_changed, keep and not capacity)
     return child
 
 
@@ -888,8 +911,11 @@ def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) 
         child._holds = holds
     else:
         child._holds = None
-    if any(rs.spec.node_name not in parent._slices_on_node for rs in added) or dead:
-        child._known = child._known_keys = None  # nodes named by slices may differ
+    named_before = {rs.spec.node_name for rs in (parent._slice_at[s] for s in dead)}
+    if any(rs.spec.node_name not in parent._slices_on_node for rs in added) or any(
+        name and name not in child._slices_on_node for name in named_before
+    ):
+        child._known = child._known_keys = None  # the nodes named by slices differ
     # Nodes the changed slices target see other pools now; the rest keep their views.
     # Nodes that see a changed pool (in this version or the last) are gathered again.
     touched = [*added, *(parent._slice_at[s] for s in dead)]
@@ -898,8 +924,13 @@ def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) 
     after, everywhere_after = _nodes_seeing(child, pools)
     if everywhere_before or everywhere_after:
         child._nodes = {}
-    else:
-        for target in before | after:
-            for key in parent._view_keys.get(target, ()):
-                child._nodes.pop(key, None)
+        return child
+    for target in before | after:
+        for key in parent._view_keys.get(target, ()):
+            child._nodes.pop(key, None)
+    # The cluster layout carries over: those nodes are searched on their own until
+    # enough of them have changed to lay the cluster out anew.
+    pending = parent._pending_layout()
+    if pending is not None:
+        child._cluster_from = replace(pending, stale=pending.stale | before | after)
     return child
