@@ -16,8 +16,6 @@ import yaml
 from draspeed.analysis.cli import main
 from draspeed.generate import generate
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -162,8 +160,9 @@ def _command() -> list[str]:
 
 
 def test_command_in_a_subprocess(cluster: Path, claim: Path) -> None:
+    # The environment as it is: the installed package when there is one (CI), else
+    # whatever this test process imports (a development tree on PYTHONPATH).
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     done = subprocess.run(
         [*_command(), "-f", str(cluster), "--template", str(claim), "-o", "json"],
         capture_output=True,
