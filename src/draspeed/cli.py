@@ -167,24 +167,11 @@ def _add_allocate(sub: Any) -> None:
         "input order (as one pod's claims), on --node. Claims with status.allocation are "
         "in-use state. Prints the claims with status.allocation filled.",
     )
-    p.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="YAML/JSON file or directory with Kubernetes objects; '-' reads stdin; repeatable",
-    )
+    _add_inputs(p, claims=False)
     p.add_argument(
         "--node", required=True, help="node to allocate on (a Node in the input, or a bare name)"
     )
     p.add_argument("-o", "--output", choices=("yaml", "json", "table"), default="yaml")
-    p.add_argument(
-        "--feature-gates",
-        type=_feature_gates,
-        default=Features(),
-        help="e.g. DRAAdminAccess=false,DRAPrioritizedList=true (default: all DRA gates on)",
-    )
     p.add_argument(
         "--engine",
         choices=ENGINES,
@@ -196,14 +183,6 @@ def _add_allocate(sub: Any) -> None:
         type=parse_duration,
         default=None,
         help="give up after this long (e.g. 10s), as kube-scheduler's filter timeout does",
-    )
-    p.add_argument(
-        "--validate",
-        type=_boolean,
-        default=True,
-        metavar="true|false",
-        help="check objects against the API's validation rules first (default true); "
-        "false feeds the allocator what it is given, as upstream's own tests do",
     )
     p.add_argument(
         "--stats",
