@@ -330,14 +330,15 @@ class Snapshot:
         from draspeed.layout import Layout
 
         key = tuple(node_key(n) for n in nodes)
+        known = self._known_nodes()[1]
+        if key == known:  # the known nodes: kept apart (hashing their key is not free)
+            return self.cluster_layout()
         with self._lock:
             found = self._layouts.get(key)
             if found is None:
                 found = Layout(self, list(nodes), key)
-                if len(self._layouts) >= _LAYOUTS_KEPT:
-                    # Keep the known nodes' layout; forget the oldest other one.
-                    victim = next((k for k in self._layouts if len(k) == 1), None)
-                    self._layouts.pop(victim if victim is not None else next(iter(self._layouts)))
+                if len(self._layouts) >= _LAYOUTS_KEPT:  # forget the oldest
+                    self._layouts.pop(next(iter(self._layouts)))
                 self._layouts[key] = found
             return found
 
@@ -360,17 +361,16 @@ class Snapshot:
             if found is None:
                 pending = self._cluster_from
                 self._cluster_from = None
-                if pending is not None and pending.base.key == self._known_nodes()[1]:
+                nodes, keys, _ = self._known_nodes()
+                # Same nodes: usually the very same key object, so this costs nothing.
+                if pending is not None and (pending.base.key is keys or pending.base.key == keys):
                     found = pending.base.derive(
                         self, pending.changed, keep_claim_arrays=pending.keep, stale=pending.stale
                     )
-                    self._layouts[found.key] = found
                 else:
                     from draspeed.layout import Layout
 
-                    nodes, keys, _ = self._known_nodes()
-                    found = self._layouts.get(keys) or Layout(self, nodes, keys)
-                    self._layouts[keys] = found
+                    found = Layout(self, nodes, keys)
                 self._cluster = found
             return found
 
