@@ -225,8 +225,8 @@ class Snapshot:
         for claim in new:
             if claim.status.allocation is None:
                 raise ValueError(f"claim {claim.key} has no status.allocation to add")
-        flat = self._claims.flat()
-        replaced = [flat[c.key] for c in new if c.key in flat]
+        # Looked up along the chain of changes: no copy of every claim per version.
+        replaced = [found for c in new if (found := self._claims.get(c.key)) is not None]
         return derive_allocations(self, new, replaced)
 
     def remove_allocated(
@@ -235,8 +235,8 @@ class Snapshot:
         """A new version without these allocated claims (claims or ``namespace/name`` keys)."""
         items = [claims] if isinstance(claims, (ResourceClaim, str)) else list(claims)
         keys = {c if isinstance(c, str) else c.key for c in items}
-        flat = self._claims.flat()
-        return derive_allocations(self, [], [flat[k] for k in keys if k in flat])
+        held = [found for k in keys if (found := self._claims.get(k)) is not None]
+        return derive_allocations(self, [], held)
 
     def update_classes(
         self, added: Sequence[DeviceClass] = (), removed: Sequence[DeviceClass | str] = ()

@@ -58,8 +58,20 @@ class ClaimLog:
             self._flat, self._parent, self._depth = out, None, 0
         return self._flat
 
+    def get(self, key: str) -> ResourceClaim | None:
+        """The claim with this key, found along the chain (no flat copy is made)."""
+        node = self
+        while node._flat is None:
+            if key in node._added:
+                return node._added[key]
+            if key in node._removed:
+                return None
+            assert node._parent is not None
+            node = node._parent
+        return node._flat.get(key)
+
     def __contains__(self, key: str) -> bool:
-        return key in self.flat()
+        return self.get(key) is not None
 
     def __len__(self) -> int:
         return len(self.flat())
