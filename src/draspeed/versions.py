@@ -49,12 +49,21 @@ class ClaimLog:
         return child
 
     def flat(self) -> dict[str, ResourceClaim]:
-        """Key -> claim, in order; computed once, after which the chain is dropped."""
+        """Key -> claim, in order; computed once, after which the chain is dropped. Only
+        this link gets a copy: the changes along the chain are replayed onto the nearest
+        link that has one (flattening every ancestor would copy every claim per link)."""
         if self._flat is None:
-            assert self._parent is not None
-            base = self._parent.flat()
-            out = {k: c for k, c in base.items() if k not in self._removed}
-            out.update(self._added)
+            chain: list[ClaimLog] = []
+            node: ClaimLog = self
+            while node._flat is None:
+                chain.append(node)
+                assert node._parent is not None
+                node = node._parent
+            out = dict(node._flat)
+            for link in reversed(chain):
+                for key in link._removed:
+                    out.pop(key, None)
+                out.update(link._added)
             self._flat, self._parent, self._depth = out, None, 0
         return self._flat
 
