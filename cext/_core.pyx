@@ -994,13 +994,6 @@ def search_node(Problem pb not None, int n, double deadline=0.0, state=None):
         _free_scratch(&s)
 
 
-def search(Problem pb not None, double deadline=0.0):
-    """Search a one-node problem: ``search_node(pb, 0, deadline)``."""
-    if pb.n_nodes != 1:
-        raise ValueError(f"search() takes a one-node problem; this one has {pb.n_nodes} nodes")
-    return search_node(pb, 0, deadline)
-
-
 cdef bint _monotonic(const int32_t[::1] ptr):
     cdef Py_ssize_t i
     if ptr.shape[0] == 0 or ptr[0] != 0:

@@ -53,21 +53,12 @@ def search_node(
     chosen subrequest per request, erroring alternative, erroring position)."""
     ...
 
-def search(
-    pb: Problem, deadline: float = 0.0
-) -> tuple[int, int, list[list[tuple[int, int]]], list[int], int, int]:
-    """A one-node problem, as search_node(pb, 0): (outcome, work, picks per claim as
-    (alternative, position), chosen subrequest per request, erroring alternative,
-    erroring position)."""
-    ...
-
 __all__ = [
     "CAP",
     "OUTCOME",
     "OUTCOME_NAMES",
     "SEL",
     "Problem",
-    "search",
     "search_node",
     "search_nodes",
 ]

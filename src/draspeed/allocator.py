@@ -78,7 +78,7 @@ class Allocator:
             return []
         layout, n = self.snapshot.layout_for(node)
         arrays = claim_arrays(layout, claims, deadline)
-        error = arrays.node_error[n]
+        error = arrays.node_errors.get(n)
         if error is not None:
             raise AllocationError(render(error, claims))
         assert arrays.problem is not None

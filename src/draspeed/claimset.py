@@ -137,7 +137,7 @@ def claim_arrays(
 class ClaimArrays:
     """The claims-dependent half of a Problem, over every node of a layout.
 
-    ``node_error[n]`` is the error upstream would return on node n before searching
+    ``node_errors[n]`` is the error upstream would return on node n before searching
     (pool gathering, pre-flight); such nodes are not searched.
     """
 
@@ -150,7 +150,7 @@ class ClaimArrays:
         self.claims = claims
         self.features = snap.features
         N = len(layout.entries)
-        self.node_error: list[str | None] = [e.error for e in layout.entries]
+        node_error: list[str | None] = [e.error for e in layout.entries]
         # Selector verdict rows, shared by alternatives with the same class and selectors.
         self._rows: list[tuple[np.ndarray, dict[int, SelectorFailure]]] = []
         self._row_of: dict[Any, int] = {}
@@ -168,7 +168,7 @@ class ClaimArrays:
             except AllocationTimeout:
                 raise  # not an answer about these claims: nothing is remembered
             except AllocationError as exc:
-                self.node_error = [e or str(exc) for e in self.node_error]
+                node_error = [e or str(exc) for e in node_error]
                 plan = None
             plans = [plan] * N
         else:
@@ -180,11 +180,11 @@ class ClaimArrays:
                 except AllocationTimeout:
                     raise
                 except AllocationError as exc:
-                    self.node_error[n] = str(exc)
+                    node_error[n] = str(exc)
         self.plan = next((p for p in plans if p is not None), None)
-        self.node_errors = {n: e for n, e in enumerate(self.node_error) if e is not None}
+        self.node_errors = {n: e for n, e in enumerate(node_error) if e is not None}
         self.searchable = np.asarray(
-            [n for n in range(N) if self.node_error[n] is None], dtype=np.int32
+            [n for n in range(N) if node_error[n] is None], dtype=np.int32
         )
         self.results: dict[Any, list[AllocationResult]] = {}
         self.share_use: dict[tuple[int, int], dict[str, Quantity]] = {}
@@ -529,7 +529,7 @@ class ClaimArrays:
         all_ptr = [0]
         all_pos: list[int] = []
         for n in range(N):
-            node_plan = plans[n] if plans[n] is not None and self.node_error[n] is None else None
+            node_plan = plans[n] if n not in self.node_errors else None
             for a, alt in enumerate(alts):
                 if alt.all_mode:
                     listed = node_plan.all_positions[a] if node_plan is not None else []

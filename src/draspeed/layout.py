@@ -16,6 +16,7 @@ import math
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -127,22 +128,14 @@ class NodeBlock:
         block.needs_exact = bool((block.slot_spread + block.slot_charges >= _INT64_SAFE).any())
         return block
 
-    @property
+    @cached_property
     def devices(self) -> list[Device]:
         """The devices at the positions (model objects; built on first use)."""
-        found = self.__dict__.get("_devices")
-        if found is None:
-            snap = self.snap
-            found = self.__dict__["_devices"] = [snap.device(g) for g in self.g.tolist()]
-        return found
+        return [self.snap.device(g) for g in self.g.tolist()]
 
-    @property
+    @cached_property
     def ids(self) -> list[DeviceID]:
-        found = self.__dict__.get("_ids")
-        if found is None:
-            snap = self.snap
-            found = self.__dict__["_ids"] = [snap.device_id(g) for g in self.g.tolist()]
-        return found
+        return [self.snap.device_id(g) for g in self.g.tolist()]
 
     def _per_device_nodes(self, snap: Snapshot, node: Node, slice_of: np.ndarray) -> None:
         """Each device's own node selection (perDeviceNodeSelection slices) on this node."""

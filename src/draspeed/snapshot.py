@@ -388,9 +388,6 @@ class Snapshot:
         s = np.searchsorted(self._first_arr, g, side="right") - 1
         return s, g - self._first_arr[s]
 
-    def first_device(self, s_idx: int) -> int:
-        return self._first[s_idx]
-
     def device(self, g: int) -> Device:
         s, d = self.slice_of(g)
         return self._slice_at[s].spec.devices[d]
@@ -665,12 +662,6 @@ class Snapshot:
             found = self._facts[s_idx] = SliceFacts(self._slice_at[s_idx])
         return found
 
-    def allocated_flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per device (global index): (exclusively in use, allocated in any way, holds a
-        committed share or its capacity); devices are matched by (driver, pool, name)."""
-        with self._lock:
-            return self.holds().flags()
-
     def holds(self) -> Holds:
         """How many committed claims hold each device, and how (built on first use)."""
         with self._lock:
@@ -834,15 +825,7 @@ def _patched_view(snap: Snapshot, view: NodeView, flips: dict[int, bool]) -> Nod
                 k = slot_of.get(slot)
                 if k is not None:
                     available[i][k] += sign * nanos
-    out = NodeView(
-        node=view.node,
-        pools=view.pools,
-        any_invalid=view.any_invalid,
-        positions=view.positions,
-        position_pool=view.position_pool,
-        pool_slots=view.pool_slots,
-        pool_available=available,
-    )
+    out = replace(view, pool_available=available, cache={})
     block = view.cache.get("block")
     if block is not None:
         out.cache["block_from"] = block

@@ -117,19 +117,18 @@ class Holds:
     costs what it touches.
     """
 
-    __slots__ = ("_base", "_flags", "_over", "n")
+    __slots__ = ("_base", "_over", "n")
 
     def __init__(self, n: int, base: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
         self.n = n
         self._base = base if base is not None else tuple(np.zeros(n, np.int32) for _ in range(3))
         self._over: dict[int, tuple[int, int, int]] = {}
-        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def derive(self, n: int | None = None) -> Holds:
         """A copy to change (for ``n`` devices: new devices hold nothing yet)."""
         out = Holds.__new__(Holds)
         out.n = self.n if n is None else n
-        out._base, out._over, out._flags = self._base, dict(self._over), None
+        out._base, out._over = self._base, dict(self._over)
         if len(out._over) > max(4096, out.n // 16):
             out._fold()
         return out
@@ -154,7 +153,6 @@ class Holds:
 
     def put(self, g: int, counts: tuple[int, int, int]) -> None:
         self._over[g] = counts
-        self._flags = None
 
     def apply(
         self,
@@ -194,9 +192,3 @@ class Holds:
         in_use = counts[0] > 0
         committed = (counts[1] > 0) | (counts[2] > 0)
         return in_use, in_use | committed, committed
-
-    def flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`flags_at` for every device (built once per version)."""
-        if self._flags is None:
-            self._flags = self.flags_at(np.arange(self.n))
-        return self._flags

@@ -4,11 +4,11 @@ Run as ``python -m draspeed.testing.core_fuzz --iterations N --seed S [--core SO
 It captures the arrays real ``allocate`` calls hand to ``_core.Problem`` (the
 scenarios of the corpora given with ``--cases``), then mutates them -- values,
 lengths, pointer arrays, dtypes, flags, deadlines -- and calls ``Problem(...)`` and
-``search(...)``. The contract:
+``search_nodes(...)``. The contract:
 
 - ``Problem`` accepts the arrays or raises ``ValueError`` (its shape checks; a
   buffer of the wrong dtype is a ``ValueError`` too);
-- whatever ``Problem`` accepts, ``search`` searches without crashing and returns a
+- whatever ``Problem`` accepts, ``search_nodes`` searches without crashing and returns a
   well-formed answer (known outcome; picks within the arrays);
 - arrays ``Problem`` accepts keep every pointer array monotonic and within the array
   it points into, since the search indexes with them unchecked.
