@@ -406,6 +406,7 @@ cdef struct Scratch:
     uint8_t *res_charged
     int32_t *res_n
     int32_t *chosen_sub      # request: chosen subrequest index
+    void *block              # the one allocation all of the above point into
     # bookkeeping
     int64_t work
     int64_t deadline_ns      # CLOCK_MONOTONIC; 0 = none
@@ -736,37 +737,49 @@ cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
     return NOT_FOUND
 
 
+cdef inline Py_ssize_t _carve(Py_ssize_t at, Py_ssize_t n, size_t size) noexcept nogil:
+    """The offset after a part of n items of ``size`` bytes, kept 8-byte aligned."""
+    return at + ((max(n, 1) * <Py_ssize_t>size + 7) & ~(<Py_ssize_t>7))
+
+
 cdef void _alloc_scratch(Scratch *s, Problem pb, Py_ssize_t max_p) except *:
     """Zeroed scratch for searching nodes of up to ``max_p`` positions (a search leaves
-    it zeroed again, so one allocation serves node after node)."""
+    it zeroed again, so one allocation serves node after node). One block for all
+    parts: a one-node call pays one calloc, not twelve."""
     cdef Py_ssize_t C = pb.n_claims, R = pb.req_has_subs.shape[0]
-    s.by_claim = <uint8_t*>_zeroed(C * max_p, sizeof(uint8_t))
-    s.by_any = <int32_t*>_zeroed(max_p, sizeof(int32_t))
-    s.shared_n = <int32_t*>_zeroed(max_p, sizeof(int32_t))
-    s.consumed = <int64_t*>_zeroed(pb.slot_available.shape[0], sizeof(int64_t))
-    s.cap_used = <int64_t*>_zeroed(pb.cap_room.shape[0], sizeof(int64_t))
-    s.code_count = <int32_t*>_zeroed(pb.n_codes, sizeof(int32_t))
-    s.con_added = <int32_t*>_zeroed(pb.n_constraints, sizeof(int32_t))
-    s.res_alt = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
-    s.res_pos = <int32_t*>_zeroed(C * MAX_RESULTS, sizeof(int32_t))
-    s.res_charged = <uint8_t*>_zeroed(C * MAX_RESULTS, sizeof(uint8_t))
-    s.res_n = <int32_t*>_zeroed(C, sizeof(int32_t))
-    s.chosen_sub = <int32_t*>_zeroed(R, sizeof(int32_t))
+    cdef Py_ssize_t at[13]
+    at[0] = 0
+    at[1] = _carve(at[0], C * max_p, sizeof(uint8_t))
+    at[2] = _carve(at[1], max_p, sizeof(int32_t))
+    at[3] = _carve(at[2], max_p, sizeof(int32_t))
+    at[4] = _carve(at[3], pb.slot_available.shape[0], sizeof(int64_t))
+    at[5] = _carve(at[4], pb.cap_room.shape[0], sizeof(int64_t))
+    at[6] = _carve(at[5], pb.n_codes, sizeof(int32_t))
+    at[7] = _carve(at[6], pb.n_constraints, sizeof(int32_t))
+    at[8] = _carve(at[7], C * MAX_RESULTS, sizeof(int32_t))
+    at[9] = _carve(at[8], C * MAX_RESULTS, sizeof(int32_t))
+    at[10] = _carve(at[9], C * MAX_RESULTS, sizeof(uint8_t))
+    at[11] = _carve(at[10], C, sizeof(int32_t))
+    at[12] = _carve(at[11], R, sizeof(int32_t))
+    cdef char *block = <char*>_zeroed(at[12], 1)
+    s.block = block
+    s.by_claim = <uint8_t*>(block + at[0])
+    s.by_any = <int32_t*>(block + at[1])
+    s.shared_n = <int32_t*>(block + at[2])
+    s.consumed = <int64_t*>(block + at[3])
+    s.cap_used = <int64_t*>(block + at[4])
+    s.code_count = <int32_t*>(block + at[5])
+    s.con_added = <int32_t*>(block + at[6])
+    s.res_alt = <int32_t*>(block + at[7])
+    s.res_pos = <int32_t*>(block + at[8])
+    s.res_charged = <uint8_t*>(block + at[9])
+    s.res_n = <int32_t*>(block + at[10])
+    s.chosen_sub = <int32_t*>(block + at[11])
 
 
 cdef void _free_scratch(Scratch *s) noexcept:
-    free(s.by_claim)
-    free(s.by_any)
-    free(s.shared_n)
-    free(s.consumed)
-    free(s.cap_used)
-    free(s.code_count)
-    free(s.con_added)
-    free(s.res_alt)
-    free(s.res_pos)
-    free(s.res_charged)
-    free(s.res_n)
-    free(s.chosen_sub)
+    free(s.block)
+    s.block = NULL
 
 
 cdef void node_view(const View *base, View *v, int n) noexcept nogil:
@@ -948,7 +961,7 @@ def search_node(Problem pb not None, int n, double deadline=0.0, state=None):
     """Search node n alone. ``deadline`` is a ``time.monotonic()`` value (0: none).
 
     Returns ``(outcome, work, results, chosen_sub, err_alt, err_pos)`` where
-    ``results[c]`` is the list of ``(alternative, position)`` picked for claim c in
+    ``results[c]`` is the tuple of ``(alternative, position)`` picked for claim c in
     upstream's result order (node-local positions), and ``chosen_sub[r]`` the
     subrequest index taken for a ``firstAvailable`` request r.  The answer of
     ``search_nodes`` for that node, without building arrays for many nodes.
@@ -983,12 +996,15 @@ def search_node(Problem pb not None, int n, double deadline=0.0, state=None):
         else:
             with nogil:
                 rc = allocate_one(&v, &s, 0, 0, 0, 0, False, 0)
-        results = []
+        # Tuples: the caller keys its result cache on them as they are.
+        results = ()
         if rc == FOUND:
-            for c in range(C):
-                results.append([(s.res_alt[c * MAX_RESULTS + i], s.res_pos[c * MAX_RESULTS + i])
-                                for i in range(s.res_n[c])])
-        chosen = [s.chosen_sub[i] for i in range(R)]
+            results = tuple([
+                tuple([(s.res_alt[c * MAX_RESULTS + i], s.res_pos[c * MAX_RESULTS + i])
+                       for i in range(s.res_n[c])])
+                for c in range(C)
+            ])
+        chosen = tuple([s.chosen_sub[i] for i in range(R)])
         return rc, s.work, results, chosen, s.err_alt, s.err_pos
     finally:
         _free_scratch(&s)

@@ -48,7 +48,7 @@ def search_nodes(
 
 def search_node(
     pb: Problem, n: int, deadline: float = 0.0, state: State | None = None
-) -> tuple[int, int, list[list[tuple[int, int]]], list[int], int, int]:
+) -> tuple[int, int, tuple[tuple[tuple[int, int], ...], ...], tuple[int, ...], int, int]:
     """Node n alone: (outcome, work, picks per claim as (alternative, node-local position),
     chosen subrequest per request, erroring alternative, erroring position)."""
     ...

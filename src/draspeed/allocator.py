@@ -10,16 +10,11 @@ from typing import Any
 import numpy as np
 
 from draspeed import _core
+from draspeed._clone import clone
 from draspeed.api.model import (
     AllocationResult,
-    DeviceAllocationConfiguration,
-    DeviceAllocationResult,
     DeviceClass,
-    DeviceRequestAllocationResult,
     Node,
-    NodeSelector,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
     ObjectMeta,
     ResourceClaim,
 )
@@ -33,7 +28,12 @@ from draspeed.feasibility import NODE_ERROR as F_NODE_ERROR
 from draspeed.feasibility import TIMEOUT as F_TIMEOUT
 from draspeed.feasibility import Feasibility
 from draspeed.layout import Layout
-from draspeed.rules.results import ChosenDevice, ResultError, build_allocation_result
+from draspeed.rules.results import (
+    ChosenDevice,
+    ResultError,
+    build_allocation_result,
+    merge_config,
+)
 from draspeed.snapshot import Snapshot
 
 _OUT = _core.OUTCOME
@@ -212,8 +212,20 @@ def _state(arrays: ClaimArrays, layout: Layout) -> _core.State | None:
     return None if arrays.layout is layout else layout.state
 
 
+_FOUND = _OUT["found"]
+_SELECTOR_ERROR = _OUT["selector_error"]
+_CONSTRAINT_ERROR = _OUT["constraint_error"]
+_DEADLINE = _OUT["deadline"]
+_OVERFLOW = _OUT["overflow"]
+
+Picks = tuple[tuple[tuple[int, int], ...], ...]  # per claim: (alternative, node-local position)
+
+
 class _Outcome:
     """One node's search answer, turned into upstream's answer."""
+
+    __slots__ = ("arrays", "chosen_sub", "claims", "code", "err_alt", "err_pos", "n", "picks",
+                 "work")
 
     def __init__(
         self,
@@ -224,58 +236,62 @@ class _Outcome:
         work: int,
         err_alt: int,
         err_pos: int,
-        picks: list[list[tuple[int, int]]],
-        chosen_sub: list[int],
+        picks: Picks,
+        chosen_sub: tuple[int, ...],
     ) -> None:
         self.arrays, self.claims, self.n = arrays, claims, n
         self.code, self.work, self.err_alt, self.err_pos = code, work, err_alt, err_pos
-        self._picks, self.chosen_sub = picks, chosen_sub
+        self.picks, self.chosen_sub = picks, chosen_sub
 
     @classmethod
     def from_row(
         cls, arrays: ClaimArrays, claims: list[ResourceClaim], n: int, out: dict[str, Any], j: int
     ) -> _Outcome:
         """Row j of a ``search_nodes`` answer (picks are read only if the node fits)."""
+        code = int(out["outcome"][j])
+        picks: Picks = ()
+        chosen_sub: tuple[int, ...] = ()
+        if code == _FOUND:
+            C = len(claims)
+            plan = arrays.plan
+            assert plan is not None
+            R = len(plan.request_alts)
+            res_n = out["res_n"][j * C : (j + 1) * C].tolist()
+            per_claim = []
+            for c in range(C):
+                base = (j * C + c) * MAX_RESULTS
+                alts = out["res_alt"][base : base + res_n[c]].tolist()
+                positions = out["res_pos"][base : base + res_n[c]].tolist()
+                per_claim.append(tuple(zip(alts, positions, strict=True)))
+            picks = tuple(per_claim)
+            chosen_sub = tuple(out["chosen_sub"][j * R : (j + 1) * R].tolist())
         return cls(
             arrays,
             claims,
             n,
-            int(out["outcome"][j]),
+            code,
             int(out["work"][j]),
             int(out["err_alt"][j]),
             int(out["err_pos"][j]),
-            [],
-            [],
-        )._with_row(out, j)
-
-    def _with_row(self, out: dict[str, Any], j: int) -> _Outcome:
-        if self.code != _OUT["found"]:
-            return self
-        C = len(self.claims)
-        plan = self.arrays.plan
-        assert plan is not None
-        R = len(plan.request_alts)
-        res_n = out["res_n"][j * C : (j + 1) * C].tolist()
-        for c in range(C):
-            base = (j * C + c) * MAX_RESULTS
-            alts = out["res_alt"][base : base + res_n[c]].tolist()
-            positions = out["res_pos"][base : base + res_n[c]].tolist()
-            self._picks.append(list(zip(alts, positions, strict=True)))
-        self.chosen_sub = out["chosen_sub"][j * R : (j + 1) * R].tolist()
-        return self
+            picks,
+            chosen_sub,
+        )
 
     def error(self) -> AllocationError | None:
         """The error upstream returns for this node, or None (found / does not fit)."""
+        code = self.code
+        if code == _FOUND:
+            return None
         arrays = self.arrays
         plan = arrays.plan
         assert plan is not None
         offset = int(arrays.layout.node_ptr[self.n])
-        if self.code == _OUT["selector_error"]:
+        if code == _SELECTOR_ERROR:
             a, lp = self.err_alt, offset + self.err_pos
             alt = plan.alternatives[a]
             text = arrays.selector_error_text(alt, arrays.alt_failures[a][lp], lp)
             return AllocationError(render(text, self.claims))
-        if self.code == _OUT["constraint_error"]:
+        if code == _CONSTRAINT_ERROR:
             a, lp = self.err_alt, offset + self.err_pos
             alt = plan.alternatives[a]
             device = arrays.snap.device_id(int(arrays.layout.g[lp]))
@@ -283,41 +299,38 @@ class _Outcome:
                 f"claim {self.claims[alt.claim].key}, request {alt.name}: cannot add device "
                 f"{device} because a claim constraint would not be satisfied"
             )
-        if self.code == _OUT["deadline"]:
+        if code == _DEADLINE:
             return AllocationTimeout("filter operation aborted: context deadline exceeded")
-        if self.code == _OUT["overflow"]:
+        if code == _OVERFLOW:
             # The builder switches to exact sums before int64 could overflow; reaching
             # this means that bound is wrong, and guessing would be worse than stopping.
             return AllocationError(
                 "draspeed internal error: an int64 counter or capacity sum "
                 "overflowed in the compiled core"
             )
-        if self.code != _OUT["found"]:
-            view = arrays.layout.entries[self.n].view
-            if view is not None and view.any_invalid:
-                return NodeAllocationError("invalid resource pools were encountered")
+        view = arrays.layout.entries[self.n].view
+        if view is not None and view.any_invalid:
+            return NodeAllocationError("invalid resource pools were encountered")
         return None
 
     def raise_or_results(self, share_id: Callable[[], str]) -> list[AllocationResult] | None:
-        error = self.error()
-        if error is not None:
-            raise error
-        if self.code != _OUT["found"]:
+        if self.code != _FOUND:
+            error = self.error()
+            if error is not None:
+                raise error
             return None
         return self.results(share_id)
 
-    def picks(self) -> list[list[tuple[int, int]]]:
-        """Per claim the (alternative, layout position) picked, in upstream's order."""
-        offset = int(self.arrays.layout.node_ptr[self.n])
-        return [[(a, offset + p) for a, p in claim] for claim in self._picks]
-
     def results(self, share_id: Callable[[], str]) -> list[AllocationResult]:
         """Same question, same picks: the same result, copied, with fresh shareIDs."""
-        picks, chosen_sub = self.picks(), self.chosen_sub
-        key = (self.n, tuple(map(tuple, picks)), tuple(chosen_sub))
+        key = (self.n, self.picks, self.chosen_sub)
         templates = self.arrays.results.get(key)
         if templates is None:
-            templates = _build_results(self.arrays, self.claims, self.n, picks, chosen_sub)
+            offset = int(self.arrays.layout.node_ptr[self.n])
+            picks = [[(a, offset + p) for a, p in claim] for claim in self.picks]
+            templates = _build_results(
+                self.arrays, self.claims, self.n, picks, list(self.chosen_sub)
+            )
             self.arrays.results[key] = templates
         return [_copy_result(t, share_id) for t in templates]
 
@@ -363,9 +376,17 @@ def _build_results(
             else:
                 selected.append(None)
                 classes.append(plan.alternatives[alt_ids[0]].device_class)
+        # The configs depend on the claim and the subrequests taken, not on the node:
+        # merged once per claim set (results are copied before they are handed out).
+        config_key = (c, tuple(selected))
+        config = arrays.configs.get(config_key)
+        if config is None:
+            config = arrays.configs[config_key] = merge_config(claim, classes, selected)
         try:
             out.append(
-                build_allocation_result(claim, chosen, classes, selected, node.name, snap.features)
+                build_allocation_result(
+                    claim, chosen, classes, selected, node.name, snap.features, config
+                )
             )
         except ResultError as exc:
             raise AllocationError(str(exc)) from exc
@@ -373,52 +394,10 @@ def _build_results(
 
 
 def _copy_result(template: AllocationResult, share_id: Callable[[], str]) -> AllocationResult:
-    """A result the caller may change freely, with a fresh shareID per shared device.
-
-    Explicit constructors, not dataclasses.replace: this runs on every cached answer.
-    """
-    devices = template.devices
-    return AllocationResult(
-        devices=DeviceAllocationResult(
-            results=[
-                DeviceRequestAllocationResult(
-                    r.request,
-                    r.driver,
-                    r.pool,
-                    r.device,
-                    r.admin_access,
-                    list(r.tolerations),
-                    list(r.binding_conditions),
-                    list(r.binding_failure_conditions),
-                    None if r.share_id is None else share_id(),
-                    dict(r.consumed_capacity),
-                )
-                for r in devices.results
-            ],
-            config=[
-                DeviceAllocationConfiguration(c.source, list(c.requests), c.opaque)
-                for c in devices.config
-            ],
-        ),
-        node_selector=_copy_selector(template.node_selector),
-    )
-
-
-def _copy_selector(selector: NodeSelector | None) -> NodeSelector | None:
-    if selector is None:
-        return None
-    return NodeSelector(
-        [
-            NodeSelectorTerm(
-                [
-                    NodeSelectorRequirement(r.key, r.operator, list(r.values))
-                    for r in term.match_expressions
-                ],
-                [
-                    NodeSelectorRequirement(r.key, r.operator, list(r.values))
-                    for r in term.match_fields
-                ],
-            )
-            for term in selector.node_selector_terms
-        ]
-    )
+    """A result the caller may change freely (a compiled deep copy of the remembered
+    one), with a fresh shareID per shared device."""
+    result = clone(template)
+    for r in result.devices.results:
+        if r.share_id is not None:
+            r.share_id = share_id()
+    return result

@@ -28,6 +28,7 @@ from draspeed import _core
 from draspeed.api.model import (
     AllocationResult,
     CapacityRequirements,
+    DeviceAllocationConfiguration,
     DeviceClass,
     DeviceSelector,
     DeviceToleration,
@@ -187,6 +188,8 @@ class ClaimArrays:
             [n for n in range(N) if node_error[n] is None], dtype=np.int32
         )
         self.results: dict[Any, list[AllocationResult]] = {}
+        # (claim, subrequests taken) -> merged configs (node-independent).
+        self.configs: dict[Any, list[DeviceAllocationConfiguration]] = {}
         self.share_use: dict[tuple[int, int], dict[str, Quantity]] = {}
         self.problem: _core.Problem | None = None
         if self.plan is not None:

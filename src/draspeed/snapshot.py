@@ -161,6 +161,8 @@ class Snapshot:
         self._known_keys: set[Any] | None = None
         self._known_key_tuple: tuple[Any, ...] = ()
         self._cluster: Layout | None = None
+        # The cluster layout's node names -> index, made on first use (layout_for).
+        self._cluster_names: tuple[Layout, dict[str, int]] | None = None
         # Set on a derived version: how to make its cluster layout from an earlier one.
         self._cluster_from: PendingLayout | None = None
 
@@ -345,6 +347,22 @@ class Snapshot:
     def layout_for(self, node: Node) -> tuple[Layout, int]:
         """Where to search ``node``: the known nodes' layout if it is one of them (so
         claim-level work is shared by every node asked), else a layout of its own."""
+        cluster = self._cluster  # once set, never replaced: read without the lock
+        if cluster is not None:
+            # By name, then the labels compared: no sorted key made on the hot path.
+            by_name = self._cluster_names
+            if by_name is None or by_name[0] is not cluster:
+                by_name = self._cluster_names = (
+                    cluster,
+                    {entry.node.name: n for n, entry in enumerate(cluster.entries)},
+                )
+            n = by_name[1].get(node.name)
+            if (
+                n is not None
+                and n not in cluster.stale
+                and cluster.entries[n].node.labels == node.labels
+            ):
+                return cluster, n
         key = node_key(node)
         if key in self._known_nodes()[2]:
             cluster = self.cluster_layout()

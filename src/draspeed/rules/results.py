@@ -229,12 +229,15 @@ def build_allocation_result(
     selected_subrequests: Sequence[int | None],
     node_name: str,
     features: Features,
+    config: list[DeviceAllocationConfiguration] | None = None,
 ) -> AllocationResult:
     """The AllocationResult of one claim.
 
     ``request_classes[i]`` is the class request ``i`` was allocated with (for a
     prioritized list, the selected subrequest's class) and
     ``selected_subrequests[i]`` the index of that subrequest (None otherwise).
+    ``config``: the :func:`merge_config` of the same claim, classes and subrequests,
+    if the caller already has it (it does not depend on the node or the devices).
     Raises ResultError with upstream's text ("create NodeSelector for claim ...").
     """
     try:
@@ -244,7 +247,11 @@ def build_allocation_result(
     return AllocationResult(
         devices=DeviceAllocationResult(
             results=[device_result(claim, chosen, features) for chosen in devices],
-            config=merge_config(claim, request_classes, selected_subrequests),
+            config=(
+                merge_config(claim, request_classes, selected_subrequests)
+                if config is None
+                else config
+            ),
         ),
         node_selector=node_selector,
     )

@@ -1,0 +1,181 @@
+# cython: language_level=3
+"""Deep copies of model object trees in compiled code (answers handed to callers).
+
+The allocator remembers the results it built for a question and hands out a copy each
+time the question comes again, so a caller may change its answer freely. Copying
+through the dataclasses' generated ``__init__`` costs a Python frame per object; a
+one-device result is about ten objects, which was a third of a warm ``allocate``.
+
+Here a model object is copied by allocating an instance of its class and filling its
+slots directly, with what the copy of each old slot value is:
+
+- an instance of a mutable model dataclass (``draspeed.api.model``): copied the same way;
+- a ``list`` or ``dict`` (exact types): a new one with copied items (dict keys shared);
+- anything else (str, int, bool, None, Quantity, frozen model classes): shared, since
+  it cannot be changed in place.
+
+A model class the copier does not understand (a ``__post_init__``, a field that is not
+a plain slot) fails the import instead of being copied differently from its
+constructor.
+"""
+
+import dataclasses
+
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+
+from draspeed.api import model
+
+cdef extern from "structmember.h":
+    int T_OBJECT_EX
+    int READONLY
+
+cdef extern from *:
+    """
+    /* The offset of a writable object slot of a __slots__ class, or -1. */
+    static Py_ssize_t clone_slot_offset(PyObject *descr) {
+        PyMemberDef *m;
+        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
+        m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type != T_OBJECT_EX || (m->flags & READONLY)) return -1;
+        return m->offset;
+    }
+    static PyObject *clone_alloc(PyObject *tp) {
+        return ((PyTypeObject *)tp)->tp_alloc((PyTypeObject *)tp, 0);
+    }
+    /* The slot's value (borrowed), or NULL when it is empty. */
+    static PyObject *clone_get_slot(PyObject *obj, Py_ssize_t offset) {
+        return *(PyObject **)((char *)obj + offset);
+    }
+    /* Fill an empty slot of a new instance; steals the reference. */
+    static void clone_put_slot(PyObject *obj, Py_ssize_t offset, PyObject *v) {
+        *(PyObject **)((char *)obj + offset) = v;
+    }
+    """
+    Py_ssize_t clone_slot_offset(object descr)
+    object clone_alloc(object tp)
+    PyObject *clone_get_slot(object obj, Py_ssize_t offset)
+    void clone_put_slot(object obj, Py_ssize_t offset, PyObject *v)
+
+cdef extern from "Python.h":
+    int Py_EnterRecursiveCall(const char *where)  # nonzero: RecursionError set
+    void Py_LeaveRecursiveCall()
+
+
+cdef int _enter() except -1:
+    """One level deeper (trees this deep are not results: stop before the C stack does)."""
+    if Py_EnterRecursiveCall(" while copying a model object"):
+        return -1  # the RecursionError is set
+    return 0
+
+cdef extern from "Python.h":
+    PyTypeObject *Py_TYPE(object o)
+    PyObject *PyList_New(Py_ssize_t n)
+    void PyList_SET_ITEM(PyObject *lst, Py_ssize_t i, PyObject *item)
+    Py_ssize_t PyList_GET_SIZE(object lst)
+    PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
+
+cdef enum:
+    MAX_CLASSES = 64
+    MAX_FIELDS = 24
+
+# The mutable model classes and the offsets of their slots, in plain C arrays: a
+# copy looks its class up by pointer, with no Python object touched on the way.
+cdef PyObject *_classes[MAX_CLASSES]
+cdef Py_ssize_t _n_fields[MAX_CLASSES]
+cdef Py_ssize_t _field_offset[MAX_CLASSES][MAX_FIELDS]
+cdef Py_ssize_t _n_classes = 0
+cdef list _kept = []  # strong references to the classes above
+
+
+cdef void _register(type cls) except *:
+    global _n_classes
+    if "__post_init__" in vars(cls) or "__slots__" not in vars(cls):
+        raise RuntimeError(f"draspeed._clone: {cls.__name__} is not a plain slots dataclass")
+    found = dataclasses.fields(cls)
+    if _n_classes == MAX_CLASSES or len(found) > MAX_FIELDS:
+        raise RuntimeError("draspeed._clone: the model outgrew the copier's tables")
+    cdef Py_ssize_t k = _n_classes, i = 0
+    for f in found:
+        descr = vars(cls).get(f.name)
+        offset = -1 if descr is None else clone_slot_offset(descr)
+        if offset < 0:
+            raise RuntimeError(f"draspeed._clone: {cls.__name__}.{f.name} is not a plain slot")
+        _field_offset[k][i] = offset
+        i += 1
+    _n_fields[k] = i
+    _kept.append(cls)
+    _classes[k] = <PyObject*>cls
+    _n_classes = k + 1
+
+
+# The result classes first: they are what is copied on every answer.
+for _cls in sorted(
+    (c for c in vars(model).values()
+     if isinstance(c, type) and dataclasses.is_dataclass(c)
+     and c.__module__ == model.__name__ and not c.__dataclass_params__.frozen),
+    key=lambda c: (not c.__name__.endswith(("Result", "Configuration")), c.__name__),
+):
+    _register(_cls)
+
+
+cdef inline Py_ssize_t _class_index(PyObject *t) noexcept:
+    cdef Py_ssize_t k
+    for k in range(_n_classes):
+        if _classes[k] == t:
+            return k
+    return -1
+
+
+cdef object _copy(object o):
+    cdef PyObject *t = <PyObject*>Py_TYPE(o)
+    cdef Py_ssize_t i, n, k
+    cdef PyObject *value
+    cdef PyObject *lst
+    if t == <PyObject*>list:
+        n = PyList_GET_SIZE(o)
+        lst = PyList_New(n)
+        if lst == NULL:
+            raise MemoryError()
+        out = <object>lst
+        Py_DECREF(out)  # <object> took a reference of its own; PyList_New gave one
+        if n:
+            _enter()
+            try:
+                for i in range(n):
+                    item = _copy(<object>PyList_GET_ITEM(o, i))
+                    Py_INCREF(item)  # the list's own reference
+                    PyList_SET_ITEM(lst, i, <PyObject*>item)
+            finally:
+                Py_LeaveRecursiveCall()
+        return out
+    if t == <PyObject*>dict:
+        new = {}
+        if len(<dict>o):
+            _enter()
+            try:
+                for key, v in (<dict>o).items():
+                    new[key] = _copy(v)
+            finally:
+                Py_LeaveRecursiveCall()
+        return new
+    k = _class_index(t)
+    if k < 0:
+        return o
+    copy = clone_alloc(<object>t)
+    _enter()
+    try:
+        for i in range(_n_fields[k]):
+            value = clone_get_slot(o, _field_offset[k][i])
+            if value != NULL:  # borrowed: ``o`` holds it while we copy
+                item = _copy(<object>value)
+                Py_INCREF(item)  # the slot's own reference
+                clone_put_slot(copy, _field_offset[k][i], <PyObject*>item)
+    finally:
+        Py_LeaveRecursiveCall()
+    return copy
+
+
+def clone(o):
+    """A deep copy of a model object tree (see the module docstring for what is shared)."""
+    return _copy(o)
