@@ -27,8 +27,21 @@ from draspeed.testing.strategies import scenarios
 def _alone(snapshot_args: dict[str, Any], claims: list[Any], node: Any) -> tuple[Any, ...]:
     """What a fresh allocator answers for one node: (status, error, results)."""
     allocator = Allocator(Snapshot.build(**snapshot_args))
+    return _answer(lambda: allocator.allocate(claims, node))
+
+
+def _prepared(snapshot_args: dict[str, Any], claims: list[Any], nodes: list[Any]) -> dict[str, Any]:
+    """One allocator, the claims prepared once, every node asked twice (the second
+    answer comes from what the first one left behind): the second answers."""
+    prepared = Allocator(Snapshot.build(**snapshot_args)).prepare(claims)
+    for node in nodes:
+        _answer(lambda: prepared.allocate(node))  # noqa: B023 - called at once
+    return {n.name: _answer(lambda: prepared.allocate(n)) for n in nodes}  # noqa: B023
+
+
+def _answer(ask: Any) -> tuple[Any, ...]:
     try:
-        results = allocator.allocate(claims, node)
+        results = ask()
     except AllocationTimeout as exc:
         return ("timeout", str(exc), None)
     except NodeAllocationError as exc:
@@ -60,8 +73,11 @@ def _check(scenario: Scenario) -> None:
     }
     together = _together(args, inputs.claims)
     assert set(together) == {n.name for n in objects.nodes}
+    prepared = _prepared(args, inputs.claims, objects.nodes)
     for node in objects.nodes:
-        assert together[node.name] == _alone(args, inputs.claims, node), node.name
+        alone = _alone(args, inputs.claims, node)
+        assert together[node.name] == alone, node.name
+        assert prepared[node.name] == alone, node.name
 
 
 @settings(settings(), max_examples=max(settings().max_examples // 2, 20))
@@ -93,5 +109,27 @@ def test_generated_clusters(kind: str, nodes: int, template: str | None, options
     together = _together(args, claims)
     fits = [n for n, (status, *_) in together.items() if status == "fits"]
     assert fits, "the shape should fit somewhere"
+    prepared = _prepared(args, claims, objects.nodes)
     for node in objects.nodes:
-        assert together[node.name] == _alone(args, claims, node), node.name
+        alone = _alone(args, claims, node)
+        assert together[node.name] == alone, node.name
+        assert prepared[node.name] == alone, node.name
+
+
+def test_prepared_claims_are_read_once() -> None:
+    """Changing a prepared claim in place does not change the answers (prepare again)."""
+    cluster = generate("scheduler-perf", 3, 3)
+    claims = load(
+        [claim_from_template(cluster.template(cluster.templates[0]["metadata"]["name"]), "c")]
+    ).claims
+    allocator = Allocator(Snapshot.build(cluster.decoded().slices, cluster.decoded().classes))
+    node = allocator.snapshot.nodes[0]
+    prepared = allocator.prepare(claims)
+    before = results_json(prepared.allocate(node) or [])
+    request = claims[0].spec.devices.requests[0]
+    assert request.exactly is not None
+    request.exactly.count = 30  # more than any node has
+    assert results_json(prepared.allocate(node) or []) == before
+    assert prepared.last_stats.num_allocate_one_invocations > 0
+    assert allocator.prepare(claims).allocate(node) is None
+    assert allocator.allocate(claims, node) is None

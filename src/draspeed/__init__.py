@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from draspeed.allocator import Allocator
+    from draspeed.allocator import Allocator, PreparedClaims
     from draspeed.errors import (
         AllocationError,
         AllocationTimeout,
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "Allocator": "draspeed.allocator",
+    "PreparedClaims": "draspeed.allocator",
     "AllocationError": "draspeed.errors",
     "AllocationTimeout": "draspeed.errors",
     "DraspeedError": "draspeed.errors",
@@ -49,6 +50,7 @@ __all__ = [
     "NodeAllocationError",
     "NodeOutcome",
     "Objects",
+    "PreparedClaims",
     "Quantity",
     "Snapshot",
     "__version__",

@@ -19,7 +19,7 @@ from draspeed.api.model import (
     ResourceClaim,
 )
 from draspeed.cel import check_deadline
-from draspeed.claimset import MAX_RESULTS, ClaimArrays, claim_arrays, render
+from draspeed.claimset import MAX_RESULTS, ClaimArrays, claim_arrays, claims_signature, render
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 from draspeed.feasibility import DOES_NOT_FIT as F_DOES_NOT_FIT
 from draspeed.feasibility import ERROR as F_ERROR
@@ -39,11 +39,14 @@ from draspeed.snapshot import Snapshot
 _OUT = _core.OUTCOME
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Stats:
     """Counters of one call; ``num_allocate_one_invocations`` is upstream's work counter."""
 
     num_allocate_one_invocations: int = 0
+
+
+_NO_WORK = Stats()
 
 
 class Allocator:
@@ -60,7 +63,7 @@ class Allocator:
         """``share_id`` makes the shareID of each shared allocation (tests may fix it)."""
         self.snapshot = snapshot
         self.share_id = share_id
-        self.last_stats = Stats()
+        self.last_stats = _NO_WORK
 
     def allocate(
         self, claims: Sequence[ResourceClaim], node: Node, *, deadline: float | None = None
@@ -73,20 +76,39 @@ class Allocator:
         value) passes first.
         """
         claims = list(claims)
-        self.last_stats = Stats()
+        self.last_stats = _NO_WORK
         if not claims:
             return []
+        return self._allocate(claims, claims_signature(claims), node, deadline)
+
+    def prepare(self, claims: Sequence[ResourceClaim]) -> PreparedClaims:
+        """One pod's claims, read once, to ask about node after node.
+
+        As upstream's scheduler does (an allocator per pod in PreFilter, ``Allocate``
+        per node in Filter): the claims' specs are read here, so changing them in place
+        afterwards does not change the answers; prepare again instead.
+        """
+        return PreparedClaims(self, claims)
+
+    def _allocate(
+        self, claims: list[ResourceClaim], key: bytes, node: Node, deadline: float | None
+    ) -> list[AllocationResult] | None:
         layout, n = self.snapshot.layout_for(node)
-        arrays = claim_arrays(layout, claims, deadline)
+        arrays = claim_arrays(layout, claims, deadline, key)
         error = arrays.node_errors.get(n)
         if error is not None:
             raise AllocationError(render(error, claims))
         assert arrays.problem is not None
-        check_deadline(deadline)
+        if deadline is not None:
+            check_deadline(deadline)
         code, work, picks, chosen, err_alt, err_pos = _core.search_node(
-            arrays.problem, n, deadline or 0.0, _state(arrays, layout)
+            arrays.problem, n, deadline or 0.0, None if arrays.layout is layout else layout.state
         )
         self.last_stats = Stats(work)
+        if code == _FOUND:  # the common answer, usually asked before: copy and go
+            templates = arrays.results.get((n, picks, chosen))
+            if templates is not None:
+                return [_copy_result(t, self.share_id) for t in templates]
         outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
         return outcome.raise_or_results(self.share_id)
 
@@ -204,6 +226,41 @@ class Allocator:
             n if isinstance(n, Node) else known.get(n) or Node(metadata=ObjectMeta(name=n))
             for n in nodes
         ]
+
+
+class PreparedClaims:
+    """One pod's claims read once (:meth:`Allocator.prepare`), asked node after node.
+
+    ``allocate(node)`` answers exactly as ``Allocator.allocate(claims, node)`` does for
+    the claims as they were when prepared, without reading them again per node.
+    Thread-safety as :class:`Allocator`.
+    """
+
+    def __init__(self, allocator: Allocator, claims: Sequence[ResourceClaim]) -> None:
+        self.allocator = allocator
+        self.claims = list(claims)
+        # The specs as encoded now: what the answers are about from here on.
+        self.key = claims_signature(self.claims) if self.claims else b""
+        self.last_stats = _NO_WORK
+
+    def allocate(
+        self, node: Node, *, deadline: float | None = None
+    ) -> list[AllocationResult] | None:
+        """One result per claim (input order), or None: see :meth:`Allocator.allocate`."""
+        self.last_stats = _NO_WORK
+        if not self.claims:
+            return []
+        allocator = self.allocator
+        try:
+            return allocator._allocate(self.claims, self.key, node, deadline)
+        finally:
+            self.last_stats = allocator.last_stats
+
+    def feasible_nodes(
+        self, nodes: Sequence[Node | str] | None = None, *, deadline: float | None = None
+    ) -> Feasibility:
+        """See :meth:`Allocator.feasible_nodes`."""
+        return self.allocator.feasible_nodes(self.claims, nodes, deadline=deadline)
 
 
 def _state(arrays: ClaimArrays, layout: Layout) -> _core.State | None:

@@ -115,14 +115,22 @@ def render(text: str, claims: list[ResourceClaim]) -> str:
 
 
 def claim_arrays(
-    layout: Layout, claims: list[ResourceClaim], deadline: float | None = None
+    layout: Layout,
+    claims: list[ResourceClaim],
+    deadline: float | None = None,
+    key: bytes | None = None,
 ) -> ClaimArrays:
     """The arrays for ``claims`` over ``layout``, built once per claim set and remembered.
 
     The key holds every claim's spec, so a hit is the same question up to names;
-    results and messages are made from the caller's claim objects.
+    results and messages are made from the caller's claim objects. ``key``: the
+    :func:`claims_signature` of ``claims``, if the caller made it already.
     """
-    key = claims_signature(claims)
+    if key is None:
+        key = claims_signature(claims)
+    found = layout.claim_sets.get(key)  # a dict read is atomic: no lock for a hit
+    if found is not None:
+        return found
     with layout._lock:
         found = layout.claim_sets.get(key)
         if found is None:
