@@ -9,25 +9,40 @@ input or usage (the error on stderr).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-import yaml
-
-from draspeed.console import Progress, format_table
+from draspeed.analysis.cli_inputs import (
+    UsageError,
+    cluster_source,
+    parse_add_nodes,
+    parse_changes,
+    parse_ratios,
+    parse_shapes,
+    read_cluster,
+    shape_name,
+)
+from draspeed.analysis.cli_output import print_result
+from draspeed.console import Progress
 from draspeed.errors import DraspeedError
 
 if TYPE_CHECKING:
     from draspeed.analysis.capacity import CapacityReport
     from draspeed.analysis.shapes import ShapeSource
-    from draspeed.analysis.sweep import ClusterSource
-    from draspeed.analysis.whatif import Change, WhatIfReport
+    from draspeed.analysis.whatif import Change
     from draspeed.load import Objects
     from draspeed.snapshot import Snapshot
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_capacity_parser",
+    "main",
+    "parse_add_nodes",
+    "run_capacity",
+]
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -195,152 +210,6 @@ def add_capacity_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-# ------------------------------------------------------------------------------ inputs
-
-
-def _read_cluster(args: argparse.Namespace, err: TextIO) -> Objects:
-    from draspeed.load import load
-
-    if args.from_cluster:
-        if args.filename:
-            raise _Usage("give either -f or --from-cluster, not both")
-        from draspeed.analysis.live import list_cluster
-
-        with Progress("listing the cluster", stream=err) as bar:
-
-            def listed(what: str, count: int) -> None:
-                bar.label = f"listing {what} ({count})"
-
-            return list_cluster(
-                args.context,
-                kubeconfig=args.kubeconfig,
-                page_size=args.chunk_size,
-                progress=listed,
-            )
-    if not args.filename:
-        raise _Usage("give the cluster with -f FILE or --from-cluster")
-    return load(*args.filename)
-
-
-def _shapes(args: argparse.Namespace, objects: Objects) -> list[ShapeSource]:
-    from draspeed.load import load
-
-    shapes: list[ShapeSource] = []
-    by_name = {t.metadata.name: t for t in objects.templates}
-    by_key = {f"{t.metadata.namespace}/{t.metadata.name}": t for t in objects.templates}
-    for spec in args.template:
-        if spec == "-" or os.path.exists(spec):
-            found = load(spec)
-            pending = [c for c in found.claims if c.status.allocation is None]
-            if not found.templates and not pending:
-                raise _Usage(f"{spec}: no ResourceClaimTemplate or pending ResourceClaim")
-            shapes.extend(found.templates)
-            shapes.extend(pending)
-        elif spec in by_key or spec in by_name:
-            shapes.append(by_key.get(spec) or by_name[spec])
-        else:
-            known = ", ".join(sorted(by_name)) or "none"
-            raise _Usage(
-                f"--template {spec}: no such file, nor a ResourceClaimTemplate of "
-                f"the input (templates: {known})"
-            )
-    return shapes
-
-
-def _ratios(args: argparse.Namespace) -> dict[str, float] | None:
-    if not args.ratio:
-        return None
-    out = {}
-    for item in args.ratio:
-        name, sep, weight = item.partition("=")
-        try:
-            out[name] = float(weight)
-        except ValueError:
-            sep = ""
-        if not sep or not name:
-            raise _Usage(f"--ratio {item}: expected NAME=WEIGHT")
-    return out
-
-
-def _option_value(text: str) -> Any:
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def parse_add_nodes(spec: str, snapshot: Snapshot) -> Change:
-    """``KIND:N[:k=v,...]``, ``NODE:N`` or ``FILE:N`` → an AddNodes change."""
-    from draspeed.analysis.whatif import AddNodes
-    from draspeed.generate import KINDS
-
-    parts = spec.split(":")
-    if len(parts) not in (2, 3):
-        raise _Usage(f"--add-nodes {spec}: expected KIND:N[:key=value,...], NODE:N or FILE:N")
-    what, count_text = parts[0], parts[1]
-    try:
-        count = int(count_text)
-    except ValueError:
-        raise _Usage(f"--add-nodes {spec}: {count_text!r} is not a node count") from None
-    options: dict[str, Any] = {}
-    if len(parts) == 3:
-        for item in filter(None, parts[2].split(",")):
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise _Usage(f"--add-nodes {spec}: option {item!r} is not key=value")
-            options[key.replace("-", "_")] = _option_value(value)
-    if what in KINDS:
-        return AddNodes(count, kind=what, options=options)
-    if options:
-        raise _Usage(f"--add-nodes {spec}: options are for generated kinds only")
-    if any(n.name == what for n in snapshot.nodes):
-        return AddNodes(count, like=what)
-    if os.path.exists(what):
-        return AddNodes(count, template=_file_template(what), prefix="new-node")
-    raise _Usage(
-        f"--add-nodes {spec}: {what!r} is not a generated kind "
-        f"({', '.join(KINDS)}), a node of the input or a file"
-    )
-
-
-def _file_template(path: str) -> Any:
-    from draspeed.analysis.whatif import NodeTemplate
-    from draspeed.api.model import Node, ObjectMeta
-    from draspeed.load import load
-
-    found = load(path)
-    names = {s.spec.node_name for s in found.slices if s.spec.node_name}
-    if len(names) != 1:
-        raise _Usage(
-            f"{path}: expected the node-local ResourceSlices of exactly one node "
-            f"(found nodes: {', '.join(sorted(names)) or 'none'})"
-        )
-    [name] = names
-    node = next((n for n in found.nodes if n.name == name), Node(metadata=ObjectMeta(name=name)))
-    slices = tuple(s for s in found.slices if s.spec.node_name == name)
-    return NodeTemplate(node, slices, tuple(found.classes))
-
-
-def _changes(args: argparse.Namespace, snapshot: Snapshot) -> list[Change]:
-    from draspeed.analysis.whatif import Cordon, RemoveNodes
-
-    changes: list[Change] = [parse_add_nodes(s, snapshot) for s in args.add_nodes]
-    if args.remove_node:
-        changes.append(RemoveNodes(tuple(args.remove_node)))
-    if args.cordon_pool or args.cordon_node:
-        changes.append(Cordon(pools=tuple(args.cordon_pool), nodes=tuple(args.cordon_node)))
-    return changes
-
-
-class _Usage(Exception):
-    """A usage error: printed as ``error: ...``, exit status 2."""
-
-
 # --------------------------------------------------------------------------------- run
 
 
@@ -348,7 +217,7 @@ def run_capacity(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The ``capacity`` subcommand (``args`` from :func:`add_capacity_parser`)."""
     try:
         return _run(args, out, err)
-    except _Usage as exc:
+    except UsageError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_USAGE
     except ValueError as exc:
@@ -367,15 +236,15 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from draspeed.analysis.whatif import WhatIfReport, apply_changes
 
     try:
-        objects = _read_cluster(args, err)
+        objects = read_cluster(args, err)
     except ClusterReadError as exc:
-        raise _Usage(str(exc)) from exc
+        raise UsageError(str(exc)) from exc
     for warning in objects.warnings:
         err.write(f"warning: {warning}\n")
     base = snapshot_from_objects(objects)
-    shapes = _shapes(args, objects)
-    ratios = _ratios(args)
-    changes = _changes(args, base)
+    shapes = parse_shapes(args, objects)
+    ratios = parse_ratios(args)
+    changes = parse_changes(args, base)
     options: dict[str, Any] = {
         "strategy": args.strategy,
         "ratios": ratios,
@@ -404,7 +273,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from draspeed.analysis import plots
 
         plots.save(plots.capacity_figure(frag, curve), args.plot)
-    _print(result, curve, args, out)
+    print_result(result, curve, args, out)
     return EXIT_OK
 
 
@@ -429,7 +298,7 @@ def _curve(
     total = sum(a.count for a in adds)
     points = min(points, total)
     others = [c for c in changes if not isinstance(c, AddNodes)]
-    cluster = _cluster_source(args, objects)
+    cluster = cluster_source(args, objects)
     scenarios = []
     added = []
     for i in range(points + 1):
@@ -443,7 +312,7 @@ def _curve(
                 tuple(shapes),
                 (*scaled, *others),
                 strategy=args.strategy,
-                ratios=tuple(ratios.get(_shape_name(s), 1.0) for s in shapes) if ratios else None,
+                ratios=tuple(ratios.get(shape_name(s), 1.0) for s in shapes) if ratios else None,
                 max_pods=args.max_pods,
             )
         )
@@ -453,7 +322,7 @@ def _curve(
         try:
             from dask.distributed import Client
         except ImportError as exc:
-            raise _Usage("--scheduler needs dask: pip install 'draspeed[analysis]'") from exc
+            raise UsageError("--scheduler needs dask: pip install 'draspeed[analysis]'") from exc
         client = Client(args.scheduler)
         executor = client
     try:
@@ -467,139 +336,6 @@ def _curve(
         if client is not None:
             client.close()
     return added, [r.placed for r in results]
-
-
-def _shape_name(shape: ShapeSource) -> str:
-    from draspeed.analysis.shapes import PodShape
-
-    return PodShape.of(shape).name
-
-
-def _cluster_source(args: argparse.Namespace, objects: Objects) -> ClusterSource:
-    from draspeed.analysis.sweep import FileCluster, InlineCluster
-
-    local_files = (
-        not args.scheduler
-        and not args.from_cluster
-        and all(f != "-" and os.path.exists(f) for f in args.filename)
-    )
-    if local_files:
-        return FileCluster(tuple(args.filename))
-    return InlineCluster(objects)
-
-
-# ------------------------------------------------------------------------------ output
-
-
-def _print(
-    result: CapacityReport | WhatIfReport,
-    curve: tuple[list[int], list[int]] | None,
-    args: argparse.Namespace,
-    out: TextIO,
-) -> None:
-    from draspeed.analysis.whatif import WhatIfReport
-
-    if args.output in ("json", "yaml"):
-        doc = (
-            result.to_dict()
-            if isinstance(result, WhatIfReport)
-            else result.to_dict(placements=args.placements)
-        )
-        if isinstance(result, WhatIfReport) and args.placements:
-            doc["before"] = result.before.to_dict(placements=True)
-            doc["after"] = result.after.to_dict(placements=True)
-        if curve is not None:
-            doc["curve"] = [{"nodesAdded": a, "pods": p} for a, p in zip(*curve, strict=True)]
-        if args.output == "json":
-            json.dump(doc, out, indent=2)
-            out.write("\n")
-        else:
-            yaml.safe_dump(doc, out, sort_keys=False, default_flow_style=False)
-        return
-    if isinstance(result, WhatIfReport):
-        out.write("Before\n======\n")
-        _print_report(result.before, out)
-        out.write("\nAfter: " + "; ".join(result.changes) + "\n" + "=" * 6 + "\n")
-        _print_report(result.after, out)
-        delta = result.delta()
-        out.write("\nChange\n======\n")
-        out.write(
-            f"pods placed: {delta['placed']:+d}  ("
-            + ", ".join(f"{k}: {v:+d}" for k, v in delta["placedByShape"].items())
-            + ")\n"
-        )
-        out.write(f"free whole devices: {delta['freeWholeDevices']:+d}\n")
-        if delta["freeByProfile"]:
-            out.write(
-                "free placements: "
-                + ", ".join(f"{k}: {v:+d}" for k, v in delta["freeByProfile"].items())
-                + "\n"
-            )
-        out.write(
-            "devices: " + ", ".join(f"{k} {v:+d}" for k, v in delta["devices"].items()) + "\n"
-        )
-    else:
-        _print_report(result, out)
-    if curve is not None:
-        out.write("\nNODES ADDED   PODS\n")
-        for a, p in zip(*curve, strict=True):
-            out.write(f"{a:<13} {p}\n")
-
-
-def _print_report(report: CapacityReport, out: TextIO) -> None:
-    fit = report.fit
-    shapes = ", ".join(f"{k}: {v}" for k, v in fit.placed_by_shape.items())
-    out.write(
-        f"{fit.placed} pods fit ({shapes}); strategy {fit.strategy}, stopped: "
-        f"{fit.stopped}; {fit.calls} allocate calls, {fit.work} search steps, "
-        f"{fit.seconds:.2f}s\n\n"
-    )
-    rows = [["NODE", "PODS", "DEVICES IN USE", "FREE", "STRANDED", "FIRST FAILURE"]]
-    for n in fit.nodes:
-        stranded = ", ".join(f"{k}={v}" for k, v in n.usage.stranded.items()) or "-"
-        failure = "-"
-        if n.first_failure is not None:
-            f = n.first_failure
-            failure = f"{f.shape}: {f.reason or f.status}"
-        d = n.usage.devices
-        rows.append(
-            [n.node, str(n.total_pods), f"{d.in_use}/{d.total}", str(d.free), stranded, failure]
-        )
-    out.write(format_table(rows))
-    frag = report.fragmentation
-    c = frag.cluster
-    d = c.usage.devices
-    out.write("\nFragmentation (before placing)\n")
-    out.write(
-        f"  devices: {d.total} total, {d.in_use} in use, {d.cordoned} cordoned, "
-        f"{d.blocked} blocked by counters, {d.free} free\n"
-    )
-    out.write(f"  free whole devices: {c.free_whole_devices}\n")
-    if c.free_by_profile:
-        out.write(
-            "  free placements per profile: "
-            + ", ".join(f"{k}={v}" for k, v in c.free_by_profile.items())
-            + "\n"
-        )
-    stranded = ", ".join(f"{k}={v}" for k, v in c.usage.stranded.items())
-    out.write(f"  stranded counters: {stranded or 'none'}\n")
-    for pool, why in c.usage.unusable_pools.items():
-        out.write(f"  pool {pool} is skipped by the allocator: {why}\n")
-    rows = [["CLASS", "DEVICES", "IN USE", "FREE", "UTILISATION"]]
-    for name, counts in c.classes.items():
-        rows.append(
-            [
-                name,
-                str(counts.total),
-                str(counts.in_use),
-                str(counts.free),
-                f"{100 * c.utilisation(name):.1f}%",
-            ]
-        )
-    out.write("\n")
-    out.write("".join(f"  {line}\n" for line in format_table(rows).splitlines()))
-    for name, error in frag.class_errors.items():
-        out.write(f"  class {name}: {error}\n")
 
 
 # ------------------------------------------------------------------------- standalone

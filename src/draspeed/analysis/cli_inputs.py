@@ -1,0 +1,180 @@
+"""Reading ``draspeed capacity``'s inputs: the cluster, the pod shapes, their ratios
+and the what-if changes (``--add-nodes`` specs: :func:`parse_add_nodes`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING, Any, TextIO
+
+from draspeed.console import Progress
+
+if TYPE_CHECKING:
+    from draspeed.analysis.shapes import ShapeSource
+    from draspeed.analysis.sweep import ClusterSource
+    from draspeed.analysis.whatif import Change
+    from draspeed.load import Objects
+    from draspeed.snapshot import Snapshot
+
+
+class UsageError(Exception):
+    """A usage error: printed as ``error: ...``, exit status 2."""
+
+
+def read_cluster(args: argparse.Namespace, err: TextIO) -> Objects:
+    from draspeed.load import load
+
+    if args.from_cluster:
+        if args.filename:
+            raise UsageError("give either -f or --from-cluster, not both")
+        from draspeed.analysis.live import list_cluster
+
+        with Progress("listing the cluster", stream=err) as bar:
+
+            def listed(what: str, count: int) -> None:
+                bar.label = f"listing {what} ({count})"
+
+            return list_cluster(
+                args.context,
+                kubeconfig=args.kubeconfig,
+                page_size=args.chunk_size,
+                progress=listed,
+            )
+    if not args.filename:
+        raise UsageError("give the cluster with -f FILE or --from-cluster")
+    return load(*args.filename)
+
+
+def parse_shapes(args: argparse.Namespace, objects: Objects) -> list[ShapeSource]:
+    from draspeed.load import load
+
+    shapes: list[ShapeSource] = []
+    by_name = {t.metadata.name: t for t in objects.templates}
+    by_key = {f"{t.metadata.namespace}/{t.metadata.name}": t for t in objects.templates}
+    for spec in args.template:
+        if spec == "-" or os.path.exists(spec):
+            found = load(spec)
+            pending = [c for c in found.claims if c.status.allocation is None]
+            if not found.templates and not pending:
+                raise UsageError(f"{spec}: no ResourceClaimTemplate or pending ResourceClaim")
+            shapes.extend(found.templates)
+            shapes.extend(pending)
+        elif spec in by_key or spec in by_name:
+            shapes.append(by_key.get(spec) or by_name[spec])
+        else:
+            known = ", ".join(sorted(by_name)) or "none"
+            raise UsageError(
+                f"--template {spec}: no such file, nor a ResourceClaimTemplate of "
+                f"the input (templates: {known})"
+            )
+    return shapes
+
+
+def parse_ratios(args: argparse.Namespace) -> dict[str, float] | None:
+    if not args.ratio:
+        return None
+    out = {}
+    for item in args.ratio:
+        name, sep, weight = item.partition("=")
+        try:
+            out[name] = float(weight)
+        except ValueError:
+            sep = ""
+        if not sep or not name:
+            raise UsageError(f"--ratio {item}: expected NAME=WEIGHT")
+    return out
+
+
+def _option_value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_add_nodes(spec: str, snapshot: Snapshot) -> Change:
+    """``KIND:N[:k=v,...]``, ``NODE:N`` or ``FILE:N`` → an AddNodes change."""
+    from draspeed.analysis.whatif import AddNodes
+    from draspeed.generate import KINDS
+
+    parts = spec.split(":")
+    if len(parts) not in (2, 3):
+        raise UsageError(f"--add-nodes {spec}: expected KIND:N[:key=value,...], NODE:N or FILE:N")
+    what, count_text = parts[0], parts[1]
+    try:
+        count = int(count_text)
+    except ValueError:
+        raise UsageError(f"--add-nodes {spec}: {count_text!r} is not a node count") from None
+    options: dict[str, Any] = {}
+    if len(parts) == 3:
+        for item in filter(None, parts[2].split(",")):
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise UsageError(f"--add-nodes {spec}: option {item!r} is not key=value")
+            options[key.replace("-", "_")] = _option_value(value)
+    if what in KINDS:
+        return AddNodes(count, kind=what, options=options)
+    if options:
+        raise UsageError(f"--add-nodes {spec}: options are for generated kinds only")
+    if any(n.name == what for n in snapshot.nodes):
+        return AddNodes(count, like=what)
+    if os.path.exists(what):
+        return AddNodes(count, template=_file_template(what), prefix="new-node")
+    raise UsageError(
+        f"--add-nodes {spec}: {what!r} is not a generated kind "
+        f"({', '.join(KINDS)}), a node of the input or a file"
+    )
+
+
+def _file_template(path: str) -> Any:
+    from draspeed.analysis.whatif import NodeTemplate
+    from draspeed.api.model import Node, ObjectMeta
+    from draspeed.load import load
+
+    found = load(path)
+    names = {s.spec.node_name for s in found.slices if s.spec.node_name}
+    if len(names) != 1:
+        raise UsageError(
+            f"{path}: expected the node-local ResourceSlices of exactly one node "
+            f"(found nodes: {', '.join(sorted(names)) or 'none'})"
+        )
+    [name] = names
+    node = next((n for n in found.nodes if n.name == name), Node(metadata=ObjectMeta(name=name)))
+    slices = tuple(s for s in found.slices if s.spec.node_name == name)
+    return NodeTemplate(node, slices, tuple(found.classes))
+
+
+def parse_changes(args: argparse.Namespace, snapshot: Snapshot) -> list[Change]:
+    from draspeed.analysis.whatif import Cordon, RemoveNodes
+
+    changes: list[Change] = [parse_add_nodes(s, snapshot) for s in args.add_nodes]
+    if args.remove_node:
+        changes.append(RemoveNodes(tuple(args.remove_node)))
+    if args.cordon_pool or args.cordon_node:
+        changes.append(Cordon(pools=tuple(args.cordon_pool), nodes=tuple(args.cordon_node)))
+    return changes
+
+
+def shape_name(shape: ShapeSource) -> str:
+    from draspeed.analysis.shapes import PodShape
+
+    return PodShape.of(shape).name
+
+
+def cluster_source(args: argparse.Namespace, objects: Objects) -> ClusterSource:
+    from draspeed.analysis.sweep import FileCluster, InlineCluster
+
+    local_files = (
+        not args.scheduler
+        and not args.from_cluster
+        and all(f != "-" and os.path.exists(f) for f in args.filename)
+    )
+    if local_files:
+        return FileCluster(tuple(args.filename))
+    return InlineCluster(objects)

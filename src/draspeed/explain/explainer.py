@@ -1,0 +1,83 @@
+""":func:`explain`: the allocator's verdict, the funnels around it, and the blockers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from draspeed.api.model import Node, ObjectMeta, ResourceClaim
+from draspeed.errors import AllocationError
+from draspeed.explain.alternatives import claim_alternatives
+from draspeed.explain.blockers import find_blockers
+from draspeed.explain.facts import NodeFacts
+from draspeed.explain.funnel import node_funnels
+from draspeed.explain.results import Explanation, PoolNote
+from draspeed.explain.summary import summarise
+from draspeed.explain.verdict import ask
+from draspeed.features import Features
+from draspeed.snapshot import Snapshot
+
+
+def explain(
+    snapshot: Snapshot,
+    claims: Sequence[ResourceClaim],
+    node: Node | str,
+    *,
+    features: Features | None = None,
+    timeout: float | None = None,
+) -> Explanation:
+    """Whether ``claims`` (one pod's, allocated together) fit on ``node``, and why (not).
+
+    ``features`` other than the snapshot's explain as if those gates were set (the
+    snapshot is rebuilt with them). ``timeout`` bounds each allocator run (seconds);
+    a run that times out makes the status ``timeout``, or leaves that experiment out.
+    """
+    if features is not None and features != snapshot.features:
+        snapshot = Snapshot.build(
+            snapshot.slices,
+            list(snapshot.classes.values()),
+            snapshot.allocated_claims,
+            features=features,
+            nodes=list(snapshot.given_nodes.values()),
+        )
+    if isinstance(node, str):
+        node = snapshot.given_nodes.get(node) or Node(metadata=ObjectMeta(name=node))
+    claims = list(claims)
+    verdict = ask(snapshot, claims, node, timeout)
+    out = Explanation(
+        node=node.name,
+        claims=[c.key for c in claims],
+        status=verdict.status,
+        summary="",
+        error=verdict.error,
+        work=verdict.work,
+    )
+    if verdict.results is not None:
+        for claim, result in zip(claims, verdict.results, strict=True):
+            out.allocations[claim.key] = [
+                f"{r.driver}/{r.pool}/{r.device}" for r in result.devices.results
+            ]
+    try:
+        view = snapshot.node_view(node)
+    except AllocationError:
+        # Pool gathering failed (a slice's node selector is broken): the allocator
+        # said so in ``error``; there is nothing on the node to count.
+        out.summary = verdict.error or "pool gathering failed"
+        return out
+    facts = NodeFacts(snapshot, view)
+    out.pools = [
+        PoolNote(
+            str(p.id),
+            "invalid" if p.invalid else "incomplete",
+            p.invalid_reason
+            if p.invalid
+            else "not all slices of the pool's newest generation are published (being updated)",
+        )
+        for p in view.pools
+        if p.invalid or p.incomplete
+    ]
+    alternatives = claim_alternatives(claims)
+    out.requests = node_funnels(facts, claims, alternatives, verdict.results)
+    if verdict.status != "fits":
+        out.blockers = find_blockers(snapshot, facts, claims, node, out.requests, verdict, timeout)
+    out.summary = summarise(out, claims)
+    return out
