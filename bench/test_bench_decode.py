@@ -1,10 +1,13 @@
 """Bulk decoding: a 12,500-slice ResourceSliceList (100,000 GPUs) from JSON to the model.
 
-Run with ``pytest bench --benchmark-only -k decode``. Two benchmarks split the load
-into its parts: the JSON-only one is the floor (msgspec parsing the same bytes), the
-text one adds the input-limit checks of ``draspeed.api.text`` (nesting depth,
-duplicate keys), so the model-building share is ``load`` minus ``parse_text``.
-``extra_info["megabytes_per_second"]`` is the file size over the fastest round.
+Run with ``pytest bench --benchmark-only -k decode``. ``load`` takes such a list the
+bulk way (``draspeed.api.bulk``): one compiled scan for the input limits and the item
+boundaries (``json_list_spans``, benchmarked alone), then each item decoded into typed
+msgspec Structs and built into the model in compiled code. The JSON-only benchmark is
+a reference floor (msgspec parsing the same bytes into dicts), ``parse_text`` the
+ordinary path's text stage (dicts plus the limit checks), which other JSON texts take,
+and ``load_parsed_objects`` the decoding of dicts. ``extra_info["megabytes_per_second"]``
+is the file size over the fastest round.
 
 Instruction counts (``valgrind --tool=callgrind``) repeat on a shared machine where
 wall time does not: compare commits with them on a few hundred slices
@@ -21,6 +24,7 @@ import msgspec
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from draspeed._jsontext import json_list_spans
 from draspeed.api.text import parse_text
 from draspeed.load import load
 
@@ -50,6 +54,10 @@ def test_bench_load_resource_slice_list(benchmark: BenchmarkFixture, slice_list_
     _throughput(benchmark, slice_list_json)
     assert len(objects.slices) == 12_500
     assert sum(len(s.spec.devices) for s in objects.slices) == 100_000
+    # Built by the bulk path: all but the first slices keep their text for ``raw``.
+    benchmark.extra_info["slices_built_in_bulk"] = sum(
+        s.raw_text is not None for s in objects.slices
+    )
 
 
 def test_bench_load_without_validation(benchmark: BenchmarkFixture, slice_list_json: Path) -> None:
@@ -95,6 +103,17 @@ def test_bench_parse_text(benchmark: BenchmarkFixture, slice_list_json: Path) ->
     docs = benchmark.pedantic(_text_only, args=(data,), rounds=3, iterations=1, warmup_rounds=1)
     _throughput(benchmark, slice_list_json)
     assert len(docs) == 1 and len(docs[0]["items"]) == 12_500
+
+
+def test_bench_list_scan(benchmark: BenchmarkFixture, slice_list_json: Path) -> None:
+    """The bulk path's one pass over the bytes: depth, duplicate keys, item spans."""
+    _extra(benchmark, slice_list_json)
+    data = slice_list_json.read_bytes()
+    found = benchmark.pedantic(
+        json_list_spans, args=(data, 200), rounds=3, iterations=1, warmup_rounds=1
+    )
+    _throughput(benchmark, slice_list_json)
+    assert found is not None and len(found[2]) == 12_500
 
 
 def test_bench_json_parse_floor(benchmark: BenchmarkFixture, slice_list_json: Path) -> None:

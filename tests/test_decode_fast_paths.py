@@ -6,18 +6,17 @@ Python code they stand in for.
   decoder, for devices of the common shape and for random departures from it.
 - Model objects built slot by slot equal the dataclasses' own.
 - Name predicates: True only where ``draspeed.api.names`` accepts.
-- JSON text checks: the nesting depth and the members (duplicates included, and as
-  decoded) of generated documents, written with escapes, non-ASCII text and spacing.
+
+The JSON text checks (``draspeed._jsontext``) are tested in test_json_text.py, the
+typed bulk path (``SliceBuilder``) in test_bulk_json.py.
 """
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -368,12 +367,14 @@ _name_text = st.text(alphabet="az09-./Aé_", max_size=12)
 def test_name_predicates_accept_only_valid_names(name: str) -> None:
     assert _decode.dns_subdomain_ok(name) == (names.check_dns_subdomain(name) is None)
     assert _decode.pool_name_ok(name) == (names.check_pool_name(name) is None)
+    assert _decode.dns_label_ok(name) == (names.check_dns_label(name) is None)
 
 
 @pytest.mark.parametrize(
     ("name", "subdomain", "pool"),
     [
         ("node-00001", True, True),
+        ("gpu-0", True, True),
         ("a.b-c.d", True, True),
         ("a/b.c", False, True),
         ("a" * 253, True, True),
@@ -397,101 +398,14 @@ def test_name_predicates(name: str, subdomain: bool, pool: bool) -> None:
 def test_name_predicates_refuse_non_strings() -> None:
     assert not _decode.dns_subdomain_ok(None)
     assert not _decode.pool_name_ok(b"abc")
+    assert not _decode.dns_label_ok(7)
 
 
-# --------------------------------------------------------------------- JSON text
-
-
-def _is_object(value: Any) -> bool:
-    """Generated objects are lists of (key, value) pairs, so that keys may repeat."""
-    return isinstance(value, list) and bool(value) and all(isinstance(v, tuple) for v in value)
-
-
-def _depth(value: Any) -> int:
-    if _is_object(value):
-        return 1 + max(_depth(v) for _, v in value)
-    if isinstance(value, list):
-        return 1 + max((_depth(v) for v in value), default=0)
-    return 0
-
-
-def _members(value: Any, *, distinct: bool) -> int:
-    """Members written, or (``distinct``) members left once the last duplicate wins."""
-    if _is_object(value):
-        pairs = list(dict(value).items()) if distinct else value
-        return len(pairs) + sum(_members(v, distinct=distinct) for _, v in pairs)
-    if isinstance(value, list):
-        return sum(_members(v, distinct=distinct) for v in value)
-    return 0
-
-
-_json_keys = st.text(alphabet='ab:"\\{}[] é😀', max_size=4)
-_json_values = st.recursive(
-    st.one_of(
-        st.none(),
-        st.booleans(),
-        st.integers(),
-        st.floats(allow_nan=False, allow_infinity=False),
-        _json_keys,
-    ),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.lists(st.tuples(_json_keys, inner), max_size=3),  # pairs: duplicates allowed
-    ),
-    max_leaves=12,
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [("gpu-0", True), ("a" * 63, True), ("a" * 64, False), ("a.b", False), ("-a", False),
+     ("a-", False), ("a--b", True), ("", False), ("A", False)],
 )
-
-
-def _write(value: Any, ascii_only: bool, indent: int | None) -> str:
-    """JSON text of ``value``; lists of pairs become objects, duplicate keys kept."""
-    if _is_object(value):
-        pad = "" if indent is None else " " * indent
-        items = [
-            f"{json.dumps(k, ensure_ascii=ascii_only)}{pad}:{pad}{_write(v, ascii_only, indent)}"
-            for k, v in value
-        ]
-        return "{" + ", ".join(items) + "}"
-    if isinstance(value, list):
-        return "[" + ",\n".join(_write(v, ascii_only, indent) for v in value) + "]"
-    return json.dumps(value, ensure_ascii=ascii_only)
-
-
-@given(
-    value=_json_values,
-    ascii_only=st.booleans(),
-    indent=st.sampled_from([None, 0, 2]),
-    as_bytes=st.booleans(),
-    max_depth=st.integers(1, 4),
-)
-def test_json_text_shape_matches_the_formatted_text(
-    value: Any, ascii_only: bool, indent: int | None, as_bytes: bool, max_depth: int
-) -> None:
-    written = _write(value, ascii_only, indent)
-    text: str | bytes = written.encode() if as_bytes else written
-    too_deep, members = _decode.json_text_shape(text, max_depth)
-    assert too_deep == (_depth(value) > max_depth)
-    if not too_deep:
-        assert members == _members(value, distinct=False)
-        assert _decode.count_members(msgspec.json.decode(text)) == _members(value, distinct=True)
-
-
-def test_json_text_shape_examples() -> None:
-    assert _decode.json_text_shape(b"[[1]]", 2) == (False, 0)
-    assert _decode.json_text_shape(b"[[[]]]", 2) == (True, 0)
-    assert _decode.json_text_shape(b'{"a": 1, "a": 2}', 5) == (False, 2)
-    assert _decode.json_text_shape('{"a\\\\": {"b\\"": ":"}}', 5) == (False, 2)
-    assert _decode.json_text_shape('{"😀": {"\\\\\\"": 1}}', 5) == (False, 2)
-    assert _decode.json_text_shape(b'"{[:"', 1) == (False, 0)
-    with pytest.raises(TypeError):
-        _decode.json_text_shape(bytearray(b"{}"), 1)
-
-
-def test_count_members() -> None:
-    assert _decode.count_members({"a": [{"b": 1, "c": {}}], "d": 2}) == 4
-    assert _decode.count_members(3) == 0
-    assert _decode.count_members([[{}], {"x": None}]) == 1
-    deep: list[Any] = []
-    for _ in range(100_000):
-        deep = [deep]
-    with pytest.raises(RecursionError):
-        _decode.count_members(deep)
+def test_dns_label_predicate(name: str, label: bool) -> None:
+    assert _decode.dns_label_ok(name) is label
+    assert (names.check_dns_label(name) is None) is label

@@ -3,8 +3,10 @@
 from collections.abc import Callable
 from typing import Any
 
-from draspeed.api.context import DecodeContext
-from draspeed.api.model import Device, DeviceAttribute, DeviceCapacity
+import msgspec
+
+from draspeed.api.context import Caches, DecodeContext
+from draspeed.api.model import Device, DeviceAttribute, DeviceCapacity, ResourceSlice
 
 def decode_common_devices(
     ctx: DecodeContext,
@@ -16,6 +18,21 @@ def decode_common_devices(
 ) -> list[Device]:
     """The devices of one slice; ``checked(i, raw)`` decodes device ``i`` with every
     check when it is not of the common shape."""
+
+class SliceBuilder:
+    """The model of typed slices (draspeed.api.slice_schema), built from and into one
+    load's caches."""
+
+    def __init__(self, caches: Caches, validate: bool) -> None: ...
+    def build(
+        self,
+        item: object,
+        raw: msgspec.Raw,
+        api_version: str,
+        fallback: Callable[[msgspec.Raw], Any],
+    ) -> ResourceSlice | None:
+        """The ResourceSlice of a JSONSlice, or None when anything but its devices needs
+        the checked decoder; ``fallback(raw)(i, driver)`` builds the other devices."""
 
 def new_device(
     name: str, attributes: dict[str, DeviceAttribute], capacity: dict[str, DeviceCapacity]
@@ -31,8 +48,5 @@ def dns_subdomain_ok(name: object) -> bool:
 def pool_name_ok(name: object) -> bool:
     """True only when ``names.check_pool_name(name)`` passes."""
 
-def json_text_shape(text: str | bytes, max_depth: int) -> tuple[bool, int]:
-    """``(too_deep, members)`` of a text msgspec decoded as JSON."""
-
-def count_members(doc: object) -> int:
-    """Entries of every dict in a decoded JSON document."""
+def dns_label_ok(name: object) -> bool:
+    """True only when ``names.check_dns_label(name)`` passes."""

@@ -81,10 +81,18 @@ def child(path: str, key: str) -> str:
     return f"{path}[{key}]"
 
 
-class DecodeContext:
-    """Error and warning reporting for one top-level object."""
+Pending = list[tuple[str, type[Warning]]]  # warnings held back: (text, category)
 
-    __slots__ = ("caches", "obj", "sink", "validate")
+
+class DecodeContext:
+    """Error and warning reporting for one top-level object.
+
+    Warnings go to ``sink`` (text) and to ``warnings.warn``, or, with ``pending``, into
+    that list for the caller to warn later (a loader that may still find out that its
+    input was no JSON after all, and start over, holds them back).
+    """
+
+    __slots__ = ("caches", "obj", "pending", "sink", "validate")
 
     def __init__(
         self,
@@ -93,11 +101,13 @@ class DecodeContext:
         validate: bool,
         caches: Caches | None = None,
         sink: list[str] | None = None,
+        pending: Pending | None = None,
     ) -> None:
         self.obj = obj
         self.validate = validate
         self.caches = caches if caches is not None else Caches()
         self.sink = sink
+        self.pending = pending
 
     # ---------------------------------------------------------------- reporting
 
@@ -110,7 +120,10 @@ class DecodeContext:
         text = f"{self.obj}: {path}: {message}" if path else f"{self.obj}: {message}"
         if self.sink is not None:
             self.sink.append(text)
-        warnings.warn(text, category, stacklevel=4)
+        if self.pending is not None:
+            self.pending.append((text, category))
+        else:
+            warnings.warn(text, category, stacklevel=4)
 
     def check(self, kind: str, value: str, checker: Callable[[str], str | None], path: str) -> None:
         """Run a name syntax check once per distinct value; raise on failure."""

@@ -17,7 +17,7 @@ from draspeed.api.classic import (
     decode_classic_class,
 )
 from draspeed.api.common import object_name
-from draspeed.api.context import Caches, DecodeContext
+from draspeed.api.context import Caches, DecodeContext, Pending
 from draspeed.api.messages import required, wrong_type
 from draspeed.api.model import AllocationResult, DRAObject
 from draspeed.api.slices import decode_resource_slice
@@ -135,13 +135,18 @@ def decode_known(
     validate: bool,
     caches: Caches | None,
     sink: list[str] | None,
+    pending: Pending | None = None,
 ) -> DRAObject:
     """:func:`decode_object` for a mapping whose kind the caller has already looked up
     (``found = lookup(apiVersion, kind)``): a loader of thousands of list items does
-    that once per kind, not per object."""
+    that once per kind, not per object. ``pending``: see :class:`DecodeContext`."""
     decoder, version, namespaced = found
     ctx = DecodeContext(
-        object_name(kind, obj, namespaced=namespaced), validate=validate, caches=caches, sink=sink
+        object_name(kind, obj, namespaced=namespaced),
+        validate=validate,
+        caches=caches,
+        sink=sink,
+        pending=pending,
     )
     try:
         return decoder(ctx, obj, version)

@@ -7,13 +7,18 @@ when unset, lists and maps are empty when unset.
 
 Top-level objects keep the mapping they were decoded from in ``raw`` so that
 everything the user gave (unknown fields included) survives an echo: results are
-written into a copy of ``raw``, never rebuilt from the model.
+written into a copy of ``raw``, never rebuilt from the model. A ResourceSlice of a bulk
+JSON text may hold its JSON text instead, decoded to that mapping on first read (see
+:class:`ResourceSlice`).
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from draspeed.quantity import Quantity
 
@@ -170,10 +175,49 @@ class ResourceSliceSpec:
 
 @dataclass(slots=True)
 class ResourceSlice:
+    """A ResourceSlice. ``raw`` may be decoded on first read from ``raw_text``.
+
+    A cluster dump is mostly ResourceSlices, and building the dict of each while the
+    text is read costs as much as the rest of the decoding, while ``raw`` is rarely
+    read (encoders, what-if copies). So the bulk JSON decoder leaves the ``raw`` slot
+    empty and keeps the slice's JSON text (a ``msgspec.Raw`` view of the input, which
+    stays in memory while such slices live) in ``raw_text`` instead. Reading ``raw``
+    (also through ``==``, ``repr``, ``dataclasses.replace``, copy and pickle) then
+    decodes it once, under a lock so that concurrent first readers get the same dict:
+    the same content, key order and explicit nulls as decoding the whole input at once.
+    ``raw_text`` is not part of equality, ``repr`` or the constructor.
+    """
+
     metadata: ObjectMeta
     spec: ResourceSliceSpec
     api_version: str = "resource.k8s.io/v1"
     raw: dict[str, Any] = field(default_factory=dict)
+    raw_text: msgspec.Raw | None = field(default=None, init=False, repr=False, compare=False)
+
+    if not TYPE_CHECKING:  # mypy would take any misspelt attribute for one
+
+        def __getattr__(self, name: str) -> Any:
+            # Called only when the normal lookup fails: here, for an empty ``raw`` slot.
+            if name != "raw":
+                raise AttributeError(
+                    f"{type(self).__name__!r} object has no attribute {name!r}"
+                )
+            with _RAW_LOCK:
+                try:
+                    return _RAW_SLOT.__get__(self, ResourceSlice)  # decoded meanwhile
+                except AttributeError:
+                    pass
+                text = self.raw_text
+                if text is None:
+                    raise AttributeError(f"{type(self).__name__!r} object has no attribute 'raw'")
+                value = msgspec.json.decode(text)
+                self.raw = value
+                self.raw_text = None
+                return value
+
+
+_RAW_SLOT = ResourceSlice.__dict__["raw"]
+_RAW_LOCK = threading.Lock()
 
 
 # --------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ attribute values and quantities up in the load's :class:`~draspeed.api.context.C
 devices of the common shape do not even come here but are built by the compiled
 :func:`draspeed._decode.decode_common_devices` from those caches, and the node and
 pool names (unique per slice) pass compiled syntax predicates before the checks.
+Slices of bulk JSON lists are built by :class:`draspeed._decode.SliceBuilder` from
+typed Structs; the devices it does not build come here through :class:`CheckedDevices`.
 
 Version differences handled here:
 
@@ -20,10 +22,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from draspeed._decode import decode_common_devices, dns_subdomain_ok, pool_name_ok
+import msgspec
+
+from draspeed._decode import (
+    SliceBuilder,
+    decode_common_devices,
+    dns_subdomain_ok,
+    pool_name_ok,
+)
 from draspeed.api import limits, names
-from draspeed.api.common import decode_metadata, decode_node_selector, decode_taint
-from draspeed.api.context import Caches, DecodeContext, DraspeedWarning, child, dict_of
+from draspeed.api.common import decode_metadata, decode_node_selector, decode_taint, object_name
+from draspeed.api.context import (
+    Caches,
+    DecodeContext,
+    DraspeedWarning,
+    Pending,
+    child,
+    dict_of,
+)
 from draspeed.api.messages import (
     duplicate,
     forbidden,
@@ -45,6 +61,9 @@ from draspeed.api.model import (
     ResourceSlice,
     ResourceSliceSpec,
 )
+from draspeed.errors import DraspeedError, InputError
+
+__all__ = ["LIST_KINDS", "CheckedDevices", "SliceBuilder", "decode_resource_slice"]
 
 _SCALAR_KINDS = ("int", "bool", "string", "version")
 _LIST_KINDS = ("ints", "bools", "strings", "versions")
@@ -422,6 +441,42 @@ def _decode_device(
     if len(body) > base_keys + (a is not None) + (c is not None):
         _decode_device_extras(ctx, device, body, _device_path(i, nested), per_device)
     return device
+
+
+class CheckedDevices:
+    """The devices of one typed slice that the compiled builder leaves to the checked
+    decoder (:class:`draspeed._decode.SliceBuilder`): the slice's text is decoded once
+    to the dict the checked path reads, and that dict becomes the slice's ``raw``.
+    Called as ``(i, driver)`` for device ``i``; errors are the checked path's own."""
+
+    __slots__ = ("ctx", "devices", "raw")
+
+    def __init__(
+        self,
+        text: msgspec.Raw,
+        *,
+        validate: bool,
+        caches: Caches,
+        sink: list[str] | None,
+        pending: Pending | None = None,
+    ) -> None:
+        self.raw: dict[str, Any] = msgspec.json.decode(text)
+        name = object_name("ResourceSlice", self.raw, namespaced=False)
+        self.ctx = DecodeContext(
+            name, validate=validate, caches=caches, sink=sink, pending=pending
+        )
+        self.devices: list[Any] = self.raw["spec"]["devices"]
+
+    def __call__(self, i: int, driver: str) -> Device:
+        ctx = self.ctx
+        key_names = ctx.caches.attribute_names[driver]
+        try:
+            return _decode_device(ctx, i, self.devices[i], driver, key_names, None, False, False)
+        except DraspeedError:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            # As draspeed.api.decode.decode_known words a shape no decoder anticipated.
+            raise InputError(ctx.obj, "", f"cannot decode: {exc}") from exc
 
 
 def _as_dict(ctx: DecodeContext, value: Any, path: str) -> dict[str, Any]:

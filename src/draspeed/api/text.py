@@ -6,7 +6,8 @@ exhausted memory, so every text is parsed within :class:`Limits`:
 - ``max_depth``: collections nested inside each other (a deep enough document crashes
   libyaml's recursive composer and exhausts recursion in JSON decoders and in the
   copies and dumps made of the objects later). YAML is composed here, iteratively,
-  with a depth counter; JSON is measured with a bytes scan after the fast decode.
+  with a depth counter; JSON is measured with a compiled scan of its bytes
+  (:mod:`draspeed._jsontext`) after the fast decode.
 - ``max_alias_expansion``: what YAML aliases add to a document once expanded (nodes
   plus scalar characters). Aliases load as shared references, but every consumer
   that echoes the objects (encoders, the CLI's output) expands them: nine levels of
@@ -45,7 +46,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-from draspeed._decode import count_members, json_text_shape
+from draspeed._jsontext import json_text_check
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB per file or standard input
 # Kubernetes objects nest about 10 levels deep, opaque driver parameters a few more;
@@ -110,12 +111,13 @@ def _decode_json(text: str | bytes, limits: Limits) -> Any:
         raise TextError(None, "", f"not valid Unicode text: {exc.reason}") from exc
     except RecursionError as exc:  # deeper than the interpreter lets msgspec follow
         raise TextError(None, "", _too_deep(limits.max_depth)) from exc
-    # One compiled pass over the text gives its nesting depth and how many keys it
-    # writes; fewer keys in the decoded objects means a key was given twice.
-    too_deep, members = json_text_shape(text, limits.max_depth)
+    # One compiled pass over the bytes (valid UTF-8: msgspec read them) tells whether
+    # the text nests too deep and whether an object repeats a key.
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    too_deep, duplicate = json_text_check(data, limits.max_depth)
     if too_deep:
         raise TextError(None, "", _too_deep(limits.max_depth))
-    if members != count_members(doc):
+    if duplicate:
         _raise_json_duplicate(text)
     return doc
 
@@ -129,7 +131,7 @@ def _utf8_error(data: bytes) -> str:
 
 
 def _raise_json_duplicate(data: str | bytes) -> None:
-    """The exact (slow) check, run only when the quick counts disagree or cannot tell."""
+    """Find the first repeated key and its path (slow: run only when there is one)."""
     found: list[tuple[str, str]] = []
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> Any:

@@ -1,0 +1,109 @@
+"""Big JSON lists item by item: ``kubectl get -o json`` output and API list responses.
+
+A cluster dump is one JSON object whose ``items`` are thousands of ResourceSlices.
+Parsing it into dicts, then reading the dicts back into the model, costs about twice
+what reading the text once costs, so :func:`read_list` takes such a text apart instead:
+
+1. one compiled pass (:func:`draspeed._jsontext.json_list_spans`) checks the input
+   limits of :mod:`draspeed.api.text` (nesting depth, duplicate keys) and finds where
+   each item starts and ends;
+2. the list without its items is decoded (its ``kind`` and ``apiVersion`` apply to
+   items that have none);
+3. :meth:`ListText.item` decodes one item from its own bytes: a ResourceSlice into the
+   Structs of :mod:`draspeed.api.slice_schema` when they fit it, anything else into a
+   dict as the ordinary parse gives it. Each keeps its bytes (a ``msgspec.Raw`` view of
+   the input), which become the slice's ``raw``.
+
+The loader decodes and builds one item at a time, so that each item's Structs are
+freed while the next is decoded (half the memory traffic of decoding all first). An
+item may then turn out not to be JSON (:class:`NotJSON`) after others were built: the
+loader undoes them and parses the text the ordinary way, which reports whatever is
+wrong exactly as it always does. Any surprise before that (not such a list, too deep,
+a repeated key) makes :func:`read_list` return None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from draspeed._jsontext import json_list_spans
+from draspeed.api.slice_schema import SLICE_DECODER
+from draspeed.api.text import DEFAULT_MAX_DEPTH, Limits
+
+# List kinds whose items may be ResourceSlices ("List": kubectl's mixed lists).
+_SLICE_LISTS = ("List", "ResourceSliceList")
+_SLICE_KIND = b'"ResourceSlice"'
+
+
+class NotJSON(Exception):
+    """An item msgspec cannot decode: the text is no JSON after all."""
+
+
+@dataclass(frozen=True)
+class ListText:
+    """A JSON list taken apart by :func:`read_list`."""
+
+    envelope: dict[str, Any]  # the list's own fields, "items" empty
+    data: bytes
+    spans: list[tuple[int, int]]  # where each item's text is
+    slices_only: bool  # a ResourceSliceList: every item is tried as a slice
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def item(self, j: int) -> tuple[Any, msgspec.Raw]:
+        """Item ``j`` decoded (a JSONSlice when the Structs take it, else as a dict) and
+        its text; :class:`NotJSON` if msgspec cannot decode it."""
+        start, end = self.spans[j]
+        text = msgspec.Raw(memoryview(self.data)[start:end])
+        try:
+            if self.slices_only or self.data.find(_SLICE_KIND, start, end) >= 0:
+                try:
+                    return SLICE_DECODER.decode(text), text
+                except msgspec.ValidationError:  # not of the shape the Structs take
+                    pass
+            return msgspec.json.decode(text), text
+        except (ValueError, RecursionError) as exc:
+            raise NotJSON(str(exc)) from exc
+
+    def decodes_from(self, j: int) -> bool:
+        """Whether every item from ``j`` on decodes (the rest of the text is JSON)."""
+        try:
+            for k in range(j, len(self.spans)):
+                self.item(k)
+        except NotJSON:
+            return False
+        return True
+
+
+def read_list(text: str | bytes, limits: Limits) -> ListText | None:
+    """A JSON ``List`` or ``ResourceSliceList`` text within ``limits``, taken apart;
+    None for any other text."""
+    if text[:64].lstrip()[:1] not in ("{", b"{"):
+        return None
+    if limits.max_depth > DEFAULT_MAX_DEPTH:
+        # Deeper texts may be more than msgspec follows when it decodes them whole (as
+        # the ordinary path and a slice's raw do) but not where it skips: not here.
+        return None
+    if isinstance(text, str):
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    else:
+        data = text
+    found = json_list_spans(data, limits.max_depth)
+    if found is None:
+        return None
+    items_open, items_close, spans = found
+    try:
+        envelope = msgspec.json.decode(data[: items_open + 1] + data[items_close:])
+    except (ValueError, RecursionError):
+        return None
+    kind = envelope.get("kind") if type(envelope) is dict else None
+    if kind not in _SLICE_LISTS:
+        return None
+    return ListText(envelope, data, spans, kind == "ResourceSliceList")

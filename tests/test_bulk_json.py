@@ -1,0 +1,579 @@
+"""The bulk JSON path of ``load`` (``draspeed.api.bulk``, ``_decode.SliceBuilder``)
+against the ordinary path on the same text.
+
+The ordinary path (the text parsed whole into dicts, then decoded) is the reference:
+the bulk path must give equal objects, equal ``raw`` mappings, the same warnings in
+the same order, and the same error (type, message, notes) for every input. Inputs are
+the clusters of every ``draspeed.generate`` kind, as ``kind: List`` and as
+``ResourceSliceList`` texts, with random edits: unknown fields, nulls, list
+attributes, request policies, taints, counters, per-device node selection, other
+versions, values seen for the first time, bad values, and texts that stop being JSON
+part way. Also here: ``ResourceSlice.raw`` read on demand (copies, pickling, threads).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import json
+import pickle
+import random
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from draspeed._clone import clone
+from draspeed.api.model import ResourceSlice
+from draspeed.generate import KINDS, generate
+from draspeed.load import load
+
+_LOAD_MODULE = sys.modules["draspeed.load"]
+
+
+@contextmanager
+def _ordinary_path() -> Iterator[None]:
+    """``load`` without the bulk path: every text is parsed whole."""
+    original = _LOAD_MODULE.read_list
+    _LOAD_MODULE.read_list = lambda *args: None
+    try:
+        yield
+    finally:
+        _LOAD_MODULE.read_list = original
+
+
+def _outcome(text: bytes, validate: bool) -> tuple[Any, ...]:
+    """Everything ``load`` gives for a text: objects, raws, warnings, or the error."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            objects = load(text, validate=validate)
+        except Exception as exc:  # compared whole: type, message and notes
+            result: tuple[Any, ...] = (
+                "error",
+                type(exc).__name__,
+                str(exc),
+                getattr(exc, "__notes__", None),
+            )
+        else:
+            result = (
+                "objects",
+                objects.by_kind(),
+                [s.raw for s in objects.slices],
+                objects.warnings,
+            )
+    return (*result, [(w.category, str(w.message)) for w in caught])
+
+
+def _fast_slices(text: bytes) -> int:
+    """How many slices the bulk path built itself (their ``raw`` is still text)."""
+    try:
+        objects = load(text, validate=False)
+    except Exception:
+        return 0
+    return sum(s.raw_text is not None for s in objects.slices)
+
+
+def _same(text: bytes, validate: bool) -> tuple[Any, ...]:
+    fast = _outcome(text, validate)
+    with _ordinary_path():
+        ordinary = _outcome(text, validate)
+    assert fast == ordinary
+    return fast
+
+
+# ------------------------------------------------------------------ the inputs
+
+_CLUSTERS: dict[str, Any] = {}
+
+
+def _cluster(kind: str) -> Any:
+    if kind not in _CLUSTERS:
+        _CLUSTERS[kind] = generate(kind, 3, seed=1)
+    return copy.deepcopy(_CLUSTERS[kind])
+
+
+def _as_list(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": objects}
+
+
+def _as_slice_list(slices: list[dict[str, Any]]) -> dict[str, Any]:
+    """As the API server lists them: items without apiVersion and kind."""
+    items = [{k: v for k, v in s.items() if k not in ("apiVersion", "kind")} for s in slices]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSliceList",
+        "metadata": {"resourceVersion": "7"},
+        "items": items,
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("shape", ["List", "ResourceSliceList"])
+@pytest.mark.parametrize("validate", [True, False])
+def test_generated_clusters(kind: str, shape: str, validate: bool) -> None:
+    cluster = _cluster(kind)
+    doc = _as_list(cluster.items()) if shape == "List" else _as_slice_list(cluster.slices)
+    text = msgspec.json.encode(doc)
+    outcome = _same(text, validate)
+    assert outcome[0] == "objects"
+    assert len(outcome[1]["ResourceSlice"]) == len(cluster.slices)
+
+
+def test_the_bulk_path_builds_most_slices_itself() -> None:
+    """The comparisons above are worth something only if the bulk path is taken."""
+    cluster = generate("nvidia-gpu", 40, seed=2)
+    text = msgspec.json.encode(_as_slice_list(cluster.slices))
+    built = _fast_slices(text)
+    assert built >= len(cluster.slices) - 3  # the first of a driver go the checked way
+    objects = load(text)
+    assert [s.raw for s in objects.slices] == _as_slice_list(cluster.slices)["items"]
+    _same(text, True)
+
+
+@pytest.mark.parametrize(
+    "late",
+    ["repeated uuid", "uuid of 65 characters", "uuid of 20 non-ASCII characters", "none"],
+)
+def test_keys_whose_values_are_all_different(late: str) -> None:
+    """A key whose string values are nearly all new (a uuid per GPU) stops being looked
+    up after a few hundred values; values after that decode and fail as before."""
+    slices = generate("nvidia-gpu", 60, seed=3).slices  # 480 uuids
+    devices = slices[-1]["spec"]["devices"]
+    first = slices[0]["spec"]["devices"][0]["attributes"]["uuid"]["string"]
+    if late == "repeated uuid":
+        devices[0]["attributes"]["uuid"] = {"string": first}
+    elif late == "uuid of 65 characters":
+        devices[1]["attributes"]["uuid"] = {"string": "u" * 65}
+    elif late == "uuid of 20 non-ASCII characters":
+        devices[2]["attributes"]["uuid"] = {"string": "é" * 20}
+    for validate in (True, False):
+        _same(msgspec.json.encode(_as_slice_list(slices)), validate)
+
+
+# ---------------------------------------------------------------------- edits
+
+Edit = Callable[[dict[str, Any], Any], None]
+_DRIVER_KEYS = ("productName", "gpu.nvidia.com/productName")
+
+
+def _devices(s: dict[str, Any]) -> list[dict[str, Any]]:
+    devices: list[dict[str, Any]] = s["spec"].setdefault("devices", [])
+    return devices
+
+
+def _device(s: dict[str, Any], pick: Any) -> dict[str, Any] | None:
+    devices = _devices(s)
+    return pick.choice(devices) if devices else None
+
+
+def _on_device(change: Callable[[dict[str, Any]], None]) -> Edit:
+    def edit(s: dict[str, Any], pick: Any) -> None:
+        d = _device(s, pick)
+        if d is not None:
+            change(d)
+
+    return edit
+
+
+def _on_attribute(value: Any, key: str | None = None) -> Edit:
+    def change(d: dict[str, Any]) -> None:
+        attributes = d.setdefault("attributes", {})
+        name = key or (next(iter(attributes)) if attributes else "x")
+        attributes[name] = value
+
+    return _on_device(change)
+
+
+def _on_capacity(value: Any) -> Edit:
+    def change(d: dict[str, Any]) -> None:
+        capacity = d.setdefault("capacity", {})
+        capacity[next(iter(capacity)) if capacity else "memory"] = value
+
+    return _on_device(change)
+
+
+def _set(path: tuple[str, ...], value: Any) -> Edit:
+    def edit(s: dict[str, Any], pick: Any) -> None:
+        target = s
+        for key in path[:-1]:
+            target = target.setdefault(key, {})
+        target[path[-1]] = value
+
+    return edit
+
+
+def _drop(path: tuple[str, ...]) -> Edit:
+    def edit(s: dict[str, Any], pick: Any) -> None:
+        target = s
+        for key in path[:-1]:
+            target = target.get(key, {})
+        target.pop(path[-1], None)
+
+    return edit
+
+
+def _per_device_nodes(s: dict[str, Any], pick: Any) -> None:
+    spec = s["spec"]
+    for key in ("nodeName", "allNodes", "nodeSelector"):
+        spec.pop(key, None)
+    spec["perDeviceNodeSelection"] = True
+    for i, d in enumerate(_devices(s)):
+        d["nodeName"] = f"node-{i}"
+
+
+def _all_nodes(s: dict[str, Any], pick: Any) -> None:
+    s["spec"].pop("nodeName", None)
+    s["spec"]["allNodes"] = True
+
+
+def _node_selector(s: dict[str, Any], pick: Any) -> None:
+    s["spec"].pop("nodeName", None)
+    s["spec"]["nodeSelector"] = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists"}]}]
+    }
+
+
+def _many_devices(taint: bool) -> Edit:
+    def edit(s: dict[str, Any], pick: Any) -> None:
+        devices = _devices(s)
+        if not devices:
+            return
+        template = devices[0]
+        s["spec"]["devices"] = [{**template, "name": f"many-{i}"} for i in range(70)]
+        if taint:
+            s["spec"]["devices"][-1]["taints"] = [{"key": "k", "effect": "NoSchedule"}]
+
+    return edit
+
+
+def _v1beta1(s: dict[str, Any], pick: Any) -> None:
+    s["apiVersion"] = "resource.k8s.io/v1beta1"
+    s["spec"]["devices"] = [
+        {"name": d.get("name"), "basic": {k: v for k, v in d.items() if k != "name"}}
+        for d in _devices(s)
+    ]
+
+
+_EDITS: dict[str, Edit] = {
+    # fields the Structs do not know, and nulls
+    "unknown top field": _set(("status",), {"x": 1}),
+    "unknown spec field": _set(("spec", "futureField"), [1]),
+    "unknown metadata field": _set(("metadata", "futureMeta"), {"k": [1, None]}),
+    "unknown device field": _on_device(lambda d: d.update(futureField={"x": 1})),
+    "unknown attribute field": _on_attribute({"int": 1, "future": 2}),
+    "unknown capacity field": _on_capacity({"value": "1", "future": 2}),
+    "null name": _set(("metadata", "name"), None),
+    "null labels": _set(("metadata", "labels"), None),
+    "labels": _set(("metadata", "labels"), {"a": "b", "c": ""}),
+    "bad label value": _set(("metadata", "labels"), {"a": 1}),
+    "annotations": _set(("metadata", "annotations"), {"x/y": "z" * 100}),
+    "null nodeName": _set(("spec", "nodeName"), None),
+    "null devices": _set(("spec", "devices"), None),
+    "no devices": _set(("spec", "devices"), []),
+    "null sharedCounters": _set(("spec", "sharedCounters"), None),
+    "null pool generation": _set(("spec", "pool", "generation"), None),
+    "pool generation too big": _set(("spec", "pool", "generation"), 2**70),
+    "slice count zero": _set(("spec", "pool", "resourceSliceCount"), 0),
+    "metadata generation too big": _set(("metadata", "generation"), 2**64),
+    "no metadata": _drop(("metadata",)),
+    "no spec": _drop(("spec",)),
+    "no driver": _drop(("spec", "driver")),
+    "new driver": _set(("spec", "driver"), "new.example.com"),
+    "bad driver": _set(("spec", "driver"), "Bad_Driver"),
+    "null device taints": _on_device(lambda d: d.update(taints=None)),
+    "null attributes": _on_device(lambda d: d.update(attributes=None)),
+    "null capacity": _on_device(lambda d: d.update(capacity=None)),
+    "no device name": _on_device(lambda d: d.pop("name", None)),
+    "new device name": _on_device(lambda d: d.update(name="brand-new-device")),
+    "bad device name": _on_device(lambda d: d.update(name="GPU_0")),
+    # attribute values
+    "null value": _on_attribute({"string": None}),
+    "two values": _on_attribute({"string": "x", "int": 1}),
+    "no value": _on_attribute({}),
+    "ints": _on_attribute({"ints": [1, 2]}),
+    "strings": _on_attribute({"strings": ["a", "b"]}),
+    "versions": _on_attribute({"versions": ["1.0.0"]}),
+    "bools": _on_attribute({"bools": [True]}),
+    "new int": _on_attribute({"int": 2**40}, "serial"),
+    "int out of range": _on_attribute({"int": 2**63}, "serial"),
+    "int as float": _on_attribute({"int": 1.0}),
+    "bool as int": _on_attribute({"bool": 1}),
+    "new bool": _on_attribute({"bool": False}, "flag"),
+    "new version": _on_attribute({"version": "9.9.9-rc.1"}, "fw"),
+    "bad version": _on_attribute({"version": "1.2"}, "fw"),
+    "new short string": _on_attribute({"string": "é" * 16}, "tag"),
+    "string of 64 bytes": _on_attribute({"string": "x" * 64}, "tag"),
+    "string too long": _on_attribute({"string": "x" * 65}, "tag"),
+    "non-ASCII too long": _on_attribute({"string": "é" * 33}, "tag"),
+    "new qualified key": _on_attribute({"int": 1}, "other.example.com/x"),
+    "negative int": _on_attribute({"int": -42}, "offset"),
+    "int of 18 digits": _on_attribute({"int": -(10**17) - 7}, "serial"),
+    "int of 19 digits": _on_attribute({"int": 10**18 + 3}, "serial"),
+    "int as fraction": _on_attribute({"int": 2.5}),
+    "list kind named in a string": _on_attribute({"string": '"ints"'}, "note"),
+    "escaped key": _on_attribute({"int": 1}, 'quote"d'),
+    "escaped value": _on_attribute({"string": "tab\there"}, "note"),
+    "non-ASCII value": _on_attribute({"string": "Grafikkarte ü"}, "note"),
+    "attributes as list": _on_device(lambda d: d.update(attributes=[])),
+    "attributes as text": _on_device(lambda d: d.update(attributes="x")),
+    "empty attributes": _on_device(lambda d: d.update(attributes={})),
+    "capacity as number map": _on_device(lambda d: d.update(capacity={"memory": 5})),
+    "bad key": _on_attribute({"int": 1}, "bad key!"),
+    "key with and without domain": _on_device(
+        lambda d: d.setdefault("attributes", {}).update(
+            {key: {"string": "same"} for key in _DRIVER_KEYS}
+        )
+    ),
+    "too many attributes": _on_device(
+        lambda d: d.setdefault("attributes", {}).update({f"a{i}": {"int": i} for i in range(33)})
+    ),
+    # capacities
+    "request policy": _on_capacity(
+        {"value": "80Gi", "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi"}}}
+    ),
+    "null request policy": _on_capacity({"value": "80Gi", "requestPolicy": None}),
+    "new quantity": _on_capacity({"value": "1.5Ti"}),
+    "bad quantity": _on_capacity({"value": "1K"}),
+    "numeric quantity": _on_capacity({"value": 5}),
+    "bare quantity": _on_capacity("80Gi"),
+    # device extras and node selection
+    "taints": _on_device(lambda d: d.update(taints=[{"key": "k", "effect": "NoSchedule"}])),
+    "counters": _on_device(
+        lambda d: d.update(
+            consumesCounters=[{"counterSet": "cs", "counters": {"mem": {"value": "1Gi"}}}]
+        )
+    ),
+    "shared counters": _set(
+        ("spec", "sharedCounters"), [{"name": "cs", "counters": {"mem": {"value": "8Gi"}}}]
+    ),
+    "binding conditions": _on_device(lambda d: d.update(bindingConditions=["ready"])),
+    "multiple allocations": _on_device(lambda d: d.update(allowMultipleAllocations=True)),
+    "per-device node selection": _per_device_nodes,
+    "all nodes": _all_nodes,
+    "node selector": _node_selector,
+    "both nodeName and allNodes": _set(("spec", "allNodes"), True),
+    "allNodes false": _set(("spec", "allNodes"), False),
+    "70 plain devices": _many_devices(taint=False),
+    "70 devices, one tainted": _many_devices(taint=True),
+    # other versions and kinds
+    "v1beta2": _set(("apiVersion",), "resource.k8s.io/v1beta2"),
+    "v1beta1": _v1beta1,
+    "unknown version": _set(("apiVersion",), "resource.k8s.io/v9"),
+    "empty kind": _set(("kind",), ""),
+    "DeviceClass kind": _set(("kind",), "DeviceClass"),
+}
+
+_edits = st.lists(
+    st.tuples(st.sampled_from(sorted(_EDITS)), st.integers(0, 10**6)), min_size=1, max_size=3
+)
+
+
+def _edited(kind: str, edits: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    slices = _cluster(kind).slices
+    for name, seed in edits:
+        pick = random.Random(seed)
+        # (an earlier edit may have taken away what this one changes)
+        with contextlib.suppress(TypeError, KeyError, AttributeError):
+            _EDITS[name](pick.choice(slices), pick)
+    return slices
+
+
+def _write(doc: Any, style: str) -> bytes:
+    """The JSON text of ``doc``: compact (as the API server writes it), indented (as
+    kubectl prints it), or with every non-ASCII character escaped."""
+    if style == "compact":
+        return msgspec.json.encode(doc)
+    if style == "indented":
+        return json.dumps(doc, indent=2, ensure_ascii=False).encode()
+    return json.dumps(doc, ensure_ascii=True).encode()
+
+
+_STYLES = ["compact", "indented", "escaped"]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(sorted(KINDS)),
+    edits=_edits,
+    shape=st.sampled_from(["List", "ResourceSliceList"]),
+    style=st.sampled_from(_STYLES),
+    validate=st.booleans(),
+)
+def test_edited_clusters(
+    kind: str, edits: list[tuple[str, int]], shape: str, style: str, validate: bool
+) -> None:
+    slices = _edited(kind, edits)
+    doc = _as_list(slices) if shape == "List" else _as_slice_list(slices)
+    _same(_write(doc, style), validate)
+
+
+@pytest.mark.parametrize("name", sorted(_EDITS))
+def test_each_edit(name: str) -> None:
+    """Every edit at least once, on a cluster of GPU nodes, in both list shapes and
+    every style of text."""
+    slices = _cluster("nvidia-gpu").slices
+    _EDITS[name](slices[-1], random.Random(0))
+    for doc in (_as_list(slices), _as_slice_list(slices)):
+        for style in _STYLES:
+            for validate in (True, False):
+                _same(_write(doc, style), validate)
+
+
+# ------------------------------------------------- texts that stop being JSON
+
+
+def _texts_with_a_late_break() -> list[tuple[str, bytes]]:
+    slices = _cluster("nvidia-gpu").slices
+    bad = copy.deepcopy(slices)
+    bad[0]["spec"]["driver"] = "Bad_Driver"  # an error in the first item
+    warned = copy.deepcopy(slices)
+    warned[0]["spec"]["devices"][0]["attributes"].update(
+        {key: {"string": "same"} for key in _DRIVER_KEYS}
+    )  # a warning in the first item
+    cases = []
+    for label, items in (("valid", slices), ("error first", bad), ("warning first", warned)):
+        text = json.dumps(_as_list(items), indent=1)
+        last = text.rindex('"name"')
+        cases += [
+            # Each is no JSON, but YAML reads the first three: the ordinary path loads them.
+            (f"{label}, trailing comma", text[:last] + '"x": [1,],' + text[last:]),
+            (f"{label}, single quotes", text[:last] + "'x': 1," + text[last:]),
+            (f"{label}, number too big", text[:last] + '"x": 1e400,' + text[last:]),
+            (f"{label}, invalid UTF-8", text[:last] + '"x": "\udcff",' + text[last:]),
+        ]
+    return [(label, text.encode("utf-8", "surrogateescape")) for label, text in cases]
+
+
+@pytest.mark.parametrize(("label", "text"), _texts_with_a_late_break(), ids=lambda x: str(x)[:30])
+def test_a_late_item_that_is_no_json(label: str, text: bytes) -> None:
+    """The bulk path starts, finds the last item is no JSON, and starts over."""
+    outcome = _same(text, True)
+    if "UTF-8" in label:
+        assert outcome[:2] == ("error", "InputError") and "invalid UTF-8" in outcome[2]
+    elif label.startswith("error"):
+        assert outcome[:2] == ("error", "InputError") and "Bad_Driver" in outcome[2]
+    else:
+        assert outcome[0] == "objects"
+        assert len(outcome[-1]) == label.startswith("warning")  # warned once, not twice
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"1e400", b"-1e400", b"1" + b"0" * 5000, b"0.5", b'"\xff"', b'"\xed\xa0\x80"',
+     b'"\\u00e9\\n"', b'{"a": [true, false, null]}'],
+)
+@pytest.mark.parametrize("where", ["metadata", "device"])
+def test_values_in_skipped_and_untyped_fields(value: bytes, where: str) -> None:
+    """msgspec skips unknown metadata fields (and takes ``Any`` fields) less strictly
+    than it decodes a whole text: numbers out of range and text that is not UTF-8 must
+    still end as the ordinary path ends them (here: YAML reads them, or an error)."""
+    value = value.decode("unicode_escape").encode("latin-1")
+    slices = _cluster("example").slices
+    text = msgspec.json.encode(_as_slice_list(slices))
+    if where == "metadata":
+        marker = b'"metadata":{'
+        at = text.rindex(marker) + len(marker)
+        text = text[:at] + b'"managedFields":[{"x":' + value + b"}]," + text[at:]
+    else:
+        marker = b'"devices":[{'
+        at = text.rindex(marker) + len(marker)
+        text = text[:at] + b'"taints":[{"key":' + value + b"}]," + text[at:]
+    _same(text, True)
+    _same(text, False)
+
+
+def test_a_bad_item_is_reported_as_the_ordinary_path_does() -> None:
+    slices = _cluster("example").slices
+    slices[1]["spec"]["devices"][0]["name"] = "Not_A_Label"
+    outcome = _same(msgspec.json.encode(_as_slice_list(slices)), True)
+    assert outcome[:3] == (
+        "error",
+        "InputError",
+        f"ResourceSlice {slices[1]['metadata']['name']}: spec.devices[0].name: "
+        "Invalid value: \"Not_A_Label\": a lowercase RFC 1123 label must consist of lower "
+        "case alphanumeric characters or '-', and must start and end with an alphanumeric "
+        "character (regex '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    )
+
+
+def test_text_input_and_limits() -> None:
+    slices = _cluster("example").slices
+    text = json.dumps(_as_slice_list(slices))
+    assert load(text).slices == load(text.encode()).slices
+    nested = "[" * 300 + "]" * 300
+    deep = text.replace('"metadata": {"resourceVersion": "7"}', f'"metadata": {nested}')
+    for given_text in (deep, deep.encode()):
+        with pytest.raises(Exception) as fast:
+            load(given_text)
+        with _ordinary_path(), pytest.raises(Exception) as ordinary:
+            load(given_text)
+        assert str(fast.value) == str(ordinary.value)
+        assert "nest more than 200 levels" in str(fast.value)
+
+
+# ------------------------------------------------------------ raw on demand
+
+
+def _lazy_slice() -> ResourceSlice:
+    slices = _cluster("nvidia-gpu").slices
+    objects = load(msgspec.json.encode(_as_slice_list(slices + slices[-1:])))
+    lazy = objects.slices[-1]
+    assert lazy.raw_text is not None
+    return lazy
+
+
+def test_raw_is_decoded_once_on_first_read() -> None:
+    lazy = _lazy_slice()
+    expected = msgspec.json.decode(lazy.raw_text)  # type: ignore[arg-type]
+    first = lazy.raw
+    assert first == expected and lazy.raw is first
+    assert lazy.raw_text is None
+
+
+def test_raw_through_equality_copies_and_pickling() -> None:
+    items = [_lazy_slice() for _ in range(6)]
+    plain = dataclasses.replace(items[0])
+    assert plain.raw_text is None and plain == items[0]
+    assert copy.deepcopy(items[1]) == plain
+    assert copy.copy(items[2]).raw == plain.raw
+    assert pickle.loads(pickle.dumps(items[3])) == plain
+    assert "raw={'metadata'" in repr(items[4]) or "raw={" in repr(items[4])
+    cloned = clone(items[5])
+    assert cloned == plain and items[5] == plain
+
+
+def test_raw_read_by_two_threads_at_once() -> None:
+    for _ in range(20):
+        lazy = _lazy_slice()
+        barrier = threading.Barrier(2)
+        seen: list[Any] = []
+
+        def read(
+            lazy: ResourceSlice = lazy, barrier: threading.Barrier = barrier, seen: list[Any] = seen
+        ) -> None:
+            barrier.wait()
+            seen.append(lazy.raw)
+
+        threads = [threading.Thread(target=read) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen[0] is seen[1]
+
+
+def test_raw_can_be_set() -> None:
+    lazy = _lazy_slice()
+    lazy.raw = {"x": 1}
+    assert lazy.raw == {"x": 1}
+    with pytest.raises(AttributeError, match="no_such_field"):
+        _ = lazy.no_such_field  # type: ignore[attr-defined]
