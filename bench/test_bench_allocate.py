@@ -2,13 +2,14 @@
 node of a generated cluster, one timed ``allocate`` call per round.
 
 The reported statistics are per node (min / median / mean over the calls). Each
-scenario runs on the fast engine (``warm``: one snapshot for the whole run;
-``scheduler``: kube-scheduler's loop, one pod per pass over the nodes, each committed
-with ``add_allocated`` before the next is asked; ``cold``: every timed call is the
-first on its node, as when a new scheduling cycle begins) and on the reference engine, on the same decoded inputs. ``extra_info`` holds the engine,
-mode, cluster size, the work counter (median and max ``num_allocate_one_invocations``
-per call), how many calls found a fit, and upstream's own per-node time for the shape
-where spec §9 has one (``upstream_us``).
+scenario runs on the fast engine and on the reference engine, on the same decoded
+inputs. Fast-engine modes: ``warm``, one snapshot for the whole run; ``scheduler``,
+kube-scheduler's loop (one pod per pass over the nodes, its claims prepared once,
+each pod committed with ``add_allocated`` before the next is asked); ``cold``, every
+timed call the first on its node, as when a new scheduling cycle begins.
+``extra_info`` holds the engine, mode, cluster size, the work counter (median and max
+``num_allocate_one_invocations`` per call), how many calls found a fit, and upstream's
+own per-node time for the shape where spec §9 has one (``upstream_us``).
 
 The scaling rows run the scheduler_perf one-device claim on clusters of 5, 50, 500 and
 5,000 nodes (1x to 1000x): per-node cost should not grow with the cluster.

@@ -86,8 +86,10 @@ def test_changing_the_copy_leaves_the_original_as_it_was() -> None:
     copy = clone(original)
     copy.devices.results[0].tolerations.append(DeviceToleration(key="x"))
     copy.devices.results[0].consumed_capacity["cores"] = Quantity("2")
-    copy.devices.config[0].opaque.parameters["a"][1]["b"] = 1
-    copy.node_selector.node_selector_terms[0].match_fields[0].values.append("m")
+    opaque, selector = copy.devices.config[0].opaque, copy.node_selector
+    assert opaque is not None and selector is not None
+    opaque.parameters["a"][1]["b"] = 1
+    selector.node_selector_terms[0].match_fields[0].values.append("m")
     copy.devices.results[0].share_id = "other"
     assert original == _result()
 
