@@ -22,7 +22,9 @@ memory the snapshot and its layout added (``rss_mb``).
 ``add_allocated`` of one pod's claim, and republishing one node's pool (a new
 generation of its slices) -- each followed by a ``feasible_nodes`` call on the new
 version (reported separately: the update itself is lazy, the first call after it
-restates the touched nodes' rows).
+restates the touched nodes' rows); and ``allocate-after-add``, one ``allocate`` on
+one node right after ``add_allocated`` (a placement loop's step, as ``draspeed fit``
+takes it). At 500 and 5,000 nodes: an update's cost should not grow with the cluster.
 
 Run: ``pytest bench/test_bench_feasible.py --benchmark-only``; ``--bench-huge`` is
 not needed (the stamped MIG cluster builds in seconds).
@@ -160,13 +162,24 @@ def test_feasible_nodes(benchmark: BenchmarkFixture, kind: str, nodes: int, mode
     _record(benchmark, snapshot, feasible)
 
 
+INCREMENTAL_SIZES = SIZES[-2:]
+
+
 @pytest.mark.benchmark(group="incremental-update")
+@pytest.mark.parametrize("nodes", INCREMENTAL_SIZES, ids=[f"{n}-nodes" for n in INCREMENTAL_SIZES])
 @pytest.mark.parametrize("kind", ["nvidia-gpu", "nvidia-mig"])
 @pytest.mark.parametrize(
-    "step", ["add_allocated", "feasible-after-add", "update_slices", "feasible-after-update"]
+    "step",
+    [
+        "add_allocated",
+        "feasible-after-add",
+        "allocate-after-add",
+        "update_slices",
+        "feasible-after-update",
+    ],
 )
-def test_incremental(benchmark: BenchmarkFixture, kind: str, step: str) -> None:
-    snapshot, cluster, template = _cluster(kind, SIZES[-1])
+def test_incremental(benchmark: BenchmarkFixture, kind: str, nodes: int, step: str) -> None:
+    snapshot, cluster, template = _cluster(kind, nodes)
     asked = _claims(cluster, template, 0)
     Allocator(snapshot).feasible_nodes(asked)  # the version everything derives from
     state: dict[str, Any] = {"snap": snapshot, "pod": 1000}
@@ -175,15 +188,15 @@ def test_incremental(benchmark: BenchmarkFixture, kind: str, step: str) -> None:
         state["pod"] += 1
         return _claims(cluster, template, state["pod"])
 
-    if step in ("add_allocated", "feasible-after-add"):
-        nodes = {n.name: n for n in snapshot.nodes}
-        node_names = list(nodes)
+    if step in ("add_allocated", "feasible-after-add", "allocate-after-add"):
+        by_name = {n.name: n for n in snapshot.nodes}
+        node_names = list(by_name)
 
         def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
             snap: Snapshot = state["snap"]
             claims = next_pod()
             name = node_names[state["pod"] % len(node_names)]
-            results = Allocator(snap).allocate(claims, nodes[name])
+            results = Allocator(snap).allocate(claims, by_name[name])
             assert results
             done = [
                 replace(c, status=ResourceClaimStatus(allocation=r))
@@ -192,12 +205,20 @@ def test_incremental(benchmark: BenchmarkFixture, kind: str, step: str) -> None:
             if step == "add_allocated":
                 return (snap, done), {}
             state["snap"] = snap.add_allocated(done)
+            if step == "allocate-after-add":  # the next pod, on the next node
+                after = node_names[(state["pod"] + 1) % len(node_names)]
+                return (state["snap"], _claims(cluster, template, state["pod"] + 10**6), after), {}
             return (state["snap"],), {}
 
         if step == "add_allocated":
 
             def run(snap: Snapshot, done: list[ResourceClaim]) -> None:
                 state["snap"] = snap.add_allocated(done)
+
+        elif step == "allocate-after-add":
+
+            def run(snap: Snapshot, claims: list[ResourceClaim], name: str) -> None:  # type: ignore[misc]
+                assert Allocator(snap).allocate(claims, by_name[name])
 
         else:
 

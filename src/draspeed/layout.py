@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -285,6 +285,17 @@ class NodeBlock:
         return found
 
 
+def _patched(array: np.ndarray, rows: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
+    """``array`` with ``[start, end)`` replaced by each row's values: a copy if any of
+    them differs, else the array itself (layouts never write their arrays)."""
+    if all(np.array_equal(array[start:end], values) for start, end, values in rows):
+        return array
+    out = array.copy()
+    for start, end, values in rows:
+        out[start:end] = values
+    return out
+
+
 def _no_entries(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
 
@@ -442,7 +453,7 @@ class Layout:
     def derive(
         self,
         snap: Snapshot,
-        changed: set[str] | None,
+        changed: Collection[str] | None,
         *,
         keep_claim_arrays: bool,
         stale: Iterable[str] = (),
@@ -450,11 +461,12 @@ class Layout:
         """This layout for a later version of the cluster in which only the nodes named
         in ``changed`` had their committed state change (None: any node may have).
 
-        Positions and every claims-independent array are shared; the committed state
-        (in use, shares, counters left) is copied and those nodes' rows replaced.  Claim
-        arrays carry over when ``keep_claim_arrays`` (they do not depend on that state),
-        and are searched with this layout's ``state``.  If a node's positions or units
-        changed after all, the layout is laid out anew.
+        Positions and every claims-independent array are shared; of the committed state
+        (in use, shares, counters left), the arrays in which those nodes' rows differ
+        are copied and the rows replaced, the others shared.  Claim arrays carry over when
+        ``keep_claim_arrays`` (they do not depend on that state), and are searched with
+        this layout's ``state``.  If a node's positions or units changed after all, the
+        layout is laid out anew.
 
         Nodes named in ``stale`` see other pools now (a slice update): their rows are
         left as they were and they are searched on their own (:attr:`stale`), until
@@ -471,12 +483,17 @@ class Layout:
         new.stale = frozenset(gone)
         new.snap = snap
         new._lock = threading.RLock()
+        new._codes = dict(self._codes)
+        rows = sorted({n for name in changed for n in self.named.get(name, ())} - gone)
+        if not rows:  # nothing searchable changed: the committed state is shared too
+            new.claim_sets = dict(self.claim_sets) if keep_claim_arrays else {}
+            return new
         new.entries = list(self.entries)
-        in_use, committed, available = (a.copy() for a in self.state)
+        # Each state array is copied only if one of the rows it holds changed (an
+        # exclusive allocation leaves shares alone, a node without counters its slots).
+        patched: list[tuple[int, int, int, NodeBlock]] = []  # (positions, slots, block)
         policies = set(self.capacity_policies)
-        for n in sorted(n for name in changed for n in self.named.get(name, ())):
-            if n in new.stale:
-                continue
+        for n in rows:
             entry = self.entries[n]
             if entry.block is None:
                 return Layout(snap, self.nodes, self.key)
@@ -491,13 +508,15 @@ class Layout:
             ):
                 return Layout(snap, self.nodes, self.key)
             off = int(self.node_ptr[n])
-            in_use[off : off + block.n] = block.in_use
-            committed[off : off + block.n] = block.committed
-            lo, hi = int(self.node_slot_ptr[n]), int(self.node_slot_ptr[n + 1])
-            available[lo:hi] = block.slot_available
+            patched.append((off, int(self.node_slot_ptr[n]), int(self.node_slot_ptr[n + 1]), block))
             policies.difference_update(range(off, off + block.n))
             policies.update(p + off for p in block.capacity_policies)
             new.entries[n] = LayoutNode(entry.node, view, block)
+        in_use = _patched(self.in_use, [(o, o + b.n, b.in_use) for o, _, _, b in patched])
+        committed = _patched(self.committed, [(o, o + b.n, b.committed) for o, _, _, b in patched])
+        available = _patched(
+            self.slot_available, [(lo, hi, b.slot_available) for _, lo, hi, b in patched]
+        )
         new.in_use, new.committed, new.slot_available = in_use, committed, available
         new.state = (in_use, committed, available)
         new.capacity_policies = sorted(policies)
@@ -510,6 +529,17 @@ class Layout:
             if keep_claim_arrays
             else {}
         )
+        return new
+
+    def carried(self, snap: Snapshot, *, keep_claim_arrays: bool) -> Layout:
+        """This layout for a later version that sees its nodes exactly as this one's did
+        (the same views): everything is shared, claim arrays too if ``keep_claim_arrays``
+        (the classes did not change)."""
+        new = copy.copy(self)
+        new.snap = snap
+        new._lock = threading.RLock()
+        new.claim_sets = dict(self.claim_sets) if keep_claim_arrays else {}
+        new._codes = dict(self._codes)
         return new
 
     def device_at(self, lp: int) -> Device:

@@ -8,6 +8,12 @@ and kept (:class:`NodeView`), so asking again for the same node costs nothing.
 Selector outcomes are kept per expression and device, so a selector is evaluated
 at most once per device for the snapshot's lifetime.  Per-call scratch state
 lives in :mod:`draspeed.claimset` and the compiled core, never here.
+
+Updates return new versions that share nearly everything with the old one: the
+slices, their facts, CEL tables and selector verdicts live in an append-only store
+shared by the whole family of versions (:class:`~draspeed.versions.SliceStore`); the
+indexes, node views, holds and one-node layouts are persistent maps
+(:mod:`draspeed.persistent`), so an update costs what it changes, not the cluster.
 """
 
 from __future__ import annotations
@@ -33,18 +39,19 @@ from draspeed.cel import check_deadline, compile_selector
 from draspeed.errors import AllocationError, CELCompileError
 from draspeed.features import Features
 from draspeed.layout import node_key
+from draspeed.persistent import PersistentMap, Trail
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
 from draspeed.slicefacts import SliceFacts
-from draspeed.versions import EXCLUSIVE, ClaimLog, Holds, claim_holds
+from draspeed.versions import EXCLUSIVE, ClaimLog, Holds, SliceStore, claim_holds
 
 if TYPE_CHECKING:
     from draspeed.cel import DeviceTable, Selector
     from draspeed.layout import Layout
     from draspeed.quantity import Quantity
 
-_LAYOUTS_KEPT = 64  # layouts remembered per snapshot (one-node layouts are the usual many)
+_LAYOUTS_KEPT = 64  # multi-node layouts remembered per snapshot (and one-node ones, at least)
 
 # Selector verdicts per device, as kept in SelectorResults.
 UNKNOWN, FALSE, TRUE, ERROR = 255, 0, 1, 2
@@ -87,7 +94,8 @@ class NodeView:
 
 
 class SelectorResults:
-    """One CEL expression's verdict per device of the snapshot, filled lazily."""
+    """One CEL expression's verdict per device, filled lazily; shared by the versions of
+    a snapshot family (device g is the same device in all of them)."""
 
     __slots__ = ("compile_error", "messages", "selector", "verdict")
 
@@ -97,15 +105,14 @@ class SelectorResults:
         self.verdict = np.full(n_devices, UNKNOWN, dtype=np.uint8)
         self.messages: dict[int, str] = {}
 
-    def extended(self, n_devices: int) -> SelectorResults:
-        """A copy covering ``n_devices`` (a later version's new devices still unknown);
-        this one stays as its own version uses it."""
-        out = SelectorResults.__new__(SelectorResults)
-        out.selector, out.compile_error = self.selector, self.compile_error
-        out.verdict = np.full(n_devices, UNKNOWN, dtype=np.uint8)
-        out.verdict[: len(self.verdict)] = self.verdict
-        out.messages = dict(self.messages)
-        return out
+    def cover(self, n_devices: int) -> None:
+        """Make room for the verdicts of ``n_devices`` devices (new ones unknown); the
+        room doubles, so devices appended one pool at a time cost O(1) each. Under the
+        store's lock; a reader holding the old array still finds what it had."""
+        if len(self.verdict) < n_devices:
+            bigger = np.full(max(n_devices, 2 * len(self.verdict)), UNKNOWN, dtype=np.uint8)
+            bigger[: len(self.verdict)] = self.verdict
+            self.verdict = bigger
 
 
 class Snapshot:
@@ -113,6 +120,8 @@ class Snapshot:
 
     Thread-safety: a snapshot is immutable after ``build``; its lazily filled
     caches are guarded by a lock, so allocators on many threads may share it.
+    What the versions of one family share is guarded by the store's lock (selector
+    verdicts, CEL tables, appends) or never changes once another version sees it.
     """
 
     def __init__(
@@ -124,55 +133,59 @@ class Snapshot:
         nodes: Sequence[Node] = (),
     ) -> None:
         self.features = features
-        # Slices by index s, never renumbered in later versions: an update appends the
-        # new slices and marks removed ones dead, so device indices stay valid.
-        self._slice_at: list[ResourceSlice] = list(slices)
-        self._dead: frozenset[int] = frozenset()
+        # Slices by index s and devices by global index g (every device of every slice,
+        # slice by slice), never renumbered in later versions: an update appends the new
+        # slices to the family's store and marks removed ones dead, so indices stay
+        # valid. The store's lists are shared: this version reads its first _n_slices.
+        self._store = SliceStore(slices)
+        self._slice_at = self._store.slices
+        self._first = self._store.first
+        self._facts = self._store.facts
+        self._chunks = self._store.chunks
+        self._n_slices = len(self._slice_at)
+        self._n_chunks = len(self._chunks)
+        self.n_devices = self._store.n_devices
+        self._first_arr = self._store.first_arr.view(self._n_slices)
+        self._dead: PersistentMap[int, bool] = PersistentMap()
+        self._dead_devices = 0
         self.classes = {c.metadata.name: c for c in classes}
         self._claims = ClaimLog(c for c in allocated_claims if c.status.allocation is not None)
         self.given_nodes = {n.name: n for n in nodes}
-        # Global device index g: every device of every slice, slice by slice.
-        self._first: list[int] = []
-        n = 0
-        for rs in self._slice_at:
-            self._first.append(n)
-            n += len(rs.spec.devices)
-        self.n_devices = n
-        self._first_arr = np.asarray(self._first, dtype=np.int64)
-        self._facts: list[SliceFacts | None] = [None] * len(self._slice_at)
-        self._slices_on_node: dict[str, list[int]] = defaultdict(list)
-        self._slices_shared: list[int] = []
-        self._slices_of_pool: dict[PoolID, list[int]] = defaultdict(list)
-        self._slice_named: dict[str, int] = {}
+        on_node: dict[str, list[int]] = defaultdict(list)
+        shared: list[int] = []
+        of_pool: dict[PoolID, list[int]] = defaultdict(list)
+        named: dict[str, int] = {}
         for s_idx, rs in enumerate(self._slice_at):
-            self._index_slice(s_idx, rs)
+            (on_node[rs.spec.node_name] if rs.spec.node_name else shared).append(s_idx)
+            of_pool[PoolID(rs.spec.driver, rs.spec.pool.name)].append(s_idx)
+            named[rs.metadata.name] = s_idx
+        # Indexes of the live slices, persistent: a version changes the keys it touches.
+        self._slices_on_node = PersistentMap((k, tuple(v)) for k, v in on_node.items()).freeze()
+        self._slices_shared: tuple[int, ...] = tuple(shared)
+        self._slices_of_pool = PersistentMap((k, tuple(v)) for k, v in of_pool.items()).freeze()
+        self._slice_named = PersistentMap(named).freeze()
         self._allocated: AllocatedState | None = None
         self._holds: Holds | None = None
         self._lock = threading.RLock()
-        self._nodes: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
+        # Node views gathered by this version (writes: under the lock, after for_writing).
+        self._nodes: PersistentMap[tuple[str, tuple[tuple[str, str], ...]], NodeView] = (
+            PersistentMap()
+        )
         # Node name -> keys (name, labels) that ever had a view, in any version (shared by
         # all versions; only grows), so an update finds the views of a node by name.
         self._view_keys: dict[str, set[tuple[str, tuple[tuple[str, str], ...]]]] = {}
-        self._selectors: dict[str, SelectorResults] = {}
-        # The CEL device table in chunks of device indices: [start, end) -> table.
-        self._chunks: list[tuple[int, int, DeviceTable | None]] = [(0, n, None)] if n else []
         self._layouts: dict[tuple[Any, ...], Layout] = {}
+        # One-node layouts (the nodes searched on their own), with the class epoch their
+        # claim arrays were made in: persistent, so a later version reuses those of
+        # the nodes it did not change (update_classes starts a new epoch).
+        self._node_layouts: PersistentMap[tuple[Any, ...], tuple[Layout, int]] = PersistentMap()
+        self._classes_epoch = 0
         self._known: list[Node] | None = None
         self._known_keys: set[Any] | None = None
         self._known_key_tuple: tuple[Any, ...] = ()
         self._cluster: Layout | None = None
-        # The cluster layout's node names -> index, made on first use (layout_for).
-        self._cluster_names: tuple[Layout, dict[str, int]] | None = None
         # Set on a derived version: how to make its cluster layout from an earlier one.
         self._cluster_from: PendingLayout | None = None
-
-    def _index_slice(self, s_idx: int, rs: ResourceSlice) -> None:
-        if rs.spec.node_name:
-            self._slices_on_node[rs.spec.node_name].append(s_idx)
-        else:
-            self._slices_shared.append(s_idx)
-        self._slices_of_pool[PoolID(rs.spec.driver, rs.spec.pool.name)].append(s_idx)
-        self._slice_named[rs.metadata.name] = s_idx
 
     @classmethod
     def build(
@@ -208,8 +221,8 @@ class Snapshot:
         dead = {self._slice_named[name] for name in gone if name in self._slice_named}
         if not dead and not added:
             return self._derive_plain()
-        live_devices = self.n_devices - self._dead_devices() - self._count_devices(dead)
-        if self._dead_devices() + self._count_devices(dead) > max(live_devices, 4096):
+        dead_devices = self._dead_devices + self._count_devices(dead)
+        if dead_devices > max(self.n_devices - dead_devices, 4096):
             # Mostly dead slices: a fresh build is cheaper than carrying them along.
             return Snapshot(
                 [*(rs for rs in self.slices if rs.metadata.name not in gone), *added],
@@ -246,6 +259,7 @@ class Snapshot:
         """A new version with classes added, replaced (same name) or removed."""
         gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
         child = self._derive_plain(keep_claim_arrays=False)
+        child._classes_epoch += 1  # claim arrays made before do not carry over
         child.classes = {n: c for n, c in self.classes.items() if n not in gone}
         child.classes.update((c.metadata.name, c) for c in added)
         return child
@@ -273,20 +287,20 @@ class Snapshot:
     def _pending_layout(self) -> PendingLayout | None:
         """What a derived version starts its cluster layout from: this version's layout,
         or the one this version would itself have derived its own from."""
-        if self._cluster is not None:
-            return PendingLayout(self._cluster, set(), True, set())
-        return self._cluster_from
+        with self._lock:  # cluster_layout moves _cluster_from to _cluster
+            if self._cluster is not None:
+                return PendingLayout(self._cluster, Trail(), True, Trail())
+            return self._cluster_from
 
     def _count_devices(self, slices: Iterable[int]) -> int:
         return sum(len(self._slice_at[s].spec.devices) for s in slices)
 
-    def _dead_devices(self) -> int:
-        return self._count_devices(self._dead)
-
     @property
     def slices(self) -> list[ResourceSlice]:
         """The live slices, in the order a rebuild from them would use."""
-        return [rs for s, rs in enumerate(self._slice_at) if s not in self._dead]
+        with self._lock:  # flattening the dead set writes it (once)
+            dead = self._dead.flat()
+        return [rs for s, rs in enumerate(self._slice_at[: self._n_slices]) if s not in dead]
 
     @property
     def allocated_claims(self) -> list[ResourceClaim]:
@@ -332,6 +346,9 @@ class Snapshot:
         from draspeed.layout import Layout
 
         key = tuple(node_key(n) for n in nodes)
+        if len(key) == 1:  # never the cluster layout, even of a one-node cluster: its
+            with self._lock:  # row may be stale, and layout_for asks here for such nodes
+                return self._node_layout(nodes[0], key)
         known = self._known_nodes()[1]
         if key == known:  # the known nodes: kept apart (hashing their key is not free)
             return self.cluster_layout()
@@ -344,25 +361,45 @@ class Snapshot:
                 self._layouts[key] = found
             return found
 
+    def _node_layout(self, node: Node, key: tuple[Any, ...]) -> Layout:
+        """One node's layout (under the lock): an earlier version's if this version sees
+        the node as it did (the very same view) -- the same object while the classes
+        are the same too, else a copy without claim arrays -- or a new one."""
+        from draspeed.layout import Layout
+
+        found = self._node_layouts.get(key)
+        if found is not None:
+            layout, epoch = found
+            if layout.snap is self:
+                return layout
+            if all(
+                e.view is not None and self._nodes.get(k) is e.view
+                for e, k in zip(layout.entries, layout.key, strict=True)
+            ):
+                if epoch == self._classes_epoch:
+                    return layout  # nothing it holds differs in this version
+                layout = layout.carried(self, keep_claim_arrays=False)
+            else:
+                layout = Layout(self, [node], key)
+        else:
+            layout = Layout(self, [node], key)
+        kept = self._node_layouts
+        if len(kept) >= max(_LAYOUTS_KEPT, len(self._known_nodes()[1]) // 10):
+            kept = PersistentMap()  # start afresh rather than keep every node ever asked
+        self._node_layouts = kept.for_writing()
+        self._node_layouts[key] = (layout, self._classes_epoch)
+        return layout
+
     def layout_for(self, node: Node) -> tuple[Layout, int]:
         """Where to search ``node``: the known nodes' layout if it is one of them (so
         claim-level work is shared by every node asked), else a layout of its own."""
         cluster = self._cluster  # once set, never replaced: read without the lock
         if cluster is not None:
-            # By name, then the labels compared: no sorted key made on the hot path.
-            by_name = self._cluster_names
-            if by_name is None or by_name[0] is not cluster:
-                by_name = self._cluster_names = (
-                    cluster,
-                    {entry.node.name: n for n, entry in enumerate(cluster.entries)},
-                )
-            n = by_name[1].get(node.name)
-            if (
-                n is not None
-                and n not in cluster.stale
-                and cluster.entries[n].node.labels == node.labels
-            ):
-                return cluster, n
+            # By name (unique among the known nodes), then the labels compared: no
+            # sorted key made on the hot path.
+            for n in cluster.named.get(node.name, ()):
+                if n not in cluster.stale and cluster.entries[n].node.labels == node.labels:
+                    return cluster, n
         key = node_key(node)
         if key in self._known_nodes()[2]:
             cluster = self.cluster_layout()
@@ -383,7 +420,10 @@ class Snapshot:
                 # Same nodes: usually the very same key object, so this costs nothing.
                 if pending is not None and (pending.base.key is keys or pending.base.key == keys):
                     found = pending.base.derive(
-                        self, pending.changed, keep_claim_arrays=pending.keep, stale=pending.stale
+                        self,
+                        None if pending.changed is None else pending.changed.all(),
+                        keep_claim_arrays=pending.keep,
+                        stale=pending.stale.all(),
                     )
                 else:
                     from draspeed.layout import Layout
@@ -398,7 +438,7 @@ class Snapshot:
 
     def slice_of(self, g: int) -> tuple[int, int]:
         """(slice index, device index in the slice) of global device g."""
-        s = bisect_right(self._first, g) - 1
+        s = bisect_right(self._first, g, 0, self._n_slices) - 1
         return s, g - self._first[s]
 
     def slices_of(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -422,23 +462,21 @@ class Snapshot:
     # Selectors
     # ----------------------------------------------------------------------------------
 
-    def selector_results(
-        self, expression: str, deadline: float | None = None
-    ) -> SelectorResults:
+    def selector_results(self, expression: str, deadline: float | None = None) -> SelectorResults:
         """The (lazily filled) verdicts of one expression; compiles it once (a deadline
         that passes first raises AllocationTimeout and caches nothing)."""
-        with self._lock:
-            found = self._selectors.get(expression)
+        store = self._store
+        with store.lock:
+            found = store.selectors.get(expression)
             if found is None:
                 try:
                     selector = compile_selector(expression, deadline)
-                    found = SelectorResults(self.n_devices, selector, None)
+                    found = SelectorResults(store.n_devices, selector, None)
                 except CELCompileError as exc:
-                    found = SelectorResults(self.n_devices, None, str(exc))
-                self._selectors[expression] = found
-            elif len(found.verdict) < self.n_devices:
-                # Made by an earlier version: this one has more devices to decide.
-                found = self._selectors[expression] = found.extended(self.n_devices)
+                    found = SelectorResults(store.n_devices, None, str(exc))
+                store.selectors[expression] = found
+            else:  # made for fewer devices: a later version appended some
+                found.cover(self.n_devices)
             return found
 
     def evaluate(
@@ -453,8 +491,10 @@ class Snapshot:
         if results.selector is None:
             return np.full(len(devices), ERROR, dtype=np.uint8)
         if len(devices) and (results.verdict[devices] == UNKNOWN).any():
-            with self._lock:
-                for k, (start, end, _) in enumerate(self._chunks):
+            with self._store.lock:
+                results.cover(self.n_devices)
+                for k in range(self._n_chunks):
+                    start, end, _ = self._chunks[k]
                     if results.verdict[start] != UNKNOWN or start == end:
                         continue
                     check_deadline(deadline)  # building a chunk's table is not interrupted
@@ -467,16 +507,18 @@ class Snapshot:
         return results.verdict[devices]
 
     def _chunk_table(self, k: int) -> DeviceTable:
-        """The columnar table of chunk k's devices, built once (shared by later versions)."""
+        """The columnar table of chunk k's devices, built once (shared by every version;
+        under the store's lock)."""
         start, end, table = self._chunks[k]
         if table is None:
             from draspeed.cel import DeviceTable
 
-            rows = []
-            for g in range(start, end):
-                s, d = self.slice_of(g)
+            rows: list[tuple[str, Device]] = []
+            s = self.slice_of(start)[0]  # a chunk starts at a slice's first device
+            while s < self._n_slices and self._first[s] < end:
                 rs = self._slice_at[s]
-                rows.append((rs.spec.driver, rs.spec.devices[d]))
+                rows.extend((rs.spec.driver, device) for device in rs.spec.devices)
+                s += 1
             table = DeviceTable.build(
                 rows,
                 list_type_attributes=self.features.list_type_attributes,
@@ -499,6 +541,7 @@ class Snapshot:
             found = self._nodes.get(key)
             if found is None:
                 found = self._gather(node)
+                self._nodes = self._nodes.for_writing()  # frozen once a version derived
                 self._nodes[key] = found
                 self._view_keys.setdefault(node.name, set()).add(key)
             return found
@@ -674,10 +717,10 @@ class Snapshot:
     # ----------------------------------------------------------------------------------
 
     def facts(self, s_idx: int) -> SliceFacts:
-        """Slice s_idx's device facts, read once."""
+        """Slice s_idx's device facts, read once (for every version)."""
         found = self._facts[s_idx]
         if found is None:
-            found = self._facts[s_idx] = SliceFacts(self._slice_at[s_idx])
+            found = self._store.facts_of(s_idx)
         return found
 
     def holds(self) -> Holds:
@@ -734,22 +777,25 @@ class PendingLayout:
     """How a derived version makes its cluster layout from an earlier version's:
     ``changed``, nodes whose committed state changed (None: any may have); ``keep``,
     whether claim arrays carry over; ``stale``, nodes whose pools changed (searched on
-    their own from then on)."""
+    their own from then on). Both name sets grow one link per version (a Trail), so a
+    chain of updates without a layout in between costs what each update changed."""
 
     base: Layout
-    changed: set[str] | None
+    changed: Trail[str] | None
     keep: bool
-    stale: set[str]
+    stale: Trail[str]
 
 
 def copy_snapshot(parent: Snapshot) -> Snapshot:
-    """A version sharing the parent's immutable parts and caches; its own lock and
-    its own (empty) layouts. Callers then change what their update changes."""
+    """A version sharing the parent's immutable parts and caches; its own lock, its own
+    layer of node views (the parent's are frozen: views the parent gathers later stay
+    its own) and its own (empty) layouts. Callers then change what their update changes."""
     child = Snapshot.__new__(Snapshot)
-    child.__dict__.update(parent.__dict__)
+    with parent._lock:
+        child.__dict__.update(parent.__dict__)
+        child._nodes = parent._nodes.derive()
+        child._node_layouts = parent._node_layouts.derive()
     child._lock = threading.RLock()
-    child._nodes = dict(parent._nodes)
-    child._selectors = dict(parent._selectors)
     child._layouts = {}
     child._cluster = None
     child._cluster_from = None
@@ -797,7 +843,7 @@ def derive_allocations(
     if pending is not None:
         child._cluster_from = PendingLayout(
             pending.base,
-            None if (everywhere or pending.changed is None) else pending.changed | names,
+            None if (everywhere or pending.changed is None) else pending.changed.add(names),
             pending.keep and not capacity,
             pending.stale,
         )
@@ -852,70 +898,48 @@ def _patched_view(snap: Snapshot, view: NodeView, flips: dict[int, bool]) -> Nod
 
 def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) -> Snapshot:
     """A version with slices gone (marked dead) and new ones appended: nodes they target
-    are gathered again, the others keep their views; new devices get fresh holds."""
+    are gathered again, the others keep their views; new devices get fresh holds.
+
+    The new slices go to the end of the family's store. Slices a sibling appended there
+    since this parent was made are not this version's: they are dead to it.
+    """
     child = copy_snapshot(parent)
-    child._slice_at = [*parent._slice_at, *added]
-    child._dead = parent._dead | frozenset(dead)
-    child._first = list(parent._first)
-    n = parent.n_devices
-    for rs in added:
-        child._first.append(n)
-        n += len(rs.spec.devices)
-    child.n_devices = n
-    child._first_arr = np.concatenate(
-        [parent._first_arr, np.asarray(child._first[len(parent._first) :], dtype=np.int64)]
-    )
-    child._facts = [*parent._facts, *([None] * len(added))]
-    # Index lists: copied shallowly, and only the lists a dead slice was on rebuilt.
-    child._slices_on_node = defaultdict(list, parent._slices_on_node)
-    child._slices_of_pool = defaultdict(list, parent._slices_of_pool)
-    child._slice_named = dict(parent._slice_named)
-    child._slices_shared = list(parent._slices_shared)
-    for s in dead:
-        rs = parent._slice_at[s]
-        if rs.spec.node_name:
-            on = rs.spec.node_name
-            child._slices_on_node[on] = [x for x in child._slices_on_node[on] if x != s]
-        else:
-            child._slices_shared = [x for x in child._slices_shared if x != s]
-        pid = PoolID(rs.spec.driver, rs.spec.pool.name)
-        child._slices_of_pool[pid] = [x for x in child._slices_of_pool[pid] if x != s]
-        if child._slice_named.get(rs.metadata.name) == s:
-            del child._slice_named[rs.metadata.name]
-    for rs in added:  # appended to fresh lists: the parent's stay as they are
-        if rs.spec.node_name:
-            on = rs.spec.node_name
-            child._slices_on_node[on] = list(child._slices_on_node.get(on, ()))
-        pid = PoolID(rs.spec.driver, rs.spec.pool.name)
-        child._slices_of_pool[pid] = list(child._slices_of_pool.get(pid, ()))
-    for i, rs in enumerate(added):
-        child._index_slice(len(parent._slice_at) + i, rs)
-    for emptied in {parent._slice_at[s].spec.node_name for s in dead}:
-        if emptied and not child._slices_on_node.get(emptied):
-            child._slices_on_node.pop(emptied, None)
-    new_chunk = [(parent.n_devices, n, None)] if n > parent.n_devices else []
-    child._chunks = [*parent._chunks, *new_chunk]
-    # Holds: the old devices keep theirs, new devices look theirs up among the claims.
+    gap: range | list[int] = []
+    new = range(0)
+    if added:  # else the child sees exactly the parent's slices
+        store = parent._store
+        start, child._n_slices, child._n_chunks, child.n_devices = store.append(added)
+        gap = range(parent._n_slices, start)
+        child._first_arr = store.first_arr.view(child._n_slices)
+        new = range(start, child._n_slices)
+    newly_dead = [*dead, *gap]
+    if newly_dead:
+        child._dead = parent._dead.derive()
+        for s in newly_dead:
+            child._dead[s] = True
+        child._dead_devices = parent._dead_devices + parent._count_devices(newly_dead)
+    _reindex(child, parent, dead, new)
+    # Holds: the old devices keep theirs, new devices take what the claims hold of
+    # their device IDs (a republished device: what its predecessor held).
     if parent._holds is not None:
-        holds = parent._holds.derive(n)
-        state = parent.allocated
-        for g in range(parent.n_devices, n):
-            device_id = child.device_id(g)
-            counts = (
-                int(device_id in state.devices),
-                int(state.has_share(device_id)),
-                int(device_id in state.consumed_capacity),
-            )
-            if any(counts):
-                holds.put(g, counts)
+        holds = parent._holds.derive(child.n_devices)
+        for s in new:
+            rs = parent._slice_at[s]
+            held = holds.held_in_pool(rs.spec.driver, rs.spec.pool.name)
+            if held:
+                first = parent._first[s]
+                for d, device in enumerate(rs.spec.devices):
+                    counts = held.get(device.name)
+                    if counts is not None:
+                        holds.put(first + d, counts)
         # Dead devices keep their counts: no live view can see them.
         child._holds = holds
     else:
         child._holds = None
-    named_before = {rs.spec.node_name for rs in (parent._slice_at[s] for s in dead)}
-    if any(rs.spec.node_name not in parent._slices_on_node for rs in added) or any(
-        name and name not in child._slices_on_node for name in named_before
-    ):
+    named_before = {parent._slice_at[s].spec.node_name for s in dead}
+    if any(
+        rs.spec.node_name not in parent._slices_on_node for rs in added if rs.spec.node_name
+    ) or any(name and name not in child._slices_on_node for name in named_before):
         child._known = child._known_keys = None  # the nodes named by slices differ
     # Nodes the changed slices target see other pools now; the rest keep their views.
     # Nodes that see a changed pool (in this version or the last) are gathered again.
@@ -924,7 +948,7 @@ def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) 
     before, everywhere_before = _nodes_seeing(parent, pools)
     after, everywhere_after = _nodes_seeing(child, pools)
     if everywhere_before or everywhere_after:
-        child._nodes = {}
+        child._nodes = PersistentMap()
         return child
     for target in before | after:
         for key in parent._view_keys.get(target, ()):
@@ -933,5 +957,63 @@ def derive_slices(parent: Snapshot, added: list[ResourceSlice], dead: set[int]) 
     # enough of them have changed to lay the cluster out anew.
     pending = parent._pending_layout()
     if pending is not None:
-        child._cluster_from = replace(pending, stale=pending.stale | before | after)
+        child._cluster_from = replace(pending, stale=pending.stale.add(before | after))
     return child
+
+
+def _reindex(child: Snapshot, parent: Snapshot, dead: set[int], new: range) -> None:
+    """The child's slice indexes: the parent's, with the keys of dead and new slices
+    written again (each list once, whatever the number of its slices that changed)."""
+    at = parent._slice_at
+    on_node: dict[str, list[int]] = {}
+    of_pool: dict[PoolID, list[int]] = {}
+    shared = list(parent._slices_shared) if any(not at[s].spec.node_name for s in dead) else None
+    named = child._slice_named = parent._slice_named.derive()
+    for s in dead:
+        spec = at[s].spec
+        pid = PoolID(spec.driver, spec.pool.name)
+        if pid not in of_pool:
+            of_pool[pid] = list(parent._slices_of_pool.get(pid, ()))
+        of_pool[pid].remove(s)
+        if spec.node_name:
+            if spec.node_name not in on_node:
+                on_node[spec.node_name] = list(parent._slices_on_node.get(spec.node_name, ()))
+            on_node[spec.node_name].remove(s)
+        else:
+            assert shared is not None
+            shared.remove(s)
+        if named.get(at[s].metadata.name) == s:
+            del named[at[s].metadata.name]
+    for s in new:
+        rs = at[s]
+        pid = PoolID(rs.spec.driver, rs.spec.pool.name)
+        if pid not in of_pool:
+            of_pool[pid] = list(parent._slices_of_pool.get(pid, ()))
+        of_pool[pid].append(s)
+        if rs.spec.node_name:
+            if rs.spec.node_name not in on_node:
+                on_node[rs.spec.node_name] = list(parent._slices_on_node.get(rs.spec.node_name, ()))
+            on_node[rs.spec.node_name].append(s)
+        else:
+            if shared is None:
+                shared = list(parent._slices_shared)
+            shared.append(s)
+        named[rs.metadata.name] = s
+    child._slices_on_node = _written(parent._slices_on_node, on_node)
+    child._slices_of_pool = _written(parent._slices_of_pool, of_pool)
+    if shared is not None:
+        child._slices_shared = tuple(shared)
+    named.freeze()
+
+
+def _written(index: PersistentMap[Any, tuple[int, ...]], lists: dict[Any, list[int]]) -> Any:
+    """``index`` with these keys' lists replaced (an empty list removes its key)."""
+    if not lists:
+        return index
+    out = index.derive()
+    for key, members in lists.items():
+        if members:
+            out[key] = tuple(members)
+        elif key in out:
+            del out[key]
+    return out.freeze()

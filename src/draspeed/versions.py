@@ -7,18 +7,30 @@ pieces here let a version share almost everything with its parent:
 - :class:`ClaimLog`: the committed claims as a chain of small changes, flattened
   every so often, so adding one claim does not copy all the others;
 - :class:`Holds`: per device (global index), how many committed claims hold it
-  exclusively, as a share, and as a share with consumed capacity -- arrays a new
-  version copies (memcpy) and patches for the devices a change touches.
+  exclusively, as a share, and as a share with consumed capacity -- arrays shared by
+  versions plus a persistent overlay of the devices changed since, and the same
+  counts per device ID (what a device republished under a new index starts with);
+- :class:`SliceStore`: every slice any version of one snapshot family has seen,
+  append-only, with what is read once per slice or device (facts, the CEL tables,
+  selector verdicts); a version sees a prefix of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from draspeed.api.model import ResourceClaim
+from draspeed.api.model import ResourceClaim, ResourceSlice
+from draspeed.persistent import GrowingArray, PersistentMap
 from draspeed.rules.ids import DeviceID
+from draspeed.slicefacts import SliceFacts
+
+if TYPE_CHECKING:
+    from draspeed.cel import DeviceTable
+    from draspeed.snapshot import SelectorResults
 
 _FLATTEN_DEPTH = 32  # chain links kept before a version holds its own flat copy
 
@@ -55,11 +67,12 @@ class ClaimLog:
         if self._flat is None:
             chain: list[ClaimLog] = []
             node: ClaimLog = self
-            while node._flat is None:
+            base = node._flat_or_parent()
+            while isinstance(base, ClaimLog):
                 chain.append(node)
-                assert node._parent is not None
-                node = node._parent
-            out = dict(node._flat)
+                node = base
+                base = node._flat_or_parent()
+            out = dict(base)
             for link in reversed(chain):
                 for key in link._removed:
                     out.pop(key, None)
@@ -70,14 +83,25 @@ class ClaimLog:
     def get(self, key: str) -> ResourceClaim | None:
         """The claim with this key, found along the chain (no flat copy is made)."""
         node = self
-        while node._flat is None:
+        while True:
+            base = node._flat_or_parent()
+            if not isinstance(base, ClaimLog):
+                return base.get(key)
             if key in node._added:
                 return node._added[key]
             if key in node._removed:
                 return None
-            assert node._parent is not None
-            node = node._parent
-        return node._flat.get(key)
+            node = base
+
+    def _flat_or_parent(self) -> dict[str, ResourceClaim] | ClaimLog:
+        """This link's flat dict if it has one, else its parent. Another thread may
+        flatten the link meanwhile: it sets the dict before dropping the parent."""
+        parent = self._parent  # read first: once it is None, the dict is set
+        flat = self._flat
+        if flat is not None:
+            return flat
+        assert parent is not None
+        return parent
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
@@ -108,28 +132,42 @@ def claim_holds(claim: ResourceClaim, consumable_capacity: bool) -> list[tuple[D
     return out
 
 
+Counts = tuple[int, int, int]  # exclusive holders, shares, shares with consumed capacity
+# Changed devices a holds overlay keeps before it is folded into new base arrays (at
+# least; a 256th of the devices on larger snapshots): folding copies the arrays, so
+# this bounds the overlay while keeping the copying at a few bytes per change.
+FOLD_MIN = 4096
+_NOTHING: Counts = (0, 0, 0)
+
+
 class Holds:
     """Per device (global index): exclusive holders, shares, shares with capacity.
 
-    Base arrays shared by every version derived from the one that made them, plus a
-    small overlay of the devices changed since (copied per version); the overlay is
-    folded into new base arrays once it grows past a fraction of them, so an update
-    costs what it touches.
+    Base arrays shared by every version derived from the one that made them, plus an
+    overlay of the devices changed since (a :class:`PersistentMap`, so a version costs
+    what it changes); the overlay is folded into new base arrays once it outgrows a
+    fixed share of them (amortised: a few bytes copied per change). The same counts
+    are kept per device ID, pool by pool, for devices that appear later under a new
+    index (a republished pool looks up what its devices hold in one step).
     """
 
-    __slots__ = ("_base", "_over", "n")
+    __slots__ = ("_base", "_by_pool", "_over", "n")
 
     def __init__(self, n: int, base: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
         self.n = n
         self._base = base if base is not None else tuple(np.zeros(n, np.int32) for _ in range(3))
-        self._over: dict[int, tuple[int, int, int]] = {}
+        self._over: PersistentMap[int, Counts] = PersistentMap()
+        # (driver, pool) -> device name -> counts, for the devices something holds.
+        self._by_pool: PersistentMap[tuple[str, str], dict[str, Counts]] = PersistentMap()
 
     def derive(self, n: int | None = None) -> Holds:
         """A copy to change (for ``n`` devices: new devices hold nothing yet)."""
         out = Holds.__new__(Holds)
         out.n = self.n if n is None else n
-        out._base, out._over = self._base, dict(self._over)
-        if len(out._over) > max(4096, out.n // 16):
+        out._base = self._base
+        out._over = self._over.derive()
+        out._by_pool = self._by_pool.derive()
+        if len(out._over) > max(FOLD_MIN, out.n // 256):
             out._fold()
         return out
 
@@ -138,21 +176,33 @@ class Holds:
         m = min(self.n, len(self._base[0]))
         for mine, theirs in zip(arrays, self._base, strict=True):
             mine[:m] = theirs[:m]
-        for g, counts in self._over.items():
+        over = self._over.flat()
+        if over:
+            where = np.fromiter(over.keys(), dtype=np.int64, count=len(over))
+            counts = np.asarray(list(over.values()), dtype=np.int32).reshape(-1, 3)
             for k in range(3):
-                arrays[k][g] = counts[k]
-        self._base, self._over = arrays, {}
+                arrays[k][where] = counts[:, k]
+        self._base, self._over = arrays, PersistentMap()
 
-    def get(self, g: int) -> tuple[int, int, int]:
+    def get(self, g: int) -> Counts:
         found = self._over.get(g)
         if found is not None:
             return found
         if g >= len(self._base[0]):
-            return (0, 0, 0)
+            return _NOTHING
         return (int(self._base[0][g]), int(self._base[1][g]), int(self._base[2][g]))
 
-    def put(self, g: int, counts: tuple[int, int, int]) -> None:
+    def put(self, g: int, counts: Counts) -> None:
         self._over[g] = counts
+
+    def counts_of(self, device_id: DeviceID) -> Counts:
+        """What the committed claims hold of the device with this ID."""
+        return self.held_in_pool(device_id.driver, device_id.pool).get(device_id.device, _NOTHING)
+
+    def held_in_pool(self, driver: str, pool: str) -> dict[str, Counts]:
+        """Device name -> counts, for the devices of this pool something holds (do not
+        change the dict: it is shared)."""
+        return self._by_pool.get((driver, pool), _NO_HOLDS)
 
     def apply(
         self,
@@ -162,33 +212,116 @@ class Holds:
         touched: set[int],
     ) -> None:
         """Add (sign 1) or remove (sign -1) holds; every device index touched is recorded."""
+        pools: dict[tuple[str, str], dict[str, Counts]] = {}
         for device_id, kind in holds:
+            if kind == EXCLUSIVE:
+                delta = (sign, 0, 0)
+            else:
+                delta = (0, sign, sign if kind == SHARE_WITH_CAPACITY else 0)
+            key = (device_id.driver, device_id.pool)
+            held = pools.get(key)
+            if held is None:  # copied once per pool and call: the old dict is shared
+                held = pools[key] = dict(self.held_in_pool(*key))
+            counts = _plus(held.get(device_id.device, _NOTHING), delta)
+            if counts == _NOTHING:
+                held.pop(device_id.device, None)
+            else:
+                held[device_id.device] = counts
             for g in devices_named(device_id):
                 touched.add(g)
-                exclusive, shares, capacity = self.get(g)
-                if kind == EXCLUSIVE:
-                    exclusive += sign
-                else:
-                    shares += sign
-                    if kind == SHARE_WITH_CAPACITY:
-                        capacity += sign
-                self.put(g, (exclusive, shares, capacity))
+                self.put(g, _plus(self.get(g), delta))
+        for key, held in pools.items():
+            if held:
+                self._by_pool[key] = held
+            else:
+                self._by_pool.pop(key, None)
 
     def flags_at(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(exclusively in use, allocated in any way, holds a committed share or capacity)
         for these devices, without building arrays for all of them."""
+        if len(g) <= 16:  # a few devices (an update's): numpy's per-call cost dominates
+            rows = [self.get(x) for x in g.tolist()]
+            exclusive, shares, capacity = (
+                np.asarray([r[k] for r in rows], dtype=np.int32) for k in range(3)
+            )
+            in_use = exclusive > 0
+            committed = (shares > 0) | (capacity > 0)
+            return in_use, in_use | committed, committed
         base_n = len(self._base[0])
         inside = np.minimum(g, max(base_n - 1, 0))
         counts = [
             np.where(g < base_n, b[inside], 0) if base_n else np.zeros(len(g), np.int32)
             for b in self._base
         ]
-        if self._over:
-            for i, dev in enumerate(g.tolist()):
-                found = self._over.get(dev)
-                if found is not None:
-                    for k in range(3):
-                        counts[k][i] = found[k]
+        if len(self._over) and len(g):
+            found = self._over.get_present(g.tolist())
+            if found:
+                keys = np.fromiter(found.keys(), dtype=np.int64, count=len(found))
+                order = np.argsort(keys)
+                keys = keys[order]
+                values = np.asarray(list(found.values()), dtype=np.int32).reshape(-1, 3)[order]
+                at = np.minimum(np.searchsorted(keys, g), len(keys) - 1)
+                hit = keys[at] == g
+                for k in range(3):
+                    counts[k][hit] = values[at[hit], k]
         in_use = counts[0] > 0
         committed = (counts[1] > 0) | (counts[2] > 0)
         return in_use, in_use | committed, committed
+
+
+_NO_HOLDS: dict[str, Counts] = {}
+
+
+def _plus(a: Counts, b: Counts) -> Counts:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+class SliceStore:
+    """Every slice the versions of one snapshot family have seen, append-only.
+
+    Slice s and global device g mean the same thing in every version that sees them
+    (a version sees the first ``n_slices`` slices; the ones it removed, and the ones
+    a sibling appended before it, are dead to it). What is read once per slice or
+    device is kept here, shared by all versions: slice facts, the CEL tables of the
+    device chunks (one chunk per append), and each selector's verdicts.
+
+    ``lock`` guards appends, chunk tables and selector verdicts.
+    """
+
+    def __init__(self, slices: Sequence[ResourceSlice] = ()) -> None:
+        self.lock = threading.RLock()
+        self.slices: list[ResourceSlice] = []
+        self.first: list[int] = []  # global index of each slice's first device
+        self.first_arr = GrowingArray()
+        self.facts: list[SliceFacts | None] = []
+        # [start, end) of devices -> their CEL table (built on first use).
+        self.chunks: list[tuple[int, int, DeviceTable | None]] = []
+        self.selectors: dict[str, SelectorResults] = {}
+        self.n_devices = 0
+        self.append(slices)
+
+    def append(self, slices: Sequence[ResourceSlice]) -> tuple[int, int, int, int]:
+        """Append ``slices``; (index of the first of them, then the numbers of slices,
+        chunks and devices after the append), read together under the lock."""
+        with self.lock:
+            start = len(self.slices)
+            n = self.n_devices
+            firsts = []
+            for rs in slices:
+                firsts.append(n)
+                n += len(rs.spec.devices)
+            self.first_arr.append(firsts)
+            self.first.extend(firsts)
+            self.facts.extend([None] * len(slices))
+            self.slices.extend(slices)
+            if n > self.n_devices:
+                self.chunks.append((self.n_devices, n, None))
+            self.n_devices = n
+            return start, len(self.slices), len(self.chunks), n
+
+    def facts_of(self, s: int) -> SliceFacts:
+        """Slice s's device facts, read once (a race computes them twice, harmlessly)."""
+        found = self.facts[s]
+        if found is None:
+            found = self.facts[s] = SliceFacts(self.slices[s])
+        return found
