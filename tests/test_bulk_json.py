@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draspeed._clone import clone
+from draspeed._model_tree import clone
 from draspeed.api.model import ResourceSlice
 from draspeed.generate import KINDS, generate
 from draspeed.load import load

@@ -25,6 +25,7 @@ import msgspec
 import numpy as np
 
 from draspeed import _core
+from draspeed._model_tree import signature as tree_signature
 from draspeed.api.model import (
     AllocationResult,
     CapacityRequirements,
@@ -91,12 +92,17 @@ def claims_signature(claims: list[ResourceClaim]) -> bytes:
     messages name claims through placeholders filled in by :func:`render`.
     """
     specs = [c.spec for c in claims]
+    # Each way of writing the key has its own first byte, so two ways never collide.
     try:
-        return _signature_encoder.encode(specs)
+        return b"\x01" + tree_signature(specs)
+    except TypeError:  # a value of another type in opaque parameters
+        pass
+    try:
+        return b"\x02" + _signature_encoder.encode(specs)
     except (OverflowError, TypeError, msgspec.EncodeError):
-        # Opaque parameters may hold what msgpack cannot (ints beyond 64 bits): the
-        # model's repr is slower but total and just as deterministic.
-        return repr(specs).encode()
+        # What msgpack cannot write either: the model's repr is slower but total and
+        # just as deterministic.
+        return b"\x03" + repr(specs).encode()
 
 
 def claim_token(c: int) -> str:

@@ -1,10 +1,11 @@
-"""The compiled deep copy of model trees that answers are handed out as."""
+"""Model trees in compiled code: the deep copies answers are handed out as, and the
+signatures claim sets are remembered by."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from draspeed._clone import clone
+from draspeed._model_tree import clone, signature
 from draspeed.api.model import (
     AllocationResult,
     DeviceAllocationConfiguration,
@@ -122,3 +123,45 @@ def test_deep_nesting_raises_recursion_error_not_a_crash() -> None:
         pass
     else:  # pragma: no cover - the interpreter's limit is far below 100,000
         raise AssertionError("expected RecursionError")
+
+
+def test_signature_tells_apart_what_differs() -> None:
+    base = _result()
+    assert signature(base) == signature(_result()) == signature(clone(base))
+    variants: list[object] = []
+    for change in (
+        lambda r: setattr(r.devices.results[0], "request", "gpu/bigger"),
+        lambda r: setattr(r.devices.results[0], "admin_access", None),
+        lambda r: setattr(r.devices.results[0], "admin_access", False),
+        lambda r: r.devices.results[0].binding_conditions.append(""),
+        lambda r: r.devices.results[0].consumed_capacity.update(memory=Quantity("9Gi")),
+        lambda r: setattr(r.devices.config[0].opaque, "parameters", {"a": [1, {"b": 0}]}),
+        lambda r: setattr(r.devices.config[0].opaque, "parameters", {"a": [1, {"b": 0.0}]}),
+        lambda r: setattr(r.devices.config[0].opaque, "parameters", {"a": (1, {"b": None})}),
+        lambda r: setattr(r.devices.config[0].opaque, "parameters", {"a": [1, {"b": None}, 2**70]}),
+        lambda r: setattr(r, "node_selector", None),
+        lambda r: setattr(r, "allocation_timestamp", None),
+    ):
+        changed = _result()
+        change(changed)
+        variants.append(signature(changed))
+    assert len({signature(base), *variants}) == len(variants) + 1
+
+
+def test_signature_strings_cannot_run_into_each_other() -> None:
+    assert signature(["ab", "c"]) != signature(["a", "bc"])
+    assert signature([["a"], "b"]) != signature([["a", "b"]])
+    assert signature([1, True, None]) != signature([True, 1, None])
+    assert signature(DeviceAttribute("string", "a")) != signature(DeviceAttribute("version", "a"))
+
+
+def test_signature_refuses_unknown_types() -> None:
+    class Other:
+        pass
+
+    try:
+        signature([Other()])
+    except TypeError:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("expected TypeError")

@@ -1,5 +1,8 @@
 # cython: language_level=3
-"""Deep copies of model object trees in compiled code (answers handed to callers).
+"""Model object trees in compiled code: deep copies and signatures.
+
+Copies are what answers are handed out as; signatures are what claim sets are
+remembered by.
 
 The allocator remembers the results it built for a question and hands out a copy each
 time the question comes again, so a caller may change its answer freely. Copying
@@ -14,7 +17,13 @@ slots directly, with what the copy of each old slot value is:
 - anything else (str, int, bool, None, Quantity, frozen model classes): shared, since
   it cannot be changed in place.
 
-A model class the copier does not understand (a ``__post_init__``, a field that is not
+:func:`signature` writes a tree as bytes that only an equal tree (same classes, same
+values, same order) writes: every value is tagged with its type, every string and
+container carries its length, every model object its class and all of its slots.
+msgspec does the same for the claim-set key in about 2.5 us for a one-request claim;
+this walks the slots directly.
+
+A model class the walker does not understand (a ``__post_init__``, a field that is not
 a plain slot) fails the import instead of being copied differently from its
 constructor.
 """
@@ -25,6 +34,7 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 
 from draspeed.api import model
+from draspeed.quantity import Quantity
 
 cdef extern from "structmember.h":
     int T_OBJECT_EX
@@ -64,7 +74,7 @@ cdef extern from "Python.h":
 
 cdef int _enter() except -1:
     """One level deeper (trees this deep are not results: stop before the C stack does)."""
-    if Py_EnterRecursiveCall(" while copying a model object"):
+    if Py_EnterRecursiveCall(" while walking a model object"):
         return -1  # the RecursionError is set
     return 0
 
@@ -79,9 +89,11 @@ cdef enum:
     MAX_CLASSES = 64
     MAX_FIELDS = 24
 
-# The mutable model classes and the offsets of their slots, in plain C arrays: a
-# copy looks its class up by pointer, with no Python object touched on the way.
+# The model classes and the offsets of their slots, in plain C arrays: a walk looks
+# its class up by pointer, with no Python object touched on the way. Instances of
+# frozen classes are shared by copies.
 cdef PyObject *_classes[MAX_CLASSES]
+cdef bint _frozen[MAX_CLASSES]
 cdef Py_ssize_t _n_fields[MAX_CLASSES]
 cdef Py_ssize_t _field_offset[MAX_CLASSES][MAX_FIELDS]
 cdef Py_ssize_t _n_classes = 0
@@ -91,19 +103,20 @@ cdef list _kept = []  # strong references to the classes above
 cdef void _register(type cls) except *:
     global _n_classes
     if "__post_init__" in vars(cls) or "__slots__" not in vars(cls):
-        raise RuntimeError(f"draspeed._clone: {cls.__name__} is not a plain slots dataclass")
+        raise RuntimeError(f"draspeed._model_tree: {cls.__name__} is not a plain slots dataclass")
     found = dataclasses.fields(cls)
     if _n_classes == MAX_CLASSES or len(found) > MAX_FIELDS:
-        raise RuntimeError("draspeed._clone: the model outgrew the copier's tables")
+        raise RuntimeError("draspeed._model_tree: the model outgrew the copier's tables")
     cdef Py_ssize_t k = _n_classes, i = 0
     for f in found:
         descr = vars(cls).get(f.name)
         offset = -1 if descr is None else clone_slot_offset(descr)
         if offset < 0:
-            raise RuntimeError(f"draspeed._clone: {cls.__name__}.{f.name} is not a plain slot")
+            raise RuntimeError(f"draspeed._model_tree: {cls.__name__}.{f.name} is not a plain slot")
         _field_offset[k][i] = offset
         i += 1
     _n_fields[k] = i
+    _frozen[k] = cls.__dataclass_params__.frozen
     _kept.append(cls)
     _classes[k] = <PyObject*>cls
     _n_classes = k + 1
@@ -113,7 +126,7 @@ cdef void _register(type cls) except *:
 for _cls in sorted(
     (c for c in vars(model).values()
      if isinstance(c, type) and dataclasses.is_dataclass(c)
-     and c.__module__ == model.__name__ and not c.__dataclass_params__.frozen),
+     and c.__module__ == model.__name__),
     key=lambda c: (not c.__name__.endswith(("Result", "Configuration")), c.__name__),
 ):
     _register(_cls)
@@ -160,7 +173,7 @@ cdef object _copy(object o):
                 Py_LeaveRecursiveCall()
         return new
     k = _class_index(t)
-    if k < 0:
+    if k < 0 or _frozen[k]:
         return o
     copy = clone_alloc(<object>t)
     _enter()
@@ -179,3 +192,135 @@ cdef object _copy(object o):
 def clone(o):
     """A deep copy of a model object tree (see the module docstring for what is shared)."""
     return _copy(o)
+
+
+# ------------------------------------------------------------------ signatures
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+    bytes PyBytes_FromStringAndSize(const char *v, Py_ssize_t n)
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+from libc.stdint cimport int64_t
+
+cdef struct _Out:
+    char *data
+    Py_ssize_t n
+    Py_ssize_t cap
+
+
+cdef int _room(_Out *out, Py_ssize_t more) except -1:
+    cdef Py_ssize_t cap = out.cap
+    cdef char *grown
+    if out.n + more <= cap:
+        return 0
+    while cap < out.n + more:
+        cap *= 2
+    grown = <char*>realloc(out.data, cap)
+    if grown == NULL:
+        raise MemoryError()
+    out.data, out.cap = grown, cap
+    return 0
+
+
+cdef int _put(_Out *out, char tag, const void *data, Py_ssize_t size) except -1:
+    _room(out, 1 + size)
+    out.data[out.n] = tag
+    memcpy(out.data + out.n + 1, data, size)
+    out.n += 1 + size
+    return 0
+
+
+cdef int _put_count(_Out *out, char tag, int64_t count) except -1:
+    return _put(out, tag, &count, sizeof(int64_t))
+
+
+cdef int _put_text(_Out *out, char tag, str text) except -1:
+    cdef Py_ssize_t size
+    cdef const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size)
+    _put_count(out, tag, size)
+    _room(out, size)
+    memcpy(out.data + out.n, utf8, size)
+    out.n += size
+    return 0
+
+
+cdef int _write(_Out *out, object o) except -1:
+    cdef PyObject *t = <PyObject*>Py_TYPE(o)
+    cdef Py_ssize_t i, k
+    cdef int overflow = 0
+    cdef long long whole
+    cdef double real
+    cdef PyObject *value
+    if o is None:
+        return _put(out, b'N', NULL, 0)
+    if o is True:
+        return _put(out, b'T', NULL, 0)
+    if o is False:
+        return _put(out, b'F', NULL, 0)
+    if t == <PyObject*>str:
+        return _put_text(out, b's', <str>o)
+    if t == <PyObject*>int:
+        whole = PyLong_AsLongLongAndOverflow(o, &overflow)
+        if overflow:
+            return _put_text(out, b'I', str(o))
+        return _put(out, b'i', &whole, sizeof(long long))
+    if t == <PyObject*>float:
+        real = o
+        return _put(out, b'f', &real, sizeof(double))
+    if t == <PyObject*>list or t == <PyObject*>tuple:
+        _put_count(out, b'l' if t == <PyObject*>list else b't', len(o))
+        _enter()
+        try:
+            for item in o:
+                _write(out, item)
+        finally:
+            Py_LeaveRecursiveCall()
+        return 0
+    if t == <PyObject*>dict:
+        _put_count(out, b'd', len(<dict>o))
+        _enter()
+        try:
+            for key, item in (<dict>o).items():
+                _write(out, key)
+                _write(out, item)
+        finally:
+            Py_LeaveRecursiveCall()
+        return 0
+    if t == <PyObject*>Quantity:
+        # Its exact value and its format (equal quantities written differently may
+        # sign differently: a missed cache entry, never a wrong one).
+        return _put_text(out, b'q', f"{o!s}")
+    k = _class_index(t)
+    if k < 0:
+        raise TypeError(f"no signature for {type(o).__name__}")
+    _put_count(out, b'o', k)
+    _enter()
+    try:
+        for i in range(_n_fields[k]):
+            value = clone_get_slot(o, _field_offset[k][i])
+            if value == NULL:
+                _put(out, b'X', NULL, 0)
+            else:
+                _write(out, <object>value)
+    finally:
+        Py_LeaveRecursiveCall()
+    return 0
+
+
+def signature(o):
+    """Bytes that only an equal model tree writes (TypeError for a value of a type the
+    walker does not know; the caller then keys another way)."""
+    cdef _Out out
+    out.cap = 256
+    out.n = 0
+    out.data = <char*>malloc(out.cap)
+    if out.data == NULL:
+        raise MemoryError()
+    try:
+        _write(&out, o)
+        return PyBytes_FromStringAndSize(out.data, out.n)
+    finally:
+        free(out.data)
