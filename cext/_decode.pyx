@@ -68,10 +68,6 @@ from draspeed.api.model import (
 )
 from draspeed.api.slice_schema import JSONDevice, JSONMetadata, JSONPool, JSONSlice, JSONSpec
 
-cdef extern from "structmember.h":
-    int T_OBJECT_EX
-    int READONLY
-
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyDict_GET_SIZE(object o)
@@ -79,46 +75,15 @@ cdef extern from "Python.h":
 
 ctypedef unsigned char _ucs1
 
-cdef extern from *:
-    """
-    /* The offset of a writable object slot of a __slots__ class, or -1. */
-    static Py_ssize_t draspeed_slot_offset(PyObject *descr) {
-        PyMemberDef *m;
-        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
-        m = ((PyMemberDescrObject *)descr)->d_member;
-        if (m->type != T_OBJECT_EX || (m->flags & READONLY)) return -1;
-        return m->offset;
-    }
-    /* A new instance with every slot empty, as object.__new__ makes it. */
-    static PyObject *draspeed_alloc(PyObject *tp) {
-        return ((PyTypeObject *)tp)->tp_alloc((PyTypeObject *)tp, 0);
-    }
-    /* What the slot's member descriptor does on assignment. */
-    static inline void draspeed_set_slot(PyObject *obj, Py_ssize_t offset, PyObject *value) {
-        PyObject **slot = (PyObject **)((char *)obj + offset);
-        PyObject *old = *slot;
-        Py_INCREF(value);
-        *slot = value;
-        Py_XDECREF(old);
-    }
-    /* The object in a slot (borrowed; NULL when empty). */
-    static inline PyObject *draspeed_get_slot(PyObject *obj, Py_ssize_t offset) {
-        return *(PyObject **)((char *)obj + offset);
-    }
-    /* A dict with room for n entries (a plain dict resizes once past five). */
-    static PyObject *draspeed_dict_presized(Py_ssize_t n) {
-    #if PY_VERSION_HEX < 0x030F0000 && !defined(PYPY_VERSION)
-        return _PyDict_NewPresized(n);
-    #else
-        return PyDict_New();
-    #endif
-    }
-    """
-    Py_ssize_t draspeed_slot_offset(object descr)
-    object draspeed_alloc(object tp)
-    void draspeed_set_slot(object obj, Py_ssize_t offset, PyObject *value)
-    PyObject *draspeed_get_slot(object obj, Py_ssize_t offset)
-    dict draspeed_dict_presized(Py_ssize_t n)
+from model_slots cimport (
+    draspeed_alloc,
+    draspeed_dict_presized,
+    draspeed_get_slot,
+    draspeed_set_slot,
+    draspeed_slot_offset,
+    mix_bytes,
+)
+
 
 
 cdef Py_ssize_t _MAX_FIELDS = limits.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE
@@ -616,20 +581,8 @@ cdef uint64_t _SEED = hash("draspeed._decode memo") & 0xFFFFFFFFFFFFFFFF
 
 cdef inline uint64_t _hash_bytes(const char *p, Py_ssize_t n, int space, void *tag) noexcept nogil:
     cdef uint64_t h = (<uint64_t>n * 0x9E3779B97F4A7C15ULL) ^ (<uint64_t>space << 56) ^ _SEED
-    cdef uint64_t word
     h ^= <uint64_t><size_t>tag
-    while n >= 8:
-        memcpy(&word, p, 8)
-        h = (h ^ word) * 0xFF51AFD7ED558CCDULL
-        h ^= h >> 32
-        p += 8
-        n -= 8
-    if n > 0:
-        word = 0
-        memcpy(&word, p, <size_t>n)
-        h = (h ^ word) * 0xC4CEB9FE1A85EC53ULL
-        h ^= h >> 29
-    return h
+    return mix_bytes(h, <const unsigned char *>p, n)
 
 
 @cython.final

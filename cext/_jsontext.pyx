@@ -23,6 +23,8 @@ from libc.stdint cimport uint64_t
 from libc.stdlib cimport qsort
 from libc.string cimport memcmp, memcpy
 
+from model_slots cimport mix_bytes
+
 cdef extern from "Python.h":
     char *PyBytes_AS_STRING(object o)
     Py_ssize_t PyBytes_GET_SIZE(object o)
@@ -57,21 +59,9 @@ cdef enum:
 
 
 cdef inline uint64_t _hash(const unsigned char *p, Py_ssize_t n) noexcept nogil:
-    """A quick 64-bit hash of ``n`` bytes, eight at a time (it only sorts and pre-filters:
-    equal keys are told by their bytes)."""
-    cdef uint64_t h = <uint64_t>n * 0x9E3779B97F4A7C15ULL, word
-    while n >= 8:
-        memcpy(&word, p, 8)
-        h = (h ^ word) * 0xFF51AFD7ED558CCDULL
-        h ^= h >> 32
-        p += 8
-        n -= 8
-    if n > 0:
-        word = 0
-        memcpy(&word, p, <size_t>n)
-        h = (h ^ word) * 0xC4CEB9FE1A85EC53ULL
-        h ^= h >> 29
-    return h
+    """A quick 64-bit hash of ``n`` bytes (it only sorts and pre-filters: equal keys are
+    told by their bytes)."""
+    return mix_bytes(<uint64_t>n * 0x9E3779B97F4A7C15ULL, p, n)
 
 
 cdef int _key_order(const void *a, const void *b) noexcept nogil:

@@ -36,36 +36,7 @@ from cpython.ref cimport Py_DECREF, Py_INCREF
 from draspeed.api import model
 from draspeed.quantity import Quantity
 
-cdef extern from "structmember.h":
-    int T_OBJECT_EX
-    int READONLY
-
-cdef extern from *:
-    """
-    /* The offset of a writable object slot of a __slots__ class, or -1. */
-    static Py_ssize_t clone_slot_offset(PyObject *descr) {
-        PyMemberDef *m;
-        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
-        m = ((PyMemberDescrObject *)descr)->d_member;
-        if (m->type != T_OBJECT_EX || (m->flags & READONLY)) return -1;
-        return m->offset;
-    }
-    static PyObject *clone_alloc(PyObject *tp) {
-        return ((PyTypeObject *)tp)->tp_alloc((PyTypeObject *)tp, 0);
-    }
-    /* The slot's value (borrowed), or NULL when it is empty. */
-    static PyObject *clone_get_slot(PyObject *obj, Py_ssize_t offset) {
-        return *(PyObject **)((char *)obj + offset);
-    }
-    /* Fill an empty slot of a new instance; steals the reference. */
-    static void clone_put_slot(PyObject *obj, Py_ssize_t offset, PyObject *v) {
-        *(PyObject **)((char *)obj + offset) = v;
-    }
-    """
-    Py_ssize_t clone_slot_offset(object descr)
-    object clone_alloc(object tp)
-    PyObject *clone_get_slot(object obj, Py_ssize_t offset)
-    void clone_put_slot(object obj, Py_ssize_t offset, PyObject *v)
+from model_slots cimport draspeed_alloc, draspeed_get_slot, draspeed_set_slot, draspeed_slot_offset
 
 cdef extern from "Python.h":
     int Py_EnterRecursiveCall(const char *where)  # nonzero: RecursionError set
@@ -110,7 +81,7 @@ cdef void _register(type cls) except *:
     cdef Py_ssize_t k = _n_classes, i = 0
     for f in found:
         descr = vars(cls).get(f.name)
-        offset = -1 if descr is None else clone_slot_offset(descr)
+        offset = -1 if descr is None else draspeed_slot_offset(descr)
         if offset < 0:
             raise RuntimeError(f"draspeed._model_tree: {cls.__name__}.{f.name} is not a plain slot")
         _field_offset[k][i] = offset
@@ -175,15 +146,14 @@ cdef object _copy(object o):
     k = _class_index(t)
     if k < 0 or _frozen[k]:
         return o
-    copy = clone_alloc(<object>t)
+    copy = draspeed_alloc(<object>t)
     _enter()
     try:
         for i in range(_n_fields[k]):
-            value = clone_get_slot(o, _field_offset[k][i])
+            value = draspeed_get_slot(o, _field_offset[k][i])
             if value != NULL:  # borrowed: ``o`` holds it while we copy
                 item = _copy(<object>value)
-                Py_INCREF(item)  # the slot's own reference
-                clone_put_slot(copy, _field_offset[k][i], <PyObject*>item)
+                draspeed_set_slot(copy, _field_offset[k][i], <PyObject*>item)
     finally:
         Py_LeaveRecursiveCall()
     return copy
@@ -300,7 +270,7 @@ cdef int _write(_Out *out, object o) except -1:
     _enter()
     try:
         for i in range(_n_fields[k]):
-            value = clone_get_slot(o, _field_offset[k][i])
+            value = draspeed_get_slot(o, _field_offset[k][i])
             if value == NULL:
                 _put(out, b'X', NULL, 0)
             else:

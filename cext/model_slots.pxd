@@ -1,0 +1,72 @@
+# Declarations shared by the compiled modules (cimported; not a Python module).
+#
+# Slot access to ``__slots__`` model classes: the compiled decoders fill the slots of
+# the model's dataclasses directly, and the tree walker copies and signs them, with
+# the offsets read once from the member descriptors. And a byte-string hash mix.
+
+from cpython.object cimport PyObject
+from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
+
+cdef extern from "structmember.h":
+    int T_OBJECT_EX
+    int READONLY
+
+cdef extern from *:
+    """
+    /* The offset of a writable object slot of a __slots__ class, or -1. */
+    static Py_ssize_t draspeed_slot_offset(PyObject *descr) {
+        PyMemberDef *m;
+        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
+        m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type != T_OBJECT_EX || (m->flags & READONLY)) return -1;
+        return m->offset;
+    }
+    /* A new instance with every slot empty, as object.__new__ makes it. */
+    static PyObject *draspeed_alloc(PyObject *tp) {
+        return ((PyTypeObject *)tp)->tp_alloc((PyTypeObject *)tp, 0);
+    }
+    /* What the slot's member descriptor does on assignment. */
+    static inline void draspeed_set_slot(PyObject *obj, Py_ssize_t offset, PyObject *value) {
+        PyObject **slot = (PyObject **)((char *)obj + offset);
+        PyObject *old = *slot;
+        Py_INCREF(value);
+        *slot = value;
+        Py_XDECREF(old);
+    }
+    /* The object in a slot (borrowed; NULL when empty). */
+    static inline PyObject *draspeed_get_slot(PyObject *obj, Py_ssize_t offset) {
+        return *(PyObject **)((char *)obj + offset);
+    }
+    /* A dict with room for n entries (a plain dict resizes once past five). */
+    static PyObject *draspeed_dict_presized(Py_ssize_t n) {
+    #if PY_VERSION_HEX < 0x030F0000 && !defined(PYPY_VERSION)
+        return _PyDict_NewPresized(n);
+    #else
+        return PyDict_New();
+    #endif
+    }
+    """
+    Py_ssize_t draspeed_slot_offset(object descr)
+    object draspeed_alloc(object tp)
+    void draspeed_set_slot(object obj, Py_ssize_t offset, PyObject *value)
+    PyObject *draspeed_get_slot(object obj, Py_ssize_t offset)
+    dict draspeed_dict_presized(Py_ssize_t n)
+
+
+cdef inline uint64_t mix_bytes(uint64_t h, const unsigned char *p, Py_ssize_t n) noexcept nogil:
+    # Fold n bytes into h, eight at a time (a quick hash for sorting and pre-filtering:
+    # equal keys are always told by their bytes).
+    cdef uint64_t word
+    while n >= 8:
+        memcpy(&word, p, 8)
+        h = (h ^ word) * 0xFF51AFD7ED558CCDULL
+        h ^= h >> 32
+        p += 8
+        n -= 8
+    if n > 0:
+        word = 0
+        memcpy(&word, p, <size_t>n)
+        h = (h ^ word) * 0xC4CEB9FE1A85EC53ULL
+        h ^= h >> 29
+    return h
