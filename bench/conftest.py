@@ -250,8 +250,9 @@ class PerNode:
         self.work.append(self.allocator.last_stats.num_allocate_one_invocations)
         self.calls += 1
 
-    def run(self, benchmark: BenchmarkFixture, *, budget_s: float = 3.0,
-            max_passes: int = 2) -> None:
+    def run(
+        self, benchmark: BenchmarkFixture, *, budget_s: float = 3.0, max_passes: int = 2
+    ) -> None:
         """Time single calls: as many as fit ``budget_s`` (at least 5; at most
         ``max_passes`` passes over the nodes, or 200 calls on small clusters). Warm runs
         first visit every node once, untimed."""
@@ -272,20 +273,23 @@ class PerNode:
         self.next = len(self.nodes) if self.mode == "scheduler" else self.next
         most = max(max_passes * len(self.nodes), 200)
         rounds = int(min(most, max(budget_s / max(per_call, 1e-6), 5)))
-        benchmark.pedantic(self.allocate, setup=self.setup, teardown=self.teardown,
-                           rounds=rounds, iterations=1)
+        benchmark.pedantic(
+            self.allocate, setup=self.setup, teardown=self.teardown, rounds=rounds, iterations=1
+        )
         work = sorted(self.work)
-        benchmark.extra_info.update({
-            "engine": self.engine,
-            "mode": self.mode,
-            "nodes": len(self.nodes),
-            "devices": self.loaded.n_devices,
-            "claims": len(self.loaded.claims),
-            "calls": self.calls,
-            "fits": self.fits,
-            "work_median": work[len(work) // 2],
-            "work_max": work[-1],
-        })
+        benchmark.extra_info.update(
+            {
+                "engine": self.engine,
+                "mode": self.mode,
+                "nodes": len(self.nodes),
+                "devices": self.loaded.n_devices,
+                "claims": len(self.loaded.claims),
+                "calls": self.calls,
+                "fits": self.fits,
+                "work_median": work[len(work) // 2],
+                "work_max": work[-1],
+            }
+        )
         if self.mode == "cold":
             benchmark.extra_info["first_call_ms"] = round(self.first_call_s * 1e3, 3)
         if self.mode == "scheduler":

@@ -42,9 +42,14 @@ def _record(benchmark: BenchmarkFixture, scenario: Scenario) -> None:
 
 @pytest.mark.parametrize(("engine", "mode"), ENGINES, ids=[f"{e}-{m}" for e, m in ENGINES])
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_allocate_per_node(benchmark: BenchmarkFixture, scenarios: Callable[[Scenario], Loaded],
-                           per_node: Callable[..., Any], name: str, engine: str,
-                           mode: str) -> None:
+def test_allocate_per_node(
+    benchmark: BenchmarkFixture,
+    scenarios: Callable[[Scenario], Loaded],
+    per_node: Callable[..., Any],
+    name: str,
+    engine: str,
+    mode: str,
+) -> None:
     scenario = SCENARIOS[name]
     driver = per_node(scenarios(scenario), engine, mode)
     _record(benchmark, scenario)
@@ -56,14 +61,23 @@ SCALING_NODES = [5, 50, 500, 5000]
 
 @pytest.mark.parametrize("mode", ["warm", "cold"])
 @pytest.mark.parametrize("nodes", SCALING_NODES, ids=[f"{n}-nodes" for n in SCALING_NODES])
-def test_allocate_per_node_scaling(benchmark: BenchmarkFixture,
-                                   scenarios: Callable[[Scenario], Loaded],
-                                   per_node: Callable[..., Any], nodes: int,
-                                   mode: str) -> None:
+def test_allocate_per_node_scaling(
+    benchmark: BenchmarkFixture,
+    scenarios: Callable[[Scenario], Loaded],
+    per_node: Callable[..., Any],
+    nodes: int,
+    mode: str,
+) -> None:
     base = SCENARIOS["sp-500x10-one-device"]
-    scenario = Scenario(f"sp-{nodes}x10-one-device", base.kind, nodes, base.templates,
-                        dict(base.options), f"{nodes} nodes x 10 devices, a 1-device claim",
-                        base.upstream_us)
+    scenario = Scenario(
+        f"sp-{nodes}x10-one-device",
+        base.kind,
+        nodes,
+        base.templates,
+        dict(base.options),
+        f"{nodes} nodes x 10 devices, a 1-device claim",
+        base.upstream_us,
+    )
     driver = per_node(scenarios(scenario), "fast", mode)
     _record(benchmark, scenario)
     benchmark.extra_info["scale"] = nodes // SCALING_NODES[0]

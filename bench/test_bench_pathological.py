@@ -44,10 +44,13 @@ CASES = [
 PARAMS = [(s, e) for s, engines in CASES for e in engines]
 
 
-@pytest.mark.parametrize(("scenario", "engine"), PARAMS,
-                         ids=[f"{s.name}-{e}" for s, e in PARAMS])
-def test_no_solution(benchmark: BenchmarkFixture, scenarios: Callable[[Scenario], Loaded],
-                     scenario: Scenario, engine: Engine) -> None:
+@pytest.mark.parametrize(("scenario", "engine"), PARAMS, ids=[f"{s.name}-{e}" for s, e in PARAMS])
+def test_no_solution(
+    benchmark: BenchmarkFixture,
+    scenarios: Callable[[Scenario], Loaded],
+    scenario: Scenario,
+    engine: Engine,
+) -> None:
     loaded = scenarios(scenario)
     allocator = loaded.allocator(engine)
     node = loaded.nodes[0]
@@ -64,11 +67,13 @@ def test_no_solution(benchmark: BenchmarkFixture, scenarios: Callable[[Scenario]
     assert result is None
     exact = loaded.claims[0].spec.devices.requests[0].exactly
     assert exact is not None
-    benchmark.extra_info.update({
-        "scenario": scenario.name,
-        "shape": scenario.description,
-        "engine": engine,
-        "devices": loaded.n_devices,
-        "count": exact.count,
-        "work": allocator.last_stats.num_allocate_one_invocations,
-    })
+    benchmark.extra_info.update(
+        {
+            "scenario": scenario.name,
+            "shape": scenario.description,
+            "engine": engine,
+            "devices": loaded.n_devices,
+            "count": exact.count,
+            "work": allocator.last_stats.num_allocate_one_invocations,
+        }
+    )

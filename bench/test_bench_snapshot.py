@@ -63,11 +63,19 @@ def _build_and_views(objects: Objects) -> Snapshot:
 
 
 @pytest.mark.parametrize("step", ["build", "build+views"])
-@pytest.mark.parametrize(("kind", "nodes", "options", "scale"), SIZES,
-                         ids=[f"{k}-{s}x" for k, _, _, s in SIZES])
-def test_snapshot_build(benchmark: BenchmarkFixture, request: pytest.FixtureRequest,
-                        clusters: Callable[..., Objects], kind: str, nodes: int,
-                        options: dict[str, Any], scale: int, step: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "nodes", "options", "scale"), SIZES, ids=[f"{k}-{s}x" for k, _, _, s in SIZES]
+)
+def test_snapshot_build(
+    benchmark: BenchmarkFixture,
+    request: pytest.FixtureRequest,
+    clusters: Callable[..., Objects],
+    kind: str,
+    nodes: int,
+    options: dict[str, Any],
+    scale: int,
+    step: str,
+) -> None:
     if (kind, nodes) in HUGE and not request.config.getoption("--bench-huge"):
         pytest.skip("~1M MIG devices: run with --bench-huge")
     objects = clusters(kind, nodes, **options)
@@ -78,11 +86,13 @@ def test_snapshot_build(benchmark: BenchmarkFixture, request: pytest.FixtureRequ
     added = _rss_mb() - before
     del kept
     snapshot = benchmark.pedantic(fn, args=(objects,), rounds=3, iterations=1)
-    benchmark.extra_info.update({
-        "kind": kind,
-        "scale": scale,
-        "nodes": nodes,
-        "devices": snapshot.n_devices,
-        "allocated_claims": len(objects.claims),
-        "snapshot_rss_mb": round(added, 1),
-    })
+    benchmark.extra_info.update(
+        {
+            "kind": kind,
+            "scale": scale,
+            "nodes": nodes,
+            "devices": snapshot.n_devices,
+            "allocated_claims": len(objects.claims),
+            "snapshot_rss_mb": round(added, 1),
+        }
+    )

@@ -57,7 +57,9 @@ def _load_outcome(path: Path, case: dict[str, Any]) -> dict[str, Any]:
     if case.get("isolate"):
         child = subprocess.run(
             [sys.executable, "-c", CHILD.format(limit=MEMORY_LIMIT), str(path), str(validate)],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
             env={"PYTHONPATH": ":".join(p for p in sys.path if p)},
         )
         if child.returncode != 0:
@@ -109,7 +111,21 @@ def test_catalogue_size_and_files() -> None:
 def test_catalogue_covers_the_issue() -> None:
     """The kinds of bad input issue 5 lists, each present."""
     names = " ".join(INDEX)
-    for topic in ("unknown-kind", "unknown-api-version", "missing-", "-not-", "duplicate",
-                  "counter-set-unknown", "quantity", "version", "cel-syntax", "cel-too-long",
-                  "cel-too-costly", "yaml-bomb", "huge", "not-utf8", "129-devices"):
+    for topic in (
+        "unknown-kind",
+        "unknown-api-version",
+        "missing-",
+        "-not-",
+        "duplicate",
+        "counter-set-unknown",
+        "quantity",
+        "version",
+        "cel-syntax",
+        "cel-too-long",
+        "cel-too-costly",
+        "yaml-bomb",
+        "huge",
+        "not-utf8",
+        "129-devices",
+    ):
         assert topic in names, topic

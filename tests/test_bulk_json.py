@@ -468,8 +468,16 @@ def test_a_late_item_that_is_no_json(label: str, text: bytes) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [b"1e400", b"-1e400", b"1" + b"0" * 5000, b"0.5", b'"\xff"', b'"\xed\xa0\x80"',
-     b'"\\u00e9\\n"', b'{"a": [true, false, null]}'],
+    [
+        b"1e400",
+        b"-1e400",
+        b"1" + b"0" * 5000,
+        b"0.5",
+        b'"\xff"',
+        b'"\xed\xa0\x80"',
+        b'"\\u00e9\\n"',
+        b'{"a": [true, false, null]}',
+    ],
 )
 @pytest.mark.parametrize("where", ["metadata", "device"])
 def test_values_in_skipped_and_untyped_fields(value: bytes, where: str) -> None:
@@ -499,7 +507,7 @@ def test_a_bad_item_is_reported_as_the_ordinary_path_does() -> None:
         "error",
         "InputError",
         f"ResourceSlice {slices[1]['metadata']['name']}: spec.devices[0].name: "
-        "Invalid value: \"Not_A_Label\": a lowercase RFC 1123 label must consist of lower "
+        'Invalid value: "Not_A_Label": a lowercase RFC 1123 label must consist of lower '
         "case alphanumeric characters or '-', and must start and end with an alphanumeric "
         "character (regex '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
     )

@@ -127,8 +127,9 @@ def test_runtime_does_not_import_lark() -> None:
         "compile_selector('device.driver == \"x\"')\n"
         "print('lark' in sys.modules)"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert run.stdout.strip() == "False"
 
 

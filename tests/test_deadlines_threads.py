@@ -89,8 +89,9 @@ def _inputs(text: str) -> Inputs:
 
 
 def _overshoot(engine: Engine, inputs: Inputs, budget: float) -> float:
-    allocator = make_allocator(engine, inputs.slices, inputs.classes, inputs.allocated,
-                               inputs.features)
+    allocator = make_allocator(
+        engine, inputs.slices, inputs.classes, inputs.allocated, inputs.features
+    )
     # Warm-up: pre-flight (CEL, node view) runs, the search stops at once.
     with pytest.raises(AllocationTimeout):
         allocator.allocate(inputs.claims, inputs.node, deadline=time.monotonic())
@@ -114,8 +115,9 @@ def test_small_version_finishes_without_deadline() -> None:
     """The same shape, small enough to finish: both engines say "does not fit"."""
     inputs = _inputs(pathological_yaml(devices=8, first=4, second=2))
     for engine in ("fast", "reference"):
-        allocator = make_allocator(engine, inputs.slices, inputs.classes, inputs.allocated,
-                                   inputs.features)
+        allocator = make_allocator(
+            engine, inputs.slices, inputs.classes, inputs.allocated, inputs.features
+        )
         assert allocator.allocate(inputs.claims, inputs.node) is None
 
 
@@ -145,10 +147,20 @@ def _cold_call_overshoot(engine: Engine, preimport: bool) -> float:
 
     Building the fast allocator imports the CEL layer, so even without ``preimport``
     the allocate call starts with it imported (checked here)."""
-    source = COLD_START.format(paths=[p for p in sys.path if p], text=pathological_yaml(),
-                               engine=engine, budget=BUDGET, preimport=preimport)
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(source)], capture_output=True,
-                         text=True, timeout=120, check=True)
+    source = COLD_START.format(
+        paths=[p for p in sys.path if p],
+        text=pathological_yaml(),
+        engine=engine,
+        budget=BUDGET,
+        preimport=preimport,
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(source)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     cold, late = run.stdout.strip().splitlines()[-1].split()
     assert cold == "False"  # the CEL layer was imported before the deadline started
     return float(late)
@@ -190,7 +202,8 @@ def test_selector_compilation_and_evaluation_honour_a_deadline() -> None:
     assert not match.any() and not error.any()
     # Rows that cannot be lowered to numpy run one by one, looking at the clock.
     rows = compile_selector(
-        '["pci-1"].exists(p, device.attributes["gpu.example.com"].pcieRoot.startsWith(p))')
+        '["pci-1"].exists(p, device.attributes["gpu.example.com"].pcieRoot.startsWith(p))'
+    )
     with pytest.raises(AllocationTimeout):
         rows.evaluate(table, deadline=past)
     with pytest.raises(AllocationTimeout):
@@ -208,64 +221,125 @@ def _threads_cluster() -> str:
     shareable GPU per node) and claims of many shapes."""
     docs = []
     for n in range(1, 5):
-        docs.append(f"apiVersion: v1\nkind: Node\nmetadata: {{name: node-{n}, labels: "
-                    f"{{rack: r{n % 2}}}}}\n")
+        docs.append(
+            f"apiVersion: v1\nkind: Node\nmetadata: {{name: node-{n}, labels: "
+            f"{{rack: r{n % 2}}}}}\n"
+        )
         devices = []
         for i in range(8):
-            fields = [f"  - name: gpu-{i}", "    attributes:",
-                      f"      model: {{string: {'a100' if i % 3 else 'h100'}}}",
-                      f"      numa: {{int: {i // 4}}}",
-                      "    capacity:", "      memory: {value: 40Gi}"]
+            fields = [
+                f"  - name: gpu-{i}",
+                "    attributes:",
+                f"      model: {{string: {'a100' if i % 3 else 'h100'}}}",
+                f"      numa: {{int: {i // 4}}}",
+                "    capacity:",
+                "      memory: {value: 40Gi}",
+            ]
             if i == 7:
                 fields.append("    allowMultipleAllocations: true")
             if n == 1 and i < 4:
-                fields += ["    consumesCounters:", "    - counterSet: mem",
-                           "      counters: {gb: {value: 20Gi}}"]
+                fields += [
+                    "    consumesCounters:",
+                    "    - counterSet: mem",
+                    "      counters: {gb: {value: 20Gi}}",
+                ]
             devices.append("\n".join(fields))
         count = 2 if n == 1 else 1
         docs.append(
             f"apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: "
             f"{{name: node-{n}-gpus}}\nspec:\n  driver: gpu.example.com\n  nodeName: node-{n}\n"
             f"  pool: {{name: node-{n}, generation: 1, resourceSliceCount: {count}}}\n"
-            f"  devices:\n" + "\n".join(devices) + "\n")
+            f"  devices:\n" + "\n".join(devices) + "\n"
+        )
         if n == 1:
             docs.append(
                 "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: "
                 "{name: node-1-counters}\nspec:\n  driver: gpu.example.com\n  nodeName: node-1\n"
                 "  pool: {name: node-1, generation: 1, resourceSliceCount: 2}\n"
-                "  sharedCounters:\n  - name: mem\n    counters: {gb: {value: 50Gi}}\n")
+                "  sharedCounters:\n  - name: mem\n    counters: {gb: {value: 50Gi}}\n"
+            )
     docs.append(
         "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec:\n"
-        "  selectors:\n  - cel: {expression: 'device.driver == \"gpu.example.com\"'}\n")
+        "  selectors:\n  - cel: {expression: 'device.driver == \"gpu.example.com\"'}\n"
+    )
     return "---\n".join(docs)
 
 
 CLAIM_SHAPES: list[dict[str, Any]] = [
     {"requests": [{"name": "one", "exactly": {"deviceClassName": "gpu"}}]},
-    {"requests": [{"name": "pair", "exactly": {"deviceClassName": "gpu", "count": 2}}],
-     "constraints": [{"matchAttribute": "gpu.example.com/numa"}]},
-    {"requests": [{"name": "h", "exactly": {"deviceClassName": "gpu", "count": 3, "selectors": [
-        {"cel": {"expression": 'device.attributes["gpu.example.com"].model == "h100"'}}]}}]},
-    {"requests": [{"name": "all", "exactly": {"deviceClassName": "gpu",
-                                              "allocationMode": "All"}}]},
-    {"requests": [{"name": "share", "exactly": {"deviceClassName": "gpu", "capacity": {
-        "requests": {"memory": "10Gi"}}}}]},
-    {"requests": [{"name": "pick", "firstAvailable": [
-        {"name": "big", "deviceClassName": "gpu", "count": 9},
-        {"name": "small", "deviceClassName": "gpu", "count": 3}]}]},
-    {"requests": [{"name": "four", "exactly": {"deviceClassName": "gpu", "count": 4}}],
-     "constraints": [{"distinctAttribute": "gpu.example.com/model"}]},
-    {"requests": [{"name": "bad", "exactly": {"deviceClassName": "gpu", "selectors": [
-        {"cel": {"expression": 'device.attributes["gpu.example.com"].missing'}}]}}]},
+    {
+        "requests": [{"name": "pair", "exactly": {"deviceClassName": "gpu", "count": 2}}],
+        "constraints": [{"matchAttribute": "gpu.example.com/numa"}],
+    },
+    {
+        "requests": [
+            {
+                "name": "h",
+                "exactly": {
+                    "deviceClassName": "gpu",
+                    "count": 3,
+                    "selectors": [
+                        {
+                            "cel": {
+                                "expression": 'device.attributes["gpu.example.com"].model == "h100"'
+                            }
+                        }
+                    ],
+                },
+            }
+        ]
+    },
+    {"requests": [{"name": "all", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}]},
+    {
+        "requests": [
+            {
+                "name": "share",
+                "exactly": {"deviceClassName": "gpu", "capacity": {"requests": {"memory": "10Gi"}}},
+            }
+        ]
+    },
+    {
+        "requests": [
+            {
+                "name": "pick",
+                "firstAvailable": [
+                    {"name": "big", "deviceClassName": "gpu", "count": 9},
+                    {"name": "small", "deviceClassName": "gpu", "count": 3},
+                ],
+            }
+        ]
+    },
+    {
+        "requests": [{"name": "four", "exactly": {"deviceClassName": "gpu", "count": 4}}],
+        "constraints": [{"distinctAttribute": "gpu.example.com/model"}],
+    },
+    {
+        "requests": [
+            {
+                "name": "bad",
+                "exactly": {
+                    "deviceClassName": "gpu",
+                    "selectors": [
+                        {"cel": {"expression": 'device.attributes["gpu.example.com"].missing'}}
+                    ],
+                },
+            }
+        ]
+    },
 ]
 
 
 def _queries() -> tuple[Inputs, list[tuple[int, str]]]:
     claims = []
     for i, spec in enumerate(CLAIM_SHAPES):
-        claims.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                       "metadata": {"name": f"claim-{i}", "namespace": "default"},
-                       "spec": {"devices": spec}})
+        claims.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"claim-{i}", "namespace": "default"},
+                "spec": {"devices": spec},
+            }
+        )
     objects = load(_threads_cluster(), claims)
     inputs = Inputs.from_objects(objects, "node-1", Features())
     queries = [(i, f"node-{n}") for i in range(len(claims)) for n in range(1, 5)]
@@ -286,8 +360,9 @@ def test_threads_agree_with_serial_calls() -> None:
     objects_nodes = {n.name: n for n in load(_threads_cluster()).nodes}
 
     def fresh() -> Any:
-        return make_allocator("fast", inputs.slices, inputs.classes, inputs.allocated,
-                              inputs.features)
+        return make_allocator(
+            "fast", inputs.slices, inputs.classes, inputs.allocated, inputs.features
+        )
 
     serial = fresh()
     expected = {q: _answer(serial, inputs, objects_nodes, q) for q in queries}
@@ -322,8 +397,9 @@ def test_search_releases_the_gil() -> None:
     # C(30, 15) combinations under an unsatisfiable constraint: far beyond the deadline on
     # any machine, so the search is still running while the main thread counts.
     inputs = _inputs(pathological_yaml(devices=30, first=15, second=15))
-    allocator = make_allocator("fast", inputs.slices, inputs.classes, inputs.allocated,
-                               inputs.features)
+    allocator = make_allocator(
+        "fast", inputs.slices, inputs.classes, inputs.allocated, inputs.features
+    )
     with pytest.raises(AllocationTimeout):  # warm-up: pre-flight outside the measurement
         allocator.allocate(inputs.claims, inputs.node, deadline=time.monotonic())
     done = threading.Event()

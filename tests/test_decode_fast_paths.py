@@ -403,8 +403,17 @@ def test_name_predicates_refuse_non_strings() -> None:
 
 @pytest.mark.parametrize(
     ("name", "label"),
-    [("gpu-0", True), ("a" * 63, True), ("a" * 64, False), ("a.b", False), ("-a", False),
-     ("a-", False), ("a--b", True), ("", False), ("A", False)],
+    [
+        ("gpu-0", True),
+        ("a" * 63, True),
+        ("a" * 64, False),
+        ("a.b", False),
+        ("-a", False),
+        ("a-", False),
+        ("a--b", True),
+        ("", False),
+        ("A", False),
+    ],
 )
 def test_dns_label_predicate(name: str, label: bool) -> None:
     assert _decode.dns_label_ok(name) is label

@@ -27,8 +27,12 @@ from draspeed.testing.fuzz import Hang, seed_selectors, time_budget
 from draspeed.testing.strategies import cel_expressions, mutated_selectors
 
 BUDGET = 10.0  # seconds per compile or evaluation; the cost limit ends real work sooner
-SHORT = settings(max_examples=150, deadline=None, database=None,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SHORT = settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 LONG = settings(SHORT, max_examples=30_000)
 
 DEVICES = """
@@ -134,11 +138,14 @@ def test_mutated_selectors_long(expression: str) -> None:
     cel_contract(expression)
 
 
-@pytest.mark.parametrize("expression", [
-    "(" * 300 + "true" + ")" * 300,  # nesting beyond cel-go's limit of 250
-    '"' + "a" * 10_300 + '" == ""',  # longer than 10 KiB
-    "lists.range(60).all(i, lists.range(60).all(j, i * j >= 0))",
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "(" * 300 + "true" + ")" * 300,  # nesting beyond cel-go's limit of 250
+        '"' + "a" * 10_300 + '" == ""',  # longer than 10 KiB
+        "lists.range(60).all(i, lists.range(60).all(j, i * j >= 0))",
+    ],
+)
 def test_adversarial(expression: str) -> None:
     cel_contract(expression)
 
@@ -146,10 +153,13 @@ def test_adversarial(expression: str) -> None:
 # Slow, not wrong: a 10 KiB list literal takes seconds to compile and a selector that
 # runs into the cost limit about a second per device (measured: see the report).
 @pytest.mark.fuzz
-@pytest.mark.parametrize("expression", [
-    "[" + ",".join(["1"] * 5000) + "].size() > 0",
-    "lists.range(1000).map(i, lists.range(1000).map(j, i * j)).size() > 0",
-    "device.attributes" + "[\"x\"]" * 2000,
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "[" + ",".join(["1"] * 5000) + "].size() > 0",
+        "lists.range(1000).map(i, lists.range(1000).map(j, i * j)).size() > 0",
+        "device.attributes" + '["x"]' * 2000,
+    ],
+)
 def test_adversarial_slow(expression: str) -> None:
     cel_contract(expression)

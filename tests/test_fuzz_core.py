@@ -53,12 +53,27 @@ KNOWN = {
 }
 
 
-def _run_fuzzer(tmp_path: Path, iterations: int, seed: int, cases: list[Path],
-                core: Path | None = None, env: dict[str, str] | None = None,
-                timeout: float = 600) -> dict[str, Any]:
+def _run_fuzzer(
+    tmp_path: Path,
+    iterations: int,
+    seed: int,
+    cases: list[Path],
+    core: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> dict[str, Any]:
     progress = tmp_path / "progress.txt"
-    argv = [sys.executable, "-m", "draspeed.testing.core_fuzz", "--iterations",
-            str(iterations), "--seed", str(seed), "--progress", str(progress)]
+    argv = [
+        sys.executable,
+        "-m",
+        "draspeed.testing.core_fuzz",
+        "--iterations",
+        str(iterations),
+        "--seed",
+        str(seed),
+        "--progress",
+        str(progress),
+    ]
     for folder in cases:
         argv += ["--cases", str(folder)]
     if core is not None:
@@ -68,8 +83,10 @@ def _run_fuzzer(tmp_path: Path, iterations: int, seed: int, cases: list[Path],
     run = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=child_env)
     if run.returncode != 0:
         last = progress.read_text().splitlines()[-1:] if progress.exists() else []
-        pytest.fail(f"fuzzer died (exit {run.returncode}) at {last}; replay with --seed {seed} "
-                    f"--replay <iteration>\n{run.stderr[-3000:]}")
+        pytest.fail(
+            f"fuzzer died (exit {run.returncode}) at {last}; replay with --seed {seed} "
+            f"--replay <iteration>\n{run.stderr[-3000:]}"
+        )
     report: dict[str, Any] = json.loads(run.stdout)
     return report
 
@@ -91,16 +108,31 @@ def _debug_build(folder: Path) -> tuple[Path, dict[str, str]]:
     shutil.copytree(ROOT / "cext", work / "cext", ignore=shutil.ignore_patterns("*.c", "*.so"))
     shutil.copy(ROOT / "setup.py", work / "setup.py")
     env = {**os.environ, "DRASPEED_DEBUG": "1"}
-    asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
-                          text=True).stdout.strip()
+    asan = subprocess.run(
+        ["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True
+    ).stdout.strip()
     run_env: dict[str, str] = {}
     if asan and Path(asan).exists():
         env["CFLAGS"] = "-fsanitize=address -fno-omit-frame-pointer"
         env["LDFLAGS"] = "-fsanitize=address"
         run_env = {"LD_PRELOAD": str(Path(asan).resolve()), "ASAN_OPTIONS": "detect_leaks=0"}
-    subprocess.run([sys.executable, "setup.py", "build_ext", "--build-lib", "out",
-                    "--build-temp", "tmp", "-q"], cwd=work, env=env, check=True,
-                   capture_output=True, timeout=900)
+    subprocess.run(
+        [
+            sys.executable,
+            "setup.py",
+            "build_ext",
+            "--build-lib",
+            "out",
+            "--build-temp",
+            "tmp",
+            "-q",
+        ],
+        cwd=work,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
     (built,) = (work / "out" / "draspeed").glob("_core*.so")
     return built, run_env
 
@@ -130,7 +162,8 @@ def real_arrays() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def test_request_without_alternative_is_rejected(
-        real_arrays: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    real_arrays: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     arrays, flags = dict(real_arrays[0]), real_arrays[1]
     ptr = arrays["req_alt_ptr"].copy()
     assert len(ptr) == 3 and not arrays["req_has_subs"].any()
@@ -142,7 +175,8 @@ def test_request_without_alternative_is_rejected(
 
 
 def test_exact_must_be_the_exact_sums_object(
-        real_arrays: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    real_arrays: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     arrays, flags = dict(real_arrays[0]), real_arrays[1]
     arrays["exact"] = 1
     with pytest.raises((TypeError, ValueError)):

@@ -31,8 +31,12 @@ from draspeed.testing.fuzz import only_draspeed_errors, seed_documents, seed_tex
 from draspeed.testing.strategies import mutated_documents, mutated_texts
 
 BUDGET = 10.0  # seconds per call: generous on a busy machine, still far from a hang
-SHORT = settings(max_examples=120, deadline=None, database=None,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SHORT = settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 LONG = settings(SHORT, max_examples=int(os.environ.get("DRASPEED_FUZZ_EXAMPLES", "20000")))
 
 # Bugs found by this fuzzer, pinned by a case of the bad-input catalogue or a regression (expected

@@ -89,27 +89,38 @@ def test_slices_keep_the_api_rules(kind: str, options: dict[str, Any]) -> None:
         assert (devices is None) != (counters is None), "devices or sharedCounters, not both"
         if devices:
             advanced = any("taints" in d or "consumesCounters" in d for d in devices)
-            limit = (limits.RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES if advanced
-                     else limits.RESOURCE_SLICE_MAX_DEVICES)
+            limit = (
+                limits.RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES
+                if advanced
+                else limits.RESOURCE_SLICE_MAX_DEVICES
+            )
             assert len(devices) <= limit
         else:
             assert len(counters) <= limits.RESOURCE_SLICE_MAX_COUNTER_SETS
         slices_per_pool[(spec["driver"], spec["pool"]["name"])] += 1
     for s in cluster.slices:
         spec = s["spec"]
-        assert spec["pool"]["resourceSliceCount"] == slices_per_pool[(spec["driver"],
-                                                                       spec["pool"]["name"])]
+        assert (
+            spec["pool"]["resourceSliceCount"]
+            == slices_per_pool[(spec["driver"], spec["pool"]["name"])]
+        )
     assert len({s["metadata"]["name"] for s in cluster.slices}) == len(cluster.slices)
 
 
 @pytest.mark.parametrize(("kind", "options"), VARIANTS, ids=IDS)
 def test_no_device_is_allocated_twice(kind: str, options: dict[str, Any]) -> None:
     cluster = generate(kind, 6, 5, **options)
-    taken = [(r["driver"], r["pool"], r["device"]) for c in cluster.claims
-             for r in c["status"]["allocation"]["devices"]["results"]]
+    taken = [
+        (r["driver"], r["pool"], r["device"])
+        for c in cluster.claims
+        for r in c["status"]["allocation"]["devices"]["results"]
+    ]
     assert len(taken) == len(set(taken))
-    devices = {(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
-               for s in cluster.slices for d in s["spec"].get("devices", ())}
+    devices = {
+        (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
+        for s in cluster.slices
+        for d in s["spec"].get("devices", ())
+    }
     assert set(taken) <= devices
 
 
@@ -142,17 +153,20 @@ def test_mig_allocations_fit_their_gpu() -> None:
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kind", "options", "per_node"), [
-    ("nvidia-gpu", {}, 8),
-    ("nvidia-mig", {}, 8 * 19),
-    ("nvidia-mig", {"media_extensions": True, "pool_per": "gpu"}, 8 * 26),
-    ("example", {"gpus_per_node": 31}, 31),
-    ("scheduler-perf", {}, 10),
-    ("scheduler-perf", {"devices_per_node": 300}, 300),
-    ("scheduler-perf", {"shape": "backtracking"}, 8),
-    ("scheduler-perf", {"shape": "partitionable", "pools_per_node": 3}, 3 * 6),
-    ("scheduler-perf", {"shape": "consumable-capacity", "pools_per_node": 3}, 10 + 3 * 2),
-])
+@pytest.mark.parametrize(
+    ("kind", "options", "per_node"),
+    [
+        ("nvidia-gpu", {}, 8),
+        ("nvidia-mig", {}, 8 * 19),
+        ("nvidia-mig", {"media_extensions": True, "pool_per": "gpu"}, 8 * 26),
+        ("example", {"gpus_per_node": 31}, 31),
+        ("scheduler-perf", {}, 10),
+        ("scheduler-perf", {"devices_per_node": 300}, 300),
+        ("scheduler-perf", {"shape": "backtracking"}, 8),
+        ("scheduler-perf", {"shape": "partitionable", "pools_per_node": 3}, 3 * 6),
+        ("scheduler-perf", {"shape": "consumable-capacity", "pools_per_node": 3}, 10 + 3 * 2),
+    ],
+)
 def test_device_counts(kind: str, options: dict[str, Any], per_node: int) -> None:
     cluster = generate(kind, 7, **options)
     assert len(cluster.nodes) == 7
@@ -178,20 +192,28 @@ def test_scheduler_perf_fill(fill: float, expected: int) -> None:
 
 def test_network_attached_pools() -> None:
     cluster = generate("network-attached", 10, nodes_per_rack=4, gpus_per_rack=3, volumes=5)
-    placements = Counter(next(k for k in ("nodeName", "nodeSelector", "allNodes",
-                                          "perDeviceNodeSelection") if k in s["spec"])
-                         for s in cluster.slices)
+    placements = Counter(
+        next(
+            k
+            for k in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+            if k in s["spec"]
+        )
+        for s in cluster.slices
+    )
     assert placements == {"nodeSelector": 3, "perDeviceNodeSelection": 3, "allNodes": 1}
     assert cluster.n_devices == 3 * 3 + (2 + 2 + 1) + 5
 
 
-@pytest.mark.parametrize(("kind", "options"), [
-    ("nvidia-gpu", {"gpus_per_node": 0}),
-    ("nvidia-mig", {"pool_per": "rack"}),
-    ("scheduler-perf", {"shape": "backtracking", "fill": 0.5}),
-    ("scheduler-perf", {"shape": "sideways"}),
-    ("example", {"allocated": 2.0}),
-])
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [
+        ("nvidia-gpu", {"gpus_per_node": 0}),
+        ("nvidia-mig", {"pool_per": "rack"}),
+        ("scheduler-perf", {"shape": "backtracking", "fill": 0.5}),
+        ("scheduler-perf", {"shape": "sideways"}),
+        ("example", {"allocated": 2.0}),
+    ],
+)
 def test_bad_options_are_rejected(kind: str, options: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         generate(kind, 2, **options)
@@ -220,22 +242,26 @@ def test_engines_agree_on_every_template(kind: str, options: dict[str, Any]) -> 
     cluster = generate(kind, 2, 9, **options)
     objects = cluster.decoded(validate=True)
     # The node with the fewest pre-allocated devices.
-    load_of = Counter(c["status"]["allocation"]["devices"]["results"][0]["pool"]
-                      for c in cluster.claims)
+    load_of = Counter(
+        c["status"]["allocation"]["devices"]["results"][0]["pool"] for c in cluster.claims
+    )
     node = min(objects.nodes, key=lambda n: load_of[n.name])
     fast = make_allocator("fast", objects.slices, objects.classes, objects.claims, Features())
-    reference = make_allocator("reference", objects.slices, objects.classes, objects.claims,
-                               Features())
+    reference = make_allocator(
+        "reference", objects.slices, objects.classes, objects.claims, Features()
+    )
     for template in cluster.templates:
         name = template["metadata"]["name"]
         claim = decoded_claim(cluster, name)
         got, want = fast.allocate([claim], node), reference.allocate([claim], node)
         assert (got is None) == (want is None), name
         if want is not None and got is not None:
-            strip = [[dataclasses.replace(r, share_id=None) for r in a.devices.results]
-                     for a in got]
-            assert strip == [[dataclasses.replace(r, share_id=None) for r in a.devices.results]
-                             for a in want], name
+            strip = [
+                [dataclasses.replace(r, share_id=None) for r in a.devices.results] for a in got
+            ]
+            assert strip == [
+                [dataclasses.replace(r, share_id=None) for r in a.devices.results] for a in want
+            ], name
         assert want is not None, f"{name} should fit on {node.name}"
 
 
@@ -269,8 +295,21 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("output", ["yaml", "json"])
 def test_cli_prints_the_generated_list(output: str) -> None:
-    code, out, err = _cli("nvidia-mig", "--nodes", "1", "--seed", "4", "--pool-per", "gpu",
-                          "--gpus-per-node", "2", "--allocated", "half", "-o", output)
+    code, out, err = _cli(
+        "nvidia-mig",
+        "--nodes",
+        "1",
+        "--seed",
+        "4",
+        "--pool-per",
+        "gpu",
+        "--gpus-per-node",
+        "2",
+        "--allocated",
+        "half",
+        "-o",
+        output,
+    )
     assert (code, err) == (0, "")
     assert "&id" not in out  # shared sub-objects are written out, not aliased
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -281,15 +320,27 @@ def test_cli_prints_the_generated_list(output: str) -> None:
 
 
 def test_cli_kind_options() -> None:
-    code, out, _ = _cli("scheduler-perf", "--nodes", "3", "--fill", "full", "--devices-per-node",
-                        "12", "-o", "json")
+    code, out, _ = _cli(
+        "scheduler-perf", "--nodes", "3", "--fill", "full", "--devices-per-node", "12", "-o", "json"
+    )
     objects = load(out)
     assert code == 0 and len(objects.claims) == 3 * 12 - 10
 
 
 def test_cli_adds_pending_claims() -> None:
-    code, out, _ = _cli("example", "--nodes", "2", "--allocated", "0.5", "--claim", "single-gpu",
-                        "--claim", "two-gpus-same-model", "-o", "json")
+    code, out, _ = _cli(
+        "example",
+        "--nodes",
+        "2",
+        "--allocated",
+        "0.5",
+        "--claim",
+        "single-gpu",
+        "--claim",
+        "two-gpus-same-model",
+        "-o",
+        "json",
+    )
     assert code == 0
     objects = load(out, validate=True)
     pending = [c.metadata.name for c in objects.claims if c.status.allocation is None]
@@ -299,8 +350,9 @@ def test_cli_adds_pending_claims() -> None:
 
 
 def test_cli_reports_bad_values() -> None:
-    code, out, err = _cli("scheduler-perf", "--nodes", "2", "--shape", "backtracking",
-                          "--fill", "half")
+    code, out, err = _cli(
+        "scheduler-perf", "--nodes", "2", "--shape", "backtracking", "--fill", "half"
+    )
     assert code == 2 and out == "" and "no pre-allocated claims" in err
     with pytest.raises(SystemExit):
         _cli("example", "--nodes", "0")

@@ -111,26 +111,37 @@ spec:
       model: {{string: a100}}
 """
 
-NODE_PIN = {"nodeSelectorTerms": [{"matchFields": [
-    {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}
-REGION = {"nodeSelectorTerms": [{"matchExpressions": [
-    {"key": "region", "operator": "In", "values": ["r1"]}]}]}
+NODE_PIN = {
+    "nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+    ]
+}
+REGION = {
+    "nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "region", "operator": "In", "values": ["r1"]}]}
+    ]
+}
 
 
 def claim(name: str, requests: list[dict[str, Any]], constraints: Any = None) -> dict[str, Any]:
     devices: dict[str, Any] = {"requests": requests}
     if constraints:
         devices["constraints"] = constraints
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": "default"}, "spec": {"devices": devices}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": devices},
+    }
 
 
 def exactly(name: str, count: int = 1, **fields: Any) -> dict[str, Any]:
     return {"name": name, "exactly": {"deviceClassName": "gpu", "count": count, **fields}}
 
 
-def result(*devices: tuple[str, str] | tuple[str, str, dict[str, Any]],
-           node_selector: Any = NODE_PIN) -> dict[str, Any]:
+def result(
+    *devices: tuple[str, str] | tuple[str, str, dict[str, Any]], node_selector: Any = NODE_PIN
+) -> dict[str, Any]:
     """An allocation of (request, device[, extra fields]) in pool ``p``."""
     items = []
     for d in devices:
@@ -149,95 +160,320 @@ SHARE = {"shareID": "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa", "consumedCapacity": 
 TOLERATE = [{"key": "maint", "operator": "Exists"}]
 
 # (case, pending claims, their results, committed claims (claim, result), expected texts)
-CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]],
-                  list[tuple[dict[str, Any], dict[str, Any]]], list[str]]] = [
+CASES: list[
+    tuple[
+        str,
+        list[dict[str, Any]],
+        list[dict[str, Any]],
+        list[tuple[dict[str, Any], dict[str, Any]]],
+        list[str],
+    ]
+] = [
     ("sound", [ONE], [result(("r", "gpu-2"))], [], []),
     ("sound-share", [ONE], [result(("r", "gpu-0", SHARE))], [], []),
     ("sound-network-device", [ONE], [result(("r", "gpu-9"), node_selector=REGION)], [], []),
-    ("too-few-devices", [claim("c", [exactly("r", 2)])], [result(("r", "gpu-2"))], [],
-     ["claim default/c, request r: 1 devices, requested 2"]),
-    ("unknown-request", [ONE], [result(("r", "gpu-2"), ("x", "gpu-1"))], [],
-     ["result for unknown request x"]),
-    ("device-not-on-node", [ONE], [result(("r", "gpu-7"))], [],
-     ["device gpu.example.com/p/gpu-7: no such device"]),
-    ("twice-in-one-claim", [claim("c", [exactly("r", 2)])],
-     [result(("r", "gpu-2"), ("r", "gpu-2"))], [], ["allocated twice within one claim"]),
-    ("two-claims", [ONE, claim("d", [exactly("r")])],
-     [result(("r", "gpu-2")), result(("r", "gpu-2"))], [], ["without admin access"]),
-    ("admin-after-plain-is-fine", [ONE, claim("d", [exactly("r", adminAccess=True)])],
-     [result(("r", "gpu-9"), node_selector=REGION),
-      result(("r", "gpu-9", {"adminAccess": True}), node_selector=REGION)], [], []),
+    (
+        "too-few-devices",
+        [claim("c", [exactly("r", 2)])],
+        [result(("r", "gpu-2"))],
+        [],
+        ["claim default/c, request r: 1 devices, requested 2"],
+    ),
+    (
+        "unknown-request",
+        [ONE],
+        [result(("r", "gpu-2"), ("x", "gpu-1"))],
+        [],
+        ["result for unknown request x"],
+    ),
+    (
+        "device-not-on-node",
+        [ONE],
+        [result(("r", "gpu-7"))],
+        [],
+        ["device gpu.example.com/p/gpu-7: no such device"],
+    ),
+    (
+        "twice-in-one-claim",
+        [claim("c", [exactly("r", 2)])],
+        [result(("r", "gpu-2"), ("r", "gpu-2"))],
+        [],
+        ["allocated twice within one claim"],
+    ),
+    (
+        "two-claims",
+        [ONE, claim("d", [exactly("r")])],
+        [result(("r", "gpu-2")), result(("r", "gpu-2"))],
+        [],
+        ["without admin access"],
+    ),
+    (
+        "admin-after-plain-is-fine",
+        [ONE, claim("d", [exactly("r", adminAccess=True)])],
+        [
+            result(("r", "gpu-9"), node_selector=REGION),
+            result(("r", "gpu-9", {"adminAccess": True}), node_selector=REGION),
+        ],
+        [],
+        [],
+    ),
     # Admin access does not exempt from counters: the device pays them again.
-    ("admin-pays-counters", [ONE, claim("d", [exactly("r", adminAccess=True)])],
-     [result(("r", "gpu-2")), result(("r", "gpu-2", {"adminAccess": True}))], [],
-     ["counter cs-0/mem overdrawn: 48Gi consumed of 40Gi"]),
-    ("committed", [ONE], [result(("r", "gpu-2"))], [(ONE, result(("r", "gpu-2")))],
-     ["already allocated to another claim"]),
+    (
+        "admin-pays-counters",
+        [ONE, claim("d", [exactly("r", adminAccess=True)])],
+        [result(("r", "gpu-2")), result(("r", "gpu-2", {"adminAccess": True}))],
+        [],
+        ["counter cs-0/mem overdrawn: 48Gi consumed of 40Gi"],
+    ),
+    (
+        "committed",
+        [ONE],
+        [result(("r", "gpu-2"))],
+        [(ONE, result(("r", "gpu-2")))],
+        ["already allocated to another claim"],
+    ),
     ("share-id-missing", [ONE], [result(("r", "gpu-0"))], [], ["shareID missing"]),
-    ("committed-share-blocks-whole", [ONE], [result(("r", "gpu-2"))],
-     [(ONE, result(("r", "gpu-2", SHARE)))], ["allocated whole while another claim holds"]),
-    ("admin-flag-missing", [claim("c", [exactly("r", adminAccess=True)])],
-     [result(("r", "gpu-2"))], [], ["adminAccess None for a request with adminAccess True"]),
-    ("selector", [claim("c", [exactly("r", selectors=[
-        {"cel": {"expression": f'device.attributes["{GPU}"].model == "h100"'}}])])],
-     [result(("r", "gpu-2"))], [], ["does not match request r selector"]),
-    ("selector-error", [claim("c", [exactly("r", selectors=[
-        {"cel": {"expression": f'device.attributes["{GPU}"].missing'}}])])],
-     [result(("r", "gpu-2"))], [], ["fails: no such key: missing"]),
+    (
+        "committed-share-blocks-whole",
+        [ONE],
+        [result(("r", "gpu-2"))],
+        [(ONE, result(("r", "gpu-2", SHARE)))],
+        ["allocated whole while another claim holds"],
+    ),
+    (
+        "admin-flag-missing",
+        [claim("c", [exactly("r", adminAccess=True)])],
+        [result(("r", "gpu-2"))],
+        [],
+        ["adminAccess None for a request with adminAccess True"],
+    ),
+    (
+        "selector",
+        [
+            claim(
+                "c",
+                [
+                    exactly(
+                        "r",
+                        selectors=[
+                            {"cel": {"expression": f'device.attributes["{GPU}"].model == "h100"'}}
+                        ],
+                    )
+                ],
+            )
+        ],
+        [result(("r", "gpu-2"))],
+        [],
+        ["does not match request r selector"],
+    ),
+    (
+        "selector-error",
+        [
+            claim(
+                "c",
+                [
+                    exactly(
+                        "r",
+                        selectors=[{"cel": {"expression": f'device.attributes["{GPU}"].missing'}}],
+                    )
+                ],
+            )
+        ],
+        [result(("r", "gpu-2"))],
+        [],
+        ["fails: no such key: missing"],
+    ),
     ("taint", [ONE], [result(("r", "gpu-1"))], [], ["taint maint=soon:NoSchedule"]),
-    ("taint-tolerated", [claim("c", [exactly("r", tolerations=TOLERATE)])],
-     [result(("r", "gpu-1", {"tolerations": TOLERATE}))], [], []),
-    ("tolerations-not-copied", [claim("c", [exactly("r", tolerations=TOLERATE)])],
-     [result(("r", "gpu-1"))], [], ["result tolerations differ"]),
-    ("counters", [claim("c", [exactly("r", 2)])],
-     [result(("r", "gpu-0", SHARE), ("r", "gpu-2"))], [],
-     ["counter cs-0/mem overdrawn: 48Gi consumed of 40Gi"]),
-    ("counters-committed", [ONE], [result(("r", "gpu-2"))],
-     [(ONE, result(("r", "gpu-0", SHARE)))], ["counter cs-0/mem overdrawn"]),
-    ("capacity-overcommitted", [ONE],
-     [result(("r", "gpu-0", {**SHARE, "consumedCapacity": {"memory": "38Gi"}}))],
-     [(ONE, result(("r", "gpu-0", SHARE)))], ["capacity gpu.example.com/memory overcommitted"]),
-    ("capacity-policy", [claim("c", [exactly("r", capacity={"requests": {"memory": "3Gi"}})])],
-     [result(("r", "gpu-0", {**SHARE, "consumedCapacity": {"memory": "3Gi"}}))], [],
-     ["not allowed by its request policy"]),
-    ("capacity-below-request",
-     [claim("c", [exactly("r", capacity={"requests": {"memory": "6Gi"}})])],
-     [result(("r", "gpu-0", SHARE))], [], ["less than the requested 6Gi"]),
-    ("capacity-unrequested-not-default", [ONE],
-     [result(("r", "gpu-0", {**SHARE, "consumedCapacity": {"memory": "8Gi"}}))], [],
-     ["expected 4Gi"]),
-    ("capacity-unknown", [claim("c", [exactly("r", capacity={"requests": {"cores": "1"}})])],
-     [result(("r", "gpu-2"))], [], ["request for capacity gpu.example.com/cores"]),
-    ("match-attribute", [claim("c", [exactly("r", 2)], [{"matchAttribute": f"{GPU}/model"}])],
-     [result(("r", "gpu-1"), ("r", "gpu-2", {}))], [], ["constraint #0 (gpu.example.com/model)"]),
-    ("match-attribute-lists", [claim("c", [exactly("r", 2)], [{"matchAttribute": f"{GPU}/links"}])],
-     [result(("r", "gpu-0", SHARE), ("r", "gpu-2"))], [], ["not satisfied"]),
-    ("match-attribute-lists-common",
-     [claim("c", [exactly("r", 2, tolerations=TOLERATE)], [{"matchAttribute": f"{GPU}/links"}])],
-     [result(("r", "gpu-0", {**SHARE, "tolerations": TOLERATE}),
-             ("r", "gpu-1", {"tolerations": TOLERATE}))], [], []),
-    ("distinct-attribute", [claim("c", [exactly("r", 2)], [{"distinctAttribute": f"{GPU}/model"}])],
-     [result(("r", "gpu-0", SHARE), ("r", "gpu-2"))], [], ["not satisfied"]),
-    ("constraint-missing-attribute",
-     [claim("c", [exactly("r", 2)], [{"matchAttribute": f"{GPU}/numa"}])],
-     [result(("r", "gpu-2"), ("r", "gpu-3"))], [], ["a device lacks the attribute"]),
-    ("constraint-scoped", [claim("c", [exactly("r"), exactly("s")],
-                                 [{"matchAttribute": f"{GPU}/model", "requests": ["r"]}])],
-     [result(("r", "gpu-2"), ("s", "gpu-3"))], [], []),
-    ("node-selector-missing", [ONE], [result(("r", "gpu-2"), node_selector=None)], [],
-     ["not pinned to node node-1"]),
-    ("node-selector-excludes", [ONE], [result(("r", "gpu-9"), node_selector={
-        "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "region", "operator": "In", "values": ["r2"]}]}]})], [],
-     ["result node selector excludes node node-1"]),
-    ("too-many", [claim("c", [exactly("r", 33)])],
-     [result(*[("r", "gpu-2")] * 33)], [], ["33 devices, more than 32"]),
-    ("subrequests", [claim("c", [{"name": "r", "firstAvailable": [
-        {"name": "a", "deviceClassName": "gpu"}, {"name": "b", "deviceClassName": "gpu"}]}])],
-     [result(("r/a", "gpu-2"), ("r/b", "gpu-9"))], [], ["expected exactly one subrequest"]),
-    ("subrequest-sound", [claim("c", [{"name": "r", "firstAvailable": [
-        {"name": "a", "deviceClassName": "gpu"}, {"name": "b", "deviceClassName": "gpu"}]}])],
-     [result(("r/b", "gpu-2"))], [], []),
+    (
+        "taint-tolerated",
+        [claim("c", [exactly("r", tolerations=TOLERATE)])],
+        [result(("r", "gpu-1", {"tolerations": TOLERATE}))],
+        [],
+        [],
+    ),
+    (
+        "tolerations-not-copied",
+        [claim("c", [exactly("r", tolerations=TOLERATE)])],
+        [result(("r", "gpu-1"))],
+        [],
+        ["result tolerations differ"],
+    ),
+    (
+        "counters",
+        [claim("c", [exactly("r", 2)])],
+        [result(("r", "gpu-0", SHARE), ("r", "gpu-2"))],
+        [],
+        ["counter cs-0/mem overdrawn: 48Gi consumed of 40Gi"],
+    ),
+    (
+        "counters-committed",
+        [ONE],
+        [result(("r", "gpu-2"))],
+        [(ONE, result(("r", "gpu-0", SHARE)))],
+        ["counter cs-0/mem overdrawn"],
+    ),
+    (
+        "capacity-overcommitted",
+        [ONE],
+        [result(("r", "gpu-0", {**SHARE, "consumedCapacity": {"memory": "38Gi"}}))],
+        [(ONE, result(("r", "gpu-0", SHARE)))],
+        ["capacity gpu.example.com/memory overcommitted"],
+    ),
+    (
+        "capacity-policy",
+        [claim("c", [exactly("r", capacity={"requests": {"memory": "3Gi"}})])],
+        [result(("r", "gpu-0", {**SHARE, "consumedCapacity": {"memory": "3Gi"}}))],
+        [],
+        ["not allowed by its request policy"],
+    ),
+    (
+        "capacity-below-request",
+        [claim("c", [exactly("r", capacity={"requests": {"memory": "6Gi"}})])],
+        [result(("r", "gpu-0", SHARE))],
+        [],
+        ["less than the requested 6Gi"],
+    ),
+    (
+        "capacity-unrequested-not-default",
+        [ONE],
+        [result(("r", "gpu-0", {**SHARE, "consumedCapacity": {"memory": "8Gi"}}))],
+        [],
+        ["expected 4Gi"],
+    ),
+    (
+        "capacity-unknown",
+        [claim("c", [exactly("r", capacity={"requests": {"cores": "1"}})])],
+        [result(("r", "gpu-2"))],
+        [],
+        ["request for capacity gpu.example.com/cores"],
+    ),
+    (
+        "match-attribute",
+        [claim("c", [exactly("r", 2)], [{"matchAttribute": f"{GPU}/model"}])],
+        [result(("r", "gpu-1"), ("r", "gpu-2", {}))],
+        [],
+        ["constraint #0 (gpu.example.com/model)"],
+    ),
+    (
+        "match-attribute-lists",
+        [claim("c", [exactly("r", 2)], [{"matchAttribute": f"{GPU}/links"}])],
+        [result(("r", "gpu-0", SHARE), ("r", "gpu-2"))],
+        [],
+        ["not satisfied"],
+    ),
+    (
+        "match-attribute-lists-common",
+        [claim("c", [exactly("r", 2, tolerations=TOLERATE)], [{"matchAttribute": f"{GPU}/links"}])],
+        [
+            result(
+                ("r", "gpu-0", {**SHARE, "tolerations": TOLERATE}),
+                ("r", "gpu-1", {"tolerations": TOLERATE}),
+            )
+        ],
+        [],
+        [],
+    ),
+    (
+        "distinct-attribute",
+        [claim("c", [exactly("r", 2)], [{"distinctAttribute": f"{GPU}/model"}])],
+        [result(("r", "gpu-0", SHARE), ("r", "gpu-2"))],
+        [],
+        ["not satisfied"],
+    ),
+    (
+        "constraint-missing-attribute",
+        [claim("c", [exactly("r", 2)], [{"matchAttribute": f"{GPU}/numa"}])],
+        [result(("r", "gpu-2"), ("r", "gpu-3"))],
+        [],
+        ["a device lacks the attribute"],
+    ),
+    (
+        "constraint-scoped",
+        [
+            claim(
+                "c",
+                [exactly("r"), exactly("s")],
+                [{"matchAttribute": f"{GPU}/model", "requests": ["r"]}],
+            )
+        ],
+        [result(("r", "gpu-2"), ("s", "gpu-3"))],
+        [],
+        [],
+    ),
+    (
+        "node-selector-missing",
+        [ONE],
+        [result(("r", "gpu-2"), node_selector=None)],
+        [],
+        ["not pinned to node node-1"],
+    ),
+    (
+        "node-selector-excludes",
+        [ONE],
+        [
+            result(
+                ("r", "gpu-9"),
+                node_selector={
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "region", "operator": "In", "values": ["r2"]}
+                            ]
+                        }
+                    ]
+                },
+            )
+        ],
+        [],
+        ["result node selector excludes node node-1"],
+    ),
+    (
+        "too-many",
+        [claim("c", [exactly("r", 33)])],
+        [result(*[("r", "gpu-2")] * 33)],
+        [],
+        ["33 devices, more than 32"],
+    ),
+    (
+        "subrequests",
+        [
+            claim(
+                "c",
+                [
+                    {
+                        "name": "r",
+                        "firstAvailable": [
+                            {"name": "a", "deviceClassName": "gpu"},
+                            {"name": "b", "deviceClassName": "gpu"},
+                        ],
+                    }
+                ],
+            )
+        ],
+        [result(("r/a", "gpu-2"), ("r/b", "gpu-9"))],
+        [],
+        ["expected exactly one subrequest"],
+    ),
+    (
+        "subrequest-sound",
+        [
+            claim(
+                "c",
+                [
+                    {
+                        "name": "r",
+                        "firstAvailable": [
+                            {"name": "a", "deviceClassName": "gpu"},
+                            {"name": "b", "deviceClassName": "gpu"},
+                        ],
+                    }
+                ],
+            )
+        ],
+        [result(("r/b", "gpu-2"))],
+        [],
+        [],
+    ),
 ]
 
 
@@ -259,17 +495,30 @@ def _allocation(raw: dict[str, Any]) -> AllocationResult:
     [case[1:] for case in CASES],
     ids=[case[0] for case in CASES],
 )
-def test_checker_table(pending: list[dict[str, Any]], results: list[dict[str, Any]],
-                       committed: list[tuple[dict[str, Any], dict[str, Any]]],
-                       expected: list[str]) -> None:
+def test_checker_table(
+    pending: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    committed: list[tuple[dict[str, Any], dict[str, Any]]],
+    expected: list[str],
+) -> None:
     objects = load(CLUSTER)
     allocated = []
     for i, (document, allocation) in enumerate(committed):
-        held = {**document, "metadata": {"name": f"held-{i}", "namespace": "default"},
-                "status": {"allocation": allocation}}
+        held = {
+            **document,
+            "metadata": {"name": f"held-{i}", "namespace": "default"},
+            "status": {"allocation": allocation},
+        }
         allocated += _claims([held])
-    problems = check_allocation(objects.slices, objects.classes, allocated, _claims(pending),
-                                objects.nodes[0], [_allocation(r) for r in results], Features())
+    problems = check_allocation(
+        objects.slices,
+        objects.classes,
+        allocated,
+        _claims(pending),
+        objects.nodes[0],
+        [_allocation(r) for r in results],
+        Features(),
+    )
     if not expected:
         assert problems == []
     for text in expected:
@@ -280,24 +529,46 @@ def test_checker_sees_feature_gates() -> None:
     """Binding conditions, counters and taints are judged under the call's gates."""
     objects = load(CLUSTER)
     off = Features(device_binding_conditions=False, partitionable_devices=False)
-    problems = check_allocation(objects.slices, objects.classes, [], _claims([ONE]),
-                                objects.nodes[0], [_allocation(result(("r", "gpu-3")))], off)
+    problems = check_allocation(
+        objects.slices,
+        objects.classes,
+        [],
+        _claims([ONE]),
+        objects.nodes[0],
+        [_allocation(result(("r", "gpu-3")))],
+        off,
+    )
     assert any("binding conditions" in p for p in problems), problems
     untainted = Features(device_taints=False)
-    assert check_allocation(objects.slices, objects.classes, [], _claims([ONE]), objects.nodes[0],
-                            [_allocation(result(("r", "gpu-1")))], untainted) == []
+    assert (
+        check_allocation(
+            objects.slices,
+            objects.classes,
+            [],
+            _claims([ONE]),
+            objects.nodes[0],
+            [_allocation(result(("r", "gpu-1")))],
+            untainted,
+        )
+        == []
+    )
 
 
 def test_nothing_to_check_when_nothing_fits() -> None:
     objects = load(CLUSTER)
-    assert check_allocation(objects.slices, objects.classes, [], _claims([ONE]),
-                            objects.nodes[0], None) == []
+    assert (
+        check_allocation(
+            objects.slices, objects.classes, [], _claims([ONE]), objects.nodes[0], None
+        )
+        == []
+    )
 
 
 def test_result_count_must_match_claims() -> None:
     objects = load(CLUSTER)
-    problems = check_allocation(objects.slices, objects.classes, [], _claims([ONE]),
-                                objects.nodes[0], [])
+    problems = check_allocation(
+        objects.slices, objects.classes, [], _claims([ONE]), objects.nodes[0], []
+    )
     assert problems == ["0 results for 1 claims"]
 
 
@@ -316,8 +587,15 @@ def test_every_conformance_result_is_sound(corpus: str) -> None:
         if answer.raw is None:
             continue
         checked += 1
-        found = check_allocation(inputs.slices, inputs.classes, inputs.allocated, inputs.claims,
-                                 inputs.node, answer.raw, inputs.features)
+        found = check_allocation(
+            inputs.slices,
+            inputs.classes,
+            inputs.allocated,
+            inputs.claims,
+            inputs.node,
+            answer.raw,
+            inputs.features,
+        )
         problems += [f"{case.name}: {p}" for p in found]
     assert checked > 50
     assert problems == []

@@ -415,7 +415,10 @@ def _error(*sources: Any, **limits: Any) -> InputError:
 def test_default_limits() -> None:
     limits = Limits()
     assert (limits.max_bytes, limits.max_depth, limits.max_alias_expansion) == (
-        1 << 30, 200, 10_000_000)
+        1 << 30,
+        200,
+        10_000_000,
+    )
     defaults = {name: p.default for name, p in inspect.signature(load).parameters.items()}
     assert defaults["max_bytes"] == limits.max_bytes
     assert defaults["max_depth"] == limits.max_depth
@@ -436,8 +439,9 @@ def test_file_size_limit_is_checked_before_reading(tmp_path: Path) -> None:
     assert len(load(path, max_bytes=size).classes) == 1
     error = _error(path, max_bytes=size - 1)
     assert (error.obj, error.path) == (str(path), "")
-    assert error.message == (f"{size} bytes is more than the limit of {size - 1} bytes "
-                             "(load(..., max_bytes=...))")
+    assert error.message == (
+        f"{size} bytes is more than the limit of {size - 1} bytes (load(..., max_bytes=...))"
+    )
 
 
 def test_size_limit_of_a_file_without_a_size() -> None:
@@ -495,12 +499,15 @@ def test_deep_parameters_within_the_limit_survive_encoding() -> None:
     from draspeed.jobs import allocate_objects
 
     claim = {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
         "metadata": {"name": "c", "namespace": "default"},
-        "spec": {"devices": {
-            "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
-            "config": [{"opaque": {"driver": "gpu.example.com",
-                                   "parameters": _nested(193)}}]}},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
+                "config": [{"opaque": {"driver": "gpu.example.com", "parameters": _nested(193)}}],
+            }
+        },
     }
     slice_ = dict(_slice("node-1"), apiVersion="resource.k8s.io/v1", kind="ResourceSlice")
     slice_["spec"]["driver"] = "gpu"
@@ -531,7 +538,8 @@ def test_alias_expansion_limit() -> None:
     assert error.obj == "<text> document 1" and error.path == ""
     assert error.message == (
         "YAML aliases expand to more than 2019 nodes and characters with alias *long at "
-        "line 27, column 13 (load(..., max_alias_expansion=...))")
+        "line 27, column 13 (load(..., max_alias_expansion=...))"
+    )
 
 
 def test_billion_laughs_fails_fast() -> None:
@@ -539,19 +547,23 @@ def test_billion_laughs_fails_fast() -> None:
     for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
         levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
     text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nbomb:\n" + "".join(
-        f"  {line}\n" for line in levels)
+        f"  {line}\n" for line in levels
+    )
     assert "YAML aliases expand to more than 10000000" in _error(text).message
 
 
 def test_alias_cycles_and_alias_depth() -> None:
     cycle = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nloop: &x [1, *x]\n"
     assert _error(cycle).message == (
-        "YAML alias *x at line 4, column 14 refers to a node that contains it")
+        "YAML alias *x at line 4, column 14 refers to a node that contains it"
+    )
     deep = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nd: &d [[[[1]]]]\ne: [[[*d]]]\n"
     assert len(load(deep, max_depth=8).nodes) == 1
     error = _error(deep, max_depth=7)
-    assert error.message == ("collections nest more than 7 levels deep with alias *d at "
-                             "line 5, column 7 (load(..., max_depth=...))")
+    assert error.message == (
+        "collections nest more than 7 levels deep with alias *d at "
+        "line 5, column 7 (load(..., max_depth=...))"
+    )
 
 
 def test_merge_keys_are_not_duplicates() -> None:
@@ -572,20 +584,37 @@ metadata:
 @pytest.mark.parametrize(
     ("text", "path", "message"),
     [
-        ("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  name: b\n", "metadata.name",
-         'duplicate key "name" at line 5, column 3 (first at line 4, column 3)'),
-        ("apiVersion: v1\nkind: Node\nmetadata: {name: a, labels: {x: '1', 'x': '2'}}\n",
-         "metadata.labels.x",
-         'duplicate key "x" at line 3, column 38 (first at line 3, column 30)'),
-        ("apiVersion: v1\nkind: Node\nmetadata: {name: a}\nspec:\n  taints:\n  - {key: k}\n"
-         "  - {key: k, key: j}\n", "spec.taints[1].key",
-         'duplicate key "key" at line 7, column 14 (first at line 7, column 6)'),
-        ('{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "name": "b"}}',
-         "metadata.name", 'duplicate key "name"'),
-        ('{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "\\u006eame": "b"}}',
-         "metadata.name", 'duplicate key "name"'),
-        ('[{"kind": "Node", "apiVersion": "v1", "metadata": {"name": "a"}, "kind": "Node"}]',
-         "[0].kind", 'duplicate key "kind"'),
+        (
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  name: b\n",
+            "metadata.name",
+            'duplicate key "name" at line 5, column 3 (first at line 4, column 3)',
+        ),
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: a, labels: {x: '1', 'x': '2'}}\n",
+            "metadata.labels.x",
+            'duplicate key "x" at line 3, column 38 (first at line 3, column 30)',
+        ),
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nspec:\n  taints:\n  - {key: k}\n"
+            "  - {key: k, key: j}\n",
+            "spec.taints[1].key",
+            'duplicate key "key" at line 7, column 14 (first at line 7, column 6)',
+        ),
+        (
+            '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "name": "b"}}',
+            "metadata.name",
+            'duplicate key "name"',
+        ),
+        (
+            '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "\\u006eame": "b"}}',
+            "metadata.name",
+            'duplicate key "name"',
+        ),
+        (
+            '[{"kind": "Node", "apiVersion": "v1", "metadata": {"name": "a"}, "kind": "Node"}]',
+            "[0].kind",
+            'duplicate key "kind"',
+        ),
     ],
     ids=["yaml-block", "yaml-flow", "yaml-in-list", "json", "json-escaped", "json-list"],
 )

@@ -98,8 +98,9 @@ def test_changing_the_copy_leaves_the_original_as_it_was() -> None:
 def test_immutable_values_are_shared() -> None:
     original = _result()
     copy = clone(original)
-    assert copy.devices.results[0].consumed_capacity["memory"] is (
-        original.devices.results[0].consumed_capacity["memory"]
+    assert (
+        copy.devices.results[0].consumed_capacity["memory"]
+        is (original.devices.results[0].consumed_capacity["memory"])
     )
     attribute = DeviceAttribute("string", "a")
     assert clone([attribute])[0] is attribute

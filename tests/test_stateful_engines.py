@@ -77,8 +77,9 @@ class AllocateAndRelease(RuleBasedStateMachine):
     def ask_again(self, data: st.DataObject, other: str) -> None:
         pending = self._draw_claims(data)
         inputs = self._inputs(pending)
-        reused = make_allocator("fast", inputs.slices, inputs.classes, inputs.allocated,
-                                inputs.features)
+        reused = make_allocator(
+            "fast", inputs.slices, inputs.classes, inputs.allocated, inputs.features
+        )
         for node in (other, NODE, other, NODE):
             asked = self._inputs(pending, node)
             try:
@@ -86,8 +87,9 @@ class AllocateAndRelease(RuleBasedStateMachine):
                 got = None if got is None else results_json(got)
             except Exception as exc:  # compared by type and text below
                 got = (type(exc).__name__, str(exc))
-            fresh = make_allocator("fast", asked.slices, asked.classes, asked.allocated,
-                                   asked.features)
+            fresh = make_allocator(
+                "fast", asked.slices, asked.classes, asked.allocated, asked.features
+            )
             try:
                 want: Any = fresh.allocate(asked.claims, asked.node)
                 want = None if want is None else results_json(want)

@@ -3,8 +3,6 @@
 def json_text_check(data: bytes, max_depth: int) -> tuple[bool, bool]:
     """``(too_deep, duplicate)`` of a JSON text msgspec decoded."""
 
-def json_list_spans(
-    data: bytes, max_depth: int
-) -> tuple[int, int, list[tuple[int, int]]] | None:
+def json_list_spans(data: bytes, max_depth: int) -> tuple[int, int, list[tuple[int, int]]] | None:
     """``(open, close, spans)`` of a list text ``{..., "items": [{...}, ...], ...}``
     within the limits, else None."""

@@ -282,8 +282,17 @@ Picks = tuple[tuple[tuple[int, int], ...], ...]  # per claim: (alternative, node
 class _Outcome:
     """One node's search answer, turned into upstream's answer."""
 
-    __slots__ = ("arrays", "chosen_sub", "claims", "code", "err_alt", "err_pos", "n", "picks",
-                 "work")
+    __slots__ = (
+        "arrays",
+        "chosen_sub",
+        "claims",
+        "code",
+        "err_alt",
+        "err_pos",
+        "n",
+        "picks",
+        "work",
+    )
 
     def __init__(
         self,

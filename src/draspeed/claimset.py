@@ -198,9 +198,7 @@ class ClaimArrays:
                     node_error[n] = str(exc)
         self.plan = next((p for p in plans if p is not None), None)
         self.node_errors = {n: e for n, e in enumerate(node_error) if e is not None}
-        self.searchable = np.asarray(
-            [n for n in range(N) if node_error[n] is None], dtype=np.int32
-        )
+        self.searchable = np.asarray([n for n in range(N) if node_error[n] is None], dtype=np.int32)
         self.results: dict[Any, list[AllocationResult]] = {}
         # (claim, subrequests taken) -> merged configs (node-independent).
         self.configs: dict[Any, list[DeviceAllocationConfiguration]] = {}

@@ -83,9 +83,7 @@ def make_allocator(
         from draspeed.allocator import Allocator
         from draspeed.snapshot import Snapshot
 
-        return Allocator(
-            Snapshot.build(slices, classes, allocated, features=features, nodes=nodes)
-        )
+        return Allocator(Snapshot.build(slices, classes, allocated, features=features, nodes=nodes))
     raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
@@ -125,9 +123,7 @@ def allocate_objects(
     allocated, pending = split_claims(objects.claims)
     slices = apply_taint_rules(objects.slices, objects.taint_rules, objects.classes)
     outcome = AllocateOutcome(node=node_name, claims=pending, warnings=list(objects.warnings))
-    allocator = make_allocator(
-        engine, slices, objects.classes, allocated, features, objects.nodes
-    )
+    allocator = make_allocator(engine, slices, objects.classes, allocated, features, objects.nodes)
     node = find_node(objects, node_name)
     start = time.monotonic()
     deadline = None if timeout is None else start + timeout

@@ -224,5 +224,3 @@ def _parse_uint64(digits: str) -> int:
 
 def _only(text: str, allowed: frozenset[str]) -> bool:
     return all(c in allowed for c in text)
-
-

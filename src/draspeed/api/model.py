@@ -199,9 +199,7 @@ class ResourceSlice:
         def __getattr__(self, name: str) -> Any:
             # Called only when the normal lookup fails: here, for an empty ``raw`` slot.
             if name != "raw":
-                raise AttributeError(
-                    f"{type(self).__name__!r} object has no attribute {name!r}"
-                )
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             with _RAW_LOCK:
                 try:
                     return _RAW_SLOT.__get__(self, ResourceSlice)  # decoded meanwhile

@@ -462,9 +462,7 @@ class CheckedDevices:
     ) -> None:
         self.raw: dict[str, Any] = msgspec.json.decode(text)
         name = object_name("ResourceSlice", self.raw, namespaced=False)
-        self.ctx = DecodeContext(
-            name, validate=validate, caches=caches, sink=sink, pending=pending
-        )
+        self.ctx = DecodeContext(name, validate=validate, caches=caches, sink=sink, pending=pending)
         self.devices: list[Any] = self.raw["spec"]["devices"]
 
     def __call__(self, i: int, driver: str) -> Device:

@@ -167,8 +167,6 @@ def join(items: Any, sep: Any = "") -> str:
     return sep.join(items)
 
 
-
-
 def quote(s: Any) -> str:
     text = _str(s)
     return '"' + "".join(GO_ESCAPES.get(c, c) for c in text) + '"'

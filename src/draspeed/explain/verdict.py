@@ -29,9 +29,7 @@ def ask(
     try:
         results = allocator.allocate(claims, node, deadline=deadline)
     except AllocationTimeout as exc:
-        return Verdict(
-            "timeout", str(exc), allocator.last_stats.num_allocate_one_invocations, None
-        )
+        return Verdict("timeout", str(exc), allocator.last_stats.num_allocate_one_invocations, None)
     except NodeAllocationError as exc:
         return Verdict(
             "node-error", str(exc), allocator.last_stats.num_allocate_one_invocations, None

@@ -54,8 +54,9 @@ def generate(kind: str, nodes: int, seed: int = 0, **options: Any) -> Cluster:
     return make(nodes, seed, **options)
 
 
-def generate_objects(kind: str, nodes: int, seed: int = 0, *, validate: bool = False,
-                     **options: Any) -> Objects:
+def generate_objects(
+    kind: str, nodes: int, seed: int = 0, *, validate: bool = False, **options: Any
+) -> Objects:
     """:func:`generate`, then decoded to draspeed's model (for benchmarks and tests)."""
     return generate(kind, nodes, seed, **options).decoded(validate=validate)
 

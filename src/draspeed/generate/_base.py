@@ -131,7 +131,7 @@ class Draws:
             self._uuids = self._uuids[start:] + _uuid_batch(self._uuid_rng, max(self._BATCH, n))
             start = 0
         self._next_uuid = start + n
-        return self._uuids[start:start + n]
+        return self._uuids[start : start + n]
 
     def suffix(self) -> str:
         """The next five-character generateName suffix."""
@@ -152,18 +152,18 @@ def _uuid_batch(rng: random.Random, n: int) -> list[str]:
     text = np.full((n, 36), ord("-"), dtype=np.uint8)
     for src, dst in ((0, 0), (8, 9), (12, 14), (16, 19), (20, 24)):
         width = 12 if src == 20 else (8 if src == 0 else 4)
-        text[:, dst:dst + width] = digits[:, src:src + width]
+        text[:, dst : dst + width] = digits[:, src : src + width]
     text[:, 14] = ord("4")  # version 4
     text[:, 19] = ord("a")  # RFC 4122 variant
     joined = text.tobytes().decode("ascii")
-    return [joined[i:i + 36] for i in range(0, 36 * n, 36)]
+    return [joined[i : i + 36] for i in range(0, 36 * n, 36)]
 
 
 def _suffix_batch(rng: random.Random, n: int) -> list[str]:
     picks = np.frombuffer(rng.randbytes(5 * n), dtype=np.uint8) % len(_ALPHABET)
     joined = _ALPHABET[picks].tobytes().decode("ascii")
     # Popped from the end: reverse so suffixes come out in draw order.
-    return [joined[i:i + 5] for i in range(5 * (n - 1), -1, -5)]
+    return [joined[i : i + 5] for i in range(5 * (n - 1), -1, -5)]
 
 
 def node_name(i: int, prefix: str = "node") -> str:
@@ -213,13 +213,23 @@ def node_name_selector(node: str) -> Obj:
 
 
 def label_selector(key: str, *values: str) -> Obj:
-    return {"nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": "In",
-                                                         "values": list(values)}]}]}
+    return {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}
+        ]
+    }
 
 
-def resource_slice(name: str, driver: str, pool: str, slice_count: int,
-                   placement: Obj, *, devices: list[Obj] | None = None,
-                   counters: list[Obj] | None = None) -> Obj:
+def resource_slice(
+    name: str,
+    driver: str,
+    pool: str,
+    slice_count: int,
+    placement: Obj,
+    *,
+    devices: list[Obj] | None = None,
+    counters: list[Obj] | None = None,
+) -> Obj:
     """A ResourceSlice with ``devices`` or ``sharedCounters`` (the API allows one, not both).
 
     ``placement`` is the node selection: ``{"nodeName": ...}``, ``{"nodeSelector": ...}``,
@@ -227,14 +237,21 @@ def resource_slice(name: str, driver: str, pool: str, slice_count: int,
     """
     if (devices is None) == (counters is None):
         raise ValueError("a ResourceSlice holds devices or sharedCounters, exactly one of them")
-    spec: Obj = {"driver": driver, **placement,
-                 "pool": {"name": pool, "generation": 1, "resourceSliceCount": slice_count}}
+    spec: Obj = {
+        "driver": driver,
+        **placement,
+        "pool": {"name": pool, "generation": 1, "resourceSliceCount": slice_count},
+    }
     if devices is not None:
         spec["devices"] = devices
     else:
         spec["sharedCounters"] = counters
-    return {"apiVersion": API_VERSION, "kind": "ResourceSlice", "metadata": {"name": name},
-            "spec": spec}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def device_limit(devices: Sequence[Obj]) -> int:
@@ -246,11 +263,17 @@ def device_limit(devices: Sequence[Obj]) -> int:
 
 def chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
-        yield list(items[start:start + size])
+        yield list(items[start : start + size])
 
 
-def pool_slices(draws: Draws, driver: str, pool: str, placement: Obj,
-                devices: Sequence[Obj], counter_sets: Sequence[Obj] = ()) -> list[Obj]:
+def pool_slices(
+    draws: Draws,
+    driver: str,
+    pool: str,
+    placement: Obj,
+    devices: Sequence[Obj],
+    counter_sets: Sequence[Obj] = (),
+) -> list[Obj]:
     """The slices that publish one pool: counter sets (≤ 8 per slice) and devices
     (≤ 128, or ≤ 64 with counters or taints), in separate slices, named like the
     kubelet plugin's slices (``<pool>-<driver>-<random>``)."""
@@ -259,28 +282,48 @@ def pool_slices(draws: Draws, driver: str, pool: str, placement: Obj,
     total = len(device_chunks) + len(counter_chunks)
     out = []
     for sets in counter_chunks:
-        out.append(resource_slice(f"{pool}-{driver}-{draws.suffix()}", driver, pool, total,
-                                  placement, counters=sets))
+        out.append(
+            resource_slice(
+                f"{pool}-{driver}-{draws.suffix()}", driver, pool, total, placement, counters=sets
+            )
+        )
     for part in device_chunks:
-        out.append(resource_slice(f"{pool}-{driver}-{draws.suffix()}", driver, pool, total,
-                                  placement, devices=part))
+        out.append(
+            resource_slice(
+                f"{pool}-{driver}-{draws.suffix()}", driver, pool, total, placement, devices=part
+            )
+        )
     return out
 
 
 def device_class(name: str, expression: str, *, extra: Obj | None = None) -> Obj:
-    return {"apiVersion": API_VERSION, "kind": "DeviceClass", "metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": expression}}], **(extra or {})}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": expression}}], **(extra or {})},
+    }
 
 
 def claim_template(name: str, namespace: str, devices: Obj) -> Obj:
-    return {"apiVersion": API_VERSION, "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"spec": {"devices": devices}}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": devices}},
+    }
 
 
-def exact_request(name: str, device_class_name: str, *, count: int | None = None,
-                  selectors: Sequence[str] = (), admin_access: bool = False,
-                  all_devices: bool = False, capacity: dict[str, str] | None = None) -> Obj:
+def exact_request(
+    name: str,
+    device_class_name: str,
+    *,
+    count: int | None = None,
+    selectors: Sequence[str] = (),
+    admin_access: bool = False,
+    all_devices: bool = False,
+    capacity: dict[str, str] | None = None,
+) -> Obj:
     exactly: Obj = {"deviceClassName": device_class_name}
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
@@ -295,8 +338,9 @@ def exact_request(name: str, device_class_name: str, *, count: int | None = None
     return {"name": name, "exactly": exactly}
 
 
-def subrequest(name: str, device_class_name: str, *, count: int | None = None,
-               selectors: Sequence[str] = ()) -> Obj:
+def subrequest(
+    name: str, device_class_name: str, *, count: int | None = None, selectors: Sequence[str] = ()
+) -> Obj:
     sub: Obj = {"name": name, "deviceClassName": device_class_name}
     if selectors:
         sub["selectors"] = [{"cel": {"expression": e}} for e in selectors]
@@ -311,8 +355,10 @@ def claim_from_template(template: Obj, name: str | None = None) -> Obj:
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceClaim",
-        "metadata": {"name": name or f"pod-{meta['name']}",
-                     "namespace": meta.get("namespace", "default")},
+        "metadata": {
+            "name": name or f"pod-{meta['name']}",
+            "namespace": meta.get("namespace", "default"),
+        },
         "spec": template["spec"]["spec"],
     }
 
@@ -327,13 +373,18 @@ class Taken:
     device: str
 
 
-def allocated_claim(name: str, namespace: str, spec: Obj, taken: Sequence[Taken],
-                    node_selector: Obj | None) -> Obj:
+def allocated_claim(
+    name: str, namespace: str, spec: Obj, taken: Sequence[Taken], node_selector: Obj | None
+) -> Obj:
     """A ResourceClaim whose ``status.allocation`` records ``taken``, as the scheduler writes it."""
-    allocation: Obj = {"devices": {"results": [
-        {"request": t.request, "driver": t.driver, "pool": t.pool, "device": t.device}
-        for t in taken
-    ]}}
+    allocation: Obj = {
+        "devices": {
+            "results": [
+                {"request": t.request, "driver": t.driver, "pool": t.pool, "device": t.device}
+                for t in taken
+            ]
+        }
+    }
     if node_selector is not None:
         allocation["nodeSelector"] = node_selector
     return {

@@ -26,11 +26,11 @@ EXIT_OK, EXIT_USAGE = 0, 2
 _HELP = {
     "nvidia-gpu": "8x H100 80GB full-GPU nodes (gpu.nvidia.com)",
     "nvidia-mig": "8x H100 80GB nodes in dynamic-MIG mode: counter sets, full GPUs, "
-                  "every placement",
+    "every placement",
     "example": "dra-example-driver nodes (gpu.example.com): identical GPUs",
     "scheduler-perf": "upstream scheduler_perf DRA shapes (test-driver.cdi.k8s.io)",
     "network-attached": "rack pools (nodeSelector), dual-homed links (perDeviceNodeSelection) "
-                        "and shared volumes (allNodes, consumable capacity)",
+    "and shared volumes (allNodes, consumable capacity)",
 }
 
 
@@ -54,24 +54,38 @@ def _count(text: str) -> int:
 def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--nodes", type=_count, required=True, metavar="N", help="number of nodes")
-    p.add_argument("--seed", type=int, default=0,
-                   help="random seed (default 0): same seed, same output")
+    p.add_argument(
+        "--seed", type=int, default=0, help="random seed (default 0): same seed, same output"
+    )
     p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
-    p.add_argument("--claim", action="append", default=[], metavar="TEMPLATE",
-                   help="also print a pending ResourceClaim made from this claim template "
-                   "(repeatable), ready for `draspeed allocate`")
+    p.add_argument(
+        "--claim",
+        action="append",
+        default=[],
+        metavar="TEMPLATE",
+        help="also print a pending ResourceClaim made from this claim template "
+        "(repeatable), ready for `draspeed allocate`",
+    )
     return p
 
 
 def _allocated(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--allocated", type=_fraction, default=0.0, metavar="FRACTION",
-                   help=f"share of {what} already allocated by running claims: a fraction in "
-                   "[0, 1] or empty/half/full (default 0)")
+    p.add_argument(
+        "--allocated",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help=f"share of {what} already allocated by running claims: a fraction in "
+        "[0, 1] or empty/half/full (default 0)",
+    )
 
 
 def _namespace(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--namespace", default="default",
-                   help="namespace of the claim templates and claims (default: default)")
+    p.add_argument(
+        "--namespace",
+        default="default",
+        help="namespace of the claim templates and claims (default: default)",
+    )
 
 
 def add_generate_parser(subparsers: Any) -> None:
@@ -87,31 +101,63 @@ def add_generate_parser(subparsers: Any) -> None:
     for kind in KINDS:
         p = kinds.add_parser(kind, parents=[common], help=_HELP[kind], description=_HELP[kind])
         if kind in ("nvidia-gpu", "nvidia-mig", "example"):
-            p.add_argument("--gpus-per-node", type=_count, default=8, metavar="N",
-                           help="GPUs per node (default 8)")
+            p.add_argument(
+                "--gpus-per-node",
+                type=_count,
+                default=8,
+                metavar="N",
+                help="GPUs per node (default 8)",
+            )
         if kind == "nvidia-mig":
-            p.add_argument("--pool-per", choices=("node", "gpu"), default="node",
-                           help="one pool per node (default) or one pool per GPU")
-            p.add_argument("--media-extensions", action="store_true",
-                           help="add the 1g.10gb+me placements (26 devices per GPU, not 19)")
+            p.add_argument(
+                "--pool-per",
+                choices=("node", "gpu"),
+                default="node",
+                help="one pool per node (default) or one pool per GPU",
+            )
+            p.add_argument(
+                "--media-extensions",
+                action="store_true",
+                help="add the 1g.10gb+me placements (26 devices per GPU, not 19)",
+            )
         if kind in ("nvidia-gpu", "example"):
             _allocated(p, "GPUs")
         elif kind == "nvidia-mig":
             _allocated(p, "GPUs (each carved into random MIG placements)")
         if kind == "scheduler-perf":
             p.add_argument("--shape", choices=SHAPES, default="basic")
-            p.add_argument("--devices-per-node", type=_count, default=10, metavar="M",
-                           help="devices per node of the basic driver (default 10)")
-            p.add_argument("--fill", type=_fraction, default=0.0, metavar="FILL",
-                           help="pre-allocated share: empty, half, full (all but 10 devices, "
-                           "as upstream) or a fraction; basic and partitionable shapes")
-            p.add_argument("--pools-per-node", type=_count, default=20, metavar="P",
-                           help="partitionable / consumable-capacity pools per node (default 20)")
+            p.add_argument(
+                "--devices-per-node",
+                type=_count,
+                default=10,
+                metavar="M",
+                help="devices per node of the basic driver (default 10)",
+            )
+            p.add_argument(
+                "--fill",
+                type=_fraction,
+                default=0.0,
+                metavar="FILL",
+                help="pre-allocated share: empty, half, full (all but 10 devices, "
+                "as upstream) or a fraction; basic and partitionable shapes",
+            )
+            p.add_argument(
+                "--pools-per-node",
+                type=_count,
+                default=20,
+                metavar="P",
+                help="partitionable / consumable-capacity pools per node (default 20)",
+            )
         if kind == "network-attached":
             p.add_argument("--nodes-per-rack", type=_count, default=8, metavar="N")
             p.add_argument("--gpus-per-rack", type=_count, default=16, metavar="N")
-            p.add_argument("--volumes", type=_count, default=32, metavar="N",
-                           help="shared volumes in the cluster-wide pool (default 32)")
+            p.add_argument(
+                "--volumes",
+                type=_count,
+                default=32,
+                metavar="N",
+                help="shared volumes in the cluster-wide pool (default 32)",
+            )
         if kind != "scheduler-perf":
             _namespace(p)
     parser.set_defaults(run=run)
@@ -153,6 +199,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(msgspec.json.format(msgspec.json.encode(document), indent=2).decode())
         out.write("\n")
     else:
-        yaml.dump(document, out, Dumper=_NoAliasDumper, sort_keys=False,
-                  default_flow_style=False, width=120)
+        yaml.dump(
+            document,
+            out,
+            Dumper=_NoAliasDumper,
+            sort_keys=False,
+            default_flow_style=False,
+            width=120,
+        )
     return EXIT_OK

@@ -50,25 +50,61 @@ def example_templates(namespace: str) -> list[Obj]:
     namespace needs the ``resource.kubernetes.io/admin-access: "true"`` label)."""
     return [
         claim_template("single-gpu", namespace, {"requests": [exact_request("gpu", CLASS)]}),
-        claim_template("two-gpus-same-model", namespace, {
-            "requests": [exact_request("gpus", CLASS, count=2)],
-            "constraints": [{"requests": ["gpus"], "matchAttribute": f"{DRIVER}/model"}],
-        }),
-        claim_template("two-or-one-gpus", namespace, {"requests": [{
-            "name": "gpus",
-            "firstAvailable": [subrequest("two", CLASS, count=2), subrequest("one", CLASS)],
-        }]}),
-        claim_template("gpu-40gi", namespace, {"requests": [exact_request(
-            "gpu", CLASS,
-            selectors=[f"device.capacity['{DRIVER}'].memory.compareTo(quantity('40Gi')) >= 0"])]}),
-        claim_template("gpu-monitoring", "monitoring", {"requests": [
-            exact_request("gpus", CLASS, all_devices=True, admin_access=True)]}),
+        claim_template(
+            "two-gpus-same-model",
+            namespace,
+            {
+                "requests": [exact_request("gpus", CLASS, count=2)],
+                "constraints": [{"requests": ["gpus"], "matchAttribute": f"{DRIVER}/model"}],
+            },
+        ),
+        claim_template(
+            "two-or-one-gpus",
+            namespace,
+            {
+                "requests": [
+                    {
+                        "name": "gpus",
+                        "firstAvailable": [
+                            subrequest("two", CLASS, count=2),
+                            subrequest("one", CLASS),
+                        ],
+                    }
+                ]
+            },
+        ),
+        claim_template(
+            "gpu-40gi",
+            namespace,
+            {
+                "requests": [
+                    exact_request(
+                        "gpu",
+                        CLASS,
+                        selectors=[
+                            f"device.capacity['{DRIVER}'].memory.compareTo(quantity('40Gi')) >= 0"
+                        ],
+                    )
+                ]
+            },
+        ),
+        claim_template(
+            "gpu-monitoring",
+            "monitoring",
+            {"requests": [exact_request("gpus", CLASS, all_devices=True, admin_access=True)]},
+        ),
     ]
 
 
 @gc_paused
-def example(nodes: int, seed: int = 0, *, gpus_per_node: int = 8, allocated: float = 0.0,
-            namespace: str = "default") -> Cluster:
+def example(
+    nodes: int,
+    seed: int = 0,
+    *,
+    gpus_per_node: int = 8,
+    allocated: float = 0.0,
+    namespace: str = "default",
+) -> Cluster:
     """``nodes`` nodes with ``gpus_per_node`` identical example GPUs each.
 
     ``allocated`` is the fraction of GPUs already taken by single-GPU claims.
@@ -83,19 +119,32 @@ def example(nodes: int, seed: int = 0, *, gpus_per_node: int = 8, allocated: flo
     for i in range(nodes):
         name = node_name(i)
         cluster.nodes.append(node(name, {"topology.kubernetes.io/zone": f"zone-{i % 3}"}))
-        devices = [{
-            "name": names[g],
-            "attributes": {"index": indices[g], "uuid": {"string": f"gpu-{u}"},
-                           "model": _MODEL, "driverVersion": _DRIVER_VERSION},
-            "capacity": _CAPACITY,
-        } for g, u in enumerate(draws.uuids(gpus_per_node))]
+        devices = [
+            {
+                "name": names[g],
+                "attributes": {
+                    "index": indices[g],
+                    "uuid": {"string": f"gpu-{u}"},
+                    "model": _MODEL,
+                    "driverVersion": _DRIVER_VERSION,
+                },
+                "capacity": _CAPACITY,
+            }
+            for g, u in enumerate(draws.uuids(gpus_per_node))
+        ]
         cluster.slices += pool_slices(draws, DRIVER, name, {"nodeName": name}, devices)
     spec = cluster.template("single-gpu")["spec"]["spec"]
     count = round(allocated * nodes * gpus_per_node)
     picks = first_fit_on_random_nodes(rng, [gpus_per_node] * nodes, count)
     for k, (n, g) in enumerate(picks):
         pool = node_name(n)
-        cluster.claims.append(allocated_claim(f"gpu-claim-{k}", namespace, spec,
-                                              [Taken("gpu", DRIVER, pool, f"gpu-{g}")],
-                                              node_name_selector(pool)))
+        cluster.claims.append(
+            allocated_claim(
+                f"gpu-claim-{k}",
+                namespace,
+                spec,
+                [Taken("gpu", DRIVER, pool, f"gpu-{g}")],
+                node_name_selector(pool),
+            )
+        )
     return cluster

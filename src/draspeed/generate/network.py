@@ -59,66 +59,113 @@ def network_templates(namespace: str) -> list[Obj]:
     rack = f"{DRIVER}/rack"
     return [
         claim_template("fabric-gpu", namespace, {"requests": [exact_request("gpu", GPU_CLASS)]}),
-        claim_template("two-fabric-gpus-same-rack", namespace, {
-            "requests": [exact_request("gpus", GPU_CLASS, count=2)],
-            "constraints": [{"requests": ["gpus"], "matchAttribute": rack}],
-        }),
-        claim_template("gpu-or-link", namespace, {"requests": [{
-            "name": "device",
-            "firstAvailable": [subrequest("gpu", GPU_CLASS), subrequest("link", LINK_CLASS)],
-        }]}),
-        claim_template("volume-10g", namespace, {"requests": [
-            exact_request("volume", VOLUME_CLASS, capacity={"bandwidth": "10G"})]}),
-        claim_template("gpu-with-link", namespace, {
-            "requests": [exact_request("gpu", GPU_CLASS), exact_request("link", LINK_CLASS)],
-            "constraints": [{"requests": ["gpu", "link"], "matchAttribute": rack}],
-        }),
+        claim_template(
+            "two-fabric-gpus-same-rack",
+            namespace,
+            {
+                "requests": [exact_request("gpus", GPU_CLASS, count=2)],
+                "constraints": [{"requests": ["gpus"], "matchAttribute": rack}],
+            },
+        ),
+        claim_template(
+            "gpu-or-link",
+            namespace,
+            {
+                "requests": [
+                    {
+                        "name": "device",
+                        "firstAvailable": [
+                            subrequest("gpu", GPU_CLASS),
+                            subrequest("link", LINK_CLASS),
+                        ],
+                    }
+                ]
+            },
+        ),
+        claim_template(
+            "volume-10g",
+            namespace,
+            {"requests": [exact_request("volume", VOLUME_CLASS, capacity={"bandwidth": "10G"})]},
+        ),
+        claim_template(
+            "gpu-with-link",
+            namespace,
+            {
+                "requests": [exact_request("gpu", GPU_CLASS), exact_request("link", LINK_CLASS)],
+                "constraints": [{"requests": ["gpu", "link"], "matchAttribute": rack}],
+            },
+        ),
     ]
 
 
 @gc_paused
-def network_attached(nodes: int, seed: int = 0, *, nodes_per_rack: int = 8,
-                     gpus_per_rack: int = 16, volumes: int = 32,
-                     namespace: str = "default") -> Cluster:
+def network_attached(
+    nodes: int,
+    seed: int = 0,
+    *,
+    nodes_per_rack: int = 8,
+    gpus_per_rack: int = 16,
+    volumes: int = 32,
+    namespace: str = "default",
+) -> Cluster:
     """``nodes`` nodes in racks of ``nodes_per_rack``, with the pools described above."""
     positive("nodes", nodes)
     positive("nodes_per_rack", nodes_per_rack)
     positive("gpus_per_rack", gpus_per_rack)
     positive("volumes", volumes)
     draws = Draws(seed)
-    cluster = Cluster("network-attached", classes=network_classes(),
-                      templates=network_templates(namespace))
+    cluster = Cluster(
+        "network-attached", classes=network_classes(), templates=network_templates(namespace)
+    )
     names = [node_name(i) for i in range(nodes)]
     gpu_type, link_type, volume_type = string("gpu"), string("link"), string("volume")
     gpu_memory = {"memory": quantity("48Gi")}
     for r, first in enumerate(range(0, nodes, nodes_per_rack)):
         rack = f"rack-{r:03d}"
-        rack_nodes = names[first:first + nodes_per_rack]
+        rack_nodes = names[first : first + nodes_per_rack]
         for n in rack_nodes:
-            cluster.nodes.append(node(n, {RACK_LABEL: rack,
-                                          "topology.kubernetes.io/zone": f"zone-{r % 3}"}))
+            cluster.nodes.append(
+                node(n, {RACK_LABEL: rack, "topology.kubernetes.io/zone": f"zone-{r % 3}"})
+            )
         rack_attr = string(rack)
-        gpus = [{"name": f"fgpu-{k}",
-                 "attributes": {"type": gpu_type, "rack": rack_attr, "index": integer(k)},
-                 "capacity": gpu_memory} for k in range(gpus_per_rack)]
-        cluster.slices += pool_slices(draws, DRIVER, f"{rack}-gpus",
-                                      {"nodeSelector": label_selector(RACK_LABEL, rack)}, gpus)
+        gpus = [
+            {
+                "name": f"fgpu-{k}",
+                "attributes": {"type": gpu_type, "rack": rack_attr, "index": integer(k)},
+                "capacity": gpu_memory,
+            }
+            for k in range(gpus_per_rack)
+        ]
+        cluster.slices += pool_slices(
+            draws, DRIVER, f"{rack}-gpus", {"nodeSelector": label_selector(RACK_LABEL, rack)}, gpus
+        )
         links = []
         for k in range(0, len(rack_nodes), 2):
-            pair = rack_nodes[k:k + 2]
-            link: Obj = {"name": f"link-{k // 2}",
-                         "attributes": {"type": link_type, "rack": rack_attr}}
+            pair = rack_nodes[k : k + 2]
+            link: Obj = {
+                "name": f"link-{k // 2}",
+                "attributes": {"type": link_type, "rack": rack_attr},
+            }
             if len(pair) == 2:
                 link["nodeSelector"] = label_selector("kubernetes.io/hostname", *pair)
             else:
                 link["nodeName"] = pair[0]
             links.append(link)
-        cluster.slices += pool_slices(draws, DRIVER, f"{rack}-links",
-                                      {"perDeviceNodeSelection": True}, links)
-    bandwidth = {"value": "100G",
-                 "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}}}
-    shared = [{"name": f"vol-{k}", "allowMultipleAllocations": True,
-               "attributes": {"type": volume_type}, "capacity": {"bandwidth": bandwidth}}
-              for k in range(volumes)]
+        cluster.slices += pool_slices(
+            draws, DRIVER, f"{rack}-links", {"perDeviceNodeSelection": True}, links
+        )
+    bandwidth = {
+        "value": "100G",
+        "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
+    }
+    shared = [
+        {
+            "name": f"vol-{k}",
+            "allowMultipleAllocations": True,
+            "attributes": {"type": volume_type},
+            "capacity": {"bandwidth": bandwidth},
+        }
+        for k in range(volumes)
+    ]
     cluster.slices += pool_slices(draws, DRIVER, "shared-volumes", {"allNodes": True}, shared)
     return cluster

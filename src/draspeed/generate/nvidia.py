@@ -88,8 +88,14 @@ PROFILES = (
 PROFILE_1G10GB_ME = MigProfile("1g.10gb+me", 20, (0, 1, 2, 3, 4, 5, 6), 1, "9856Mi", 16, 1, 1, 1, 1)
 
 # The whole GPU as one counter set (the full device consumes exactly this).
-_FULL = {"multiprocessors": 132, "copy-engines": 7, "decoders": 7, "encoders": 0,
-         "jpeg-engines": 7, "ofa-engines": 1}
+_FULL = {
+    "multiprocessors": 132,
+    "copy-engines": 7,
+    "decoders": 7,
+    "encoders": 0,
+    "jpeg-engines": 7,
+    "ofa-engines": 1,
+}
 
 
 def profiles(media_extensions: bool = False) -> tuple[MigProfile, ...]:
@@ -167,45 +173,99 @@ def gpu_templates(namespace: str, mig: bool) -> list[Obj]:
     admin access (its namespace needs the ``resource.kubernetes.io/admin-access: "true"``
     label), and with MIG: a slice by profile, two slices of one GPU, and firstAvailable
     fallbacks."""
-    h100 = (f"device.attributes['{DRIVER}'].productName == '{PRODUCT}'"
-            f" && device.capacity['{DRIVER}'].memory.compareTo(quantity('80G')) >= 0"
-            f" && device.attributes['{DRIVER}'].cudaComputeCapability"
-            f".isGreaterThan(semver('8.0.0'))")
+    h100 = (
+        f"device.attributes['{DRIVER}'].productName == '{PRODUCT}'"
+        f" && device.capacity['{DRIVER}'].memory.compareTo(quantity('80G')) >= 0"
+        f" && device.attributes['{DRIVER}'].cudaComputeCapability"
+        f".isGreaterThan(semver('8.0.0'))"
+    )
     out = [
         claim_template("single-gpu", namespace, {"requests": [exact_request("gpu", GPU_CLASS)]}),
-        claim_template("two-gpus-same-pcie-root", namespace, {
-            "requests": [exact_request("gpus", GPU_CLASS, count=2)],
-            "constraints": [{"requests": ["gpus"],
-                             "matchAttribute": "resource.kubernetes.io/pcieRoot"}],
-        }),
-        claim_template("eight-gpus", namespace,
-                       {"requests": [exact_request("gpus", GPU_CLASS, count=8)]}),
-        claim_template("h100-80gb", namespace,
-                       {"requests": [exact_request("gpu", GPU_CLASS, selectors=[h100])]}),
-        claim_template("gpu-monitoring", "monitoring", {
-            "requests": [exact_request("gpus", GPU_CLASS, all_devices=True, admin_access=True)],
-        }),
+        claim_template(
+            "two-gpus-same-pcie-root",
+            namespace,
+            {
+                "requests": [exact_request("gpus", GPU_CLASS, count=2)],
+                "constraints": [
+                    {"requests": ["gpus"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}
+                ],
+            },
+        ),
+        claim_template(
+            "eight-gpus", namespace, {"requests": [exact_request("gpus", GPU_CLASS, count=8)]}
+        ),
+        claim_template(
+            "h100-80gb",
+            namespace,
+            {"requests": [exact_request("gpu", GPU_CLASS, selectors=[h100])]},
+        ),
+        claim_template(
+            "gpu-monitoring",
+            "monitoring",
+            {
+                "requests": [exact_request("gpus", GPU_CLASS, all_devices=True, admin_access=True)],
+            },
+        ),
     ]
     if mig:
         out += [
-            claim_template("mig-1g10gb", namespace, {"requests": [
-                exact_request("mig", MIG_CLASS, selectors=[_profile_selector("1g.10gb")])]}),
-            claim_template("mig-3g40gb", namespace, {"requests": [
-                exact_request("mig", MIG_CLASS, selectors=[_profile_selector("3g.40gb")])]}),
-            claim_template("two-mig-1g10gb-same-gpu", namespace, {
-                "requests": [exact_request("migs", MIG_CLASS, count=2,
-                                           selectors=[_profile_selector("1g.10gb")])],
-                "constraints": [{"requests": ["migs"], "matchAttribute": f"{DRIVER}/parentUUID"}],
-            }),
-            claim_template("gpu-or-mig", namespace, {"requests": [{
-                "name": "accelerator",
-                "firstAvailable": [
-                    subrequest("full-gpu", GPU_CLASS),
-                    subrequest("mig-3g40gb", MIG_CLASS, selectors=[_profile_selector("3g.40gb")]),
-                    subrequest("two-mig-1g10gb", MIG_CLASS, count=2,
-                               selectors=[_profile_selector("1g.10gb")]),
-                ],
-            }]}),
+            claim_template(
+                "mig-1g10gb",
+                namespace,
+                {
+                    "requests": [
+                        exact_request("mig", MIG_CLASS, selectors=[_profile_selector("1g.10gb")])
+                    ]
+                },
+            ),
+            claim_template(
+                "mig-3g40gb",
+                namespace,
+                {
+                    "requests": [
+                        exact_request("mig", MIG_CLASS, selectors=[_profile_selector("3g.40gb")])
+                    ]
+                },
+            ),
+            claim_template(
+                "two-mig-1g10gb-same-gpu",
+                namespace,
+                {
+                    "requests": [
+                        exact_request(
+                            "migs", MIG_CLASS, count=2, selectors=[_profile_selector("1g.10gb")]
+                        )
+                    ],
+                    "constraints": [
+                        {"requests": ["migs"], "matchAttribute": f"{DRIVER}/parentUUID"}
+                    ],
+                },
+            ),
+            claim_template(
+                "gpu-or-mig",
+                namespace,
+                {
+                    "requests": [
+                        {
+                            "name": "accelerator",
+                            "firstAvailable": [
+                                subrequest("full-gpu", GPU_CLASS),
+                                subrequest(
+                                    "mig-3g40gb",
+                                    MIG_CLASS,
+                                    selectors=[_profile_selector("3g.40gb")],
+                                ),
+                                subrequest(
+                                    "two-mig-1g10gb",
+                                    MIG_CLASS,
+                                    count=2,
+                                    selectors=[_profile_selector("1g.10gb")],
+                                ),
+                            ],
+                        }
+                    ]
+                },
+            ),
         ]
     return out
 
@@ -216,8 +276,14 @@ def gpu_templates(namespace: str, mig: bool) -> list[Obj]:
 
 
 @gc_paused
-def nvidia_gpu(nodes: int, seed: int = 0, *, gpus_per_node: int = 8, allocated: float = 0.0,
-               namespace: str = "default") -> Cluster:
+def nvidia_gpu(
+    nodes: int,
+    seed: int = 0,
+    *,
+    gpus_per_node: int = 8,
+    allocated: float = 0.0,
+    namespace: str = "default",
+) -> Cluster:
     """Full-GPU nodes: ``gpus_per_node`` H100 80GB each, one pool and slice per node.
 
     ``allocated`` is the fraction of GPUs already taken by single-GPU claims.
@@ -227,23 +293,32 @@ def nvidia_gpu(nodes: int, seed: int = 0, *, gpus_per_node: int = 8, allocated: 
         raise ValueError(f"gpus_per_node must be in 1..64, got {gpus_per_node}")
     rng = random.Random(seed)
     draws = Draws(seed)
-    cluster = Cluster("nvidia-gpu", classes=gpu_classes(mig=False),
-                      templates=gpu_templates(namespace, mig=False))
+    cluster = Cluster(
+        "nvidia-gpu", classes=gpu_classes(mig=False), templates=gpu_templates(namespace, mig=False)
+    )
     names = [f"gpu-{m}" for m in range(gpus_per_node)]
     for i in range(nodes):
         name = node_name(i)
         cluster.nodes.append(node(name, _node_labels(i)))
-        devices = [{"name": names[m], "attributes": _gpu_attributes(u, m),
-                    "capacity": _GPU_CAPACITY} for m, u in enumerate(draws.uuids(gpus_per_node))]
+        devices = [
+            {"name": names[m], "attributes": _gpu_attributes(u, m), "capacity": _GPU_CAPACITY}
+            for m, u in enumerate(draws.uuids(gpus_per_node))
+        ]
         cluster.slices += pool_slices(draws, DRIVER, name, {"nodeName": name}, devices)
     count = round(allocated * nodes * gpus_per_node)
     spec = cluster.template("single-gpu")["spec"]["spec"]
     picks = first_fit_on_random_nodes(rng, [gpus_per_node] * nodes, count)
     for k, (n, g) in enumerate(picks):
         pool = node_name(n)
-        cluster.claims.append(allocated_claim(f"gpu-claim-{k}", namespace, spec,
-                                              [Taken("gpu", DRIVER, pool, f"gpu-{g}")],
-                                              node_name_selector(pool)))
+        cluster.claims.append(
+            allocated_claim(
+                f"gpu-claim-{k}",
+                namespace,
+                spec,
+                [Taken("gpu", DRIVER, pool, f"gpu-{g}")],
+                node_name_selector(pool),
+            )
+        )
     return cluster
 
 
@@ -271,9 +346,14 @@ def _placements(media_extensions: bool) -> list[_Placement]:
     out = []
     for p in profiles(media_extensions):
         for start in p.starts:
-            engines = {"multiprocessors": p.multiprocessors, "copy-engines": p.copy_engines,
-                       "decoders": p.decoders, "encoders": 0, "jpeg-engines": p.jpeg_engines,
-                       "ofa-engines": p.ofa_engines}
+            engines = {
+                "multiprocessors": p.multiprocessors,
+                "copy-engines": p.copy_engines,
+                "decoders": p.decoders,
+                "encoders": 0,
+                "jpeg-engines": p.jpeg_engines,
+                "ofa-engines": p.ofa_engines,
+            }
             slices = range(start, start + p.size)
             capacity = {
                 "multiprocessors": quantity(str(p.multiprocessors)),
@@ -290,10 +370,21 @@ def _placements(media_extensions: bool) -> list[_Placement]:
                 "memory": quantity(p.memory),
                 **{f"memory-slice-{s}": quantity("1") for s in slices},
             }
-            uses = {**engines, "memory": _mebibytes(p.memory),
-                    **{f"memory-slice-{s}": 1 for s in slices}}
-            out.append(_Placement(p, start, f"-mig-{p.device_part}-{p.gi_profile_id}-{start}",
-                                  capacity, counters, uses))
+            uses = {
+                **engines,
+                "memory": _mebibytes(p.memory),
+                **{f"memory-slice-{s}": 1 for s in slices},
+            }
+            out.append(
+                _Placement(
+                    p,
+                    start,
+                    f"-mig-{p.device_part}-{p.gi_profile_id}-{start}",
+                    capacity,
+                    counters,
+                    uses,
+                )
+            )
     return out
 
 
@@ -302,8 +393,11 @@ _FULL_COUNTERS: Obj = {
     "memory": quantity(GPU_MEMORY),
     **{f"memory-slice-{s}": quantity("1") for s in range(MEMORY_SLICES)},
 }
-_FULL_USES = {**_FULL, "memory": _mebibytes(GPU_MEMORY),
-              **{f"memory-slice-{s}": 1 for s in range(MEMORY_SLICES)}}
+_FULL_USES = {
+    **_FULL,
+    "memory": _mebibytes(GPU_MEMORY),
+    **{f"memory-slice-{s}": 1 for s in range(MEMORY_SLICES)},
+}
 _PROFILE_ATTRIBUTES = {p.name: string(p.name) for p in (*PROFILES, PROFILE_1G10GB_ME)}
 
 
@@ -323,9 +417,16 @@ def _pack(rng: random.Random, placements: list[_Placement]) -> list[int]:
 
 
 @gc_paused
-def nvidia_mig(nodes: int, seed: int = 0, *, gpus_per_node: int = 8, pool_per: str = "node",
-               media_extensions: bool = False, allocated: float = 0.0,
-               namespace: str = "default") -> Cluster:
+def nvidia_mig(
+    nodes: int,
+    seed: int = 0,
+    *,
+    gpus_per_node: int = 8,
+    pool_per: str = "node",
+    media_extensions: bool = False,
+    allocated: float = 0.0,
+    namespace: str = "default",
+) -> Cluster:
     """Dynamic-MIG nodes: per GPU a counter set, the full GPU and every MIG placement.
 
     ``pool_per`` is ``node`` (one pool per node: counter-set slices plus device slices)
@@ -343,17 +444,24 @@ def nvidia_mig(nodes: int, seed: int = 0, *, gpus_per_node: int = 8, pool_per: s
     rng = random.Random(seed)
     draws = Draws(seed)
     placements = _placements(media_extensions)
-    cluster = Cluster("nvidia-mig", classes=gpu_classes(mig=True),
-                      templates=gpu_templates(namespace, mig=True))
+    cluster = Cluster(
+        "nvidia-mig", classes=gpu_classes(mig=True), templates=gpu_templates(namespace, mig=True)
+    )
     # Names, counter uses and counter sets are the same for GPU <m> of every node:
     # built once. Only the uuid-bearing attributes differ per GPU.
-    names = [[f"gpu-{m}", *(f"gpu-{m}{p.name_suffix}" for p in placements)]
-             for m in range(gpus_per_node)]
-    sets = [[{"name": f"gpu-{m}-counter-set", "counters": _FULL_COUNTERS}]
-            for m in range(gpus_per_node)]
-    uses = [[[{"counterSet": f"gpu-{m}-counter-set", "counters": c}]
-             for c in (_FULL_COUNTERS, *(p.counters for p in placements))]
-            for m in range(gpus_per_node)]
+    names = [
+        [f"gpu-{m}", *(f"gpu-{m}{p.name_suffix}" for p in placements)] for m in range(gpus_per_node)
+    ]
+    sets = [
+        [{"name": f"gpu-{m}-counter-set", "counters": _FULL_COUNTERS}] for m in range(gpus_per_node)
+    ]
+    uses = [
+        [
+            [{"counterSet": f"gpu-{m}-counter-set", "counters": c}]
+            for c in (_FULL_COUNTERS, *(p.counters for p in placements))
+        ]
+        for m in range(gpus_per_node)
+    ]
     profile_names = [p.profile.name for p in placements]
     # GPU -> (pool, node, minor): for pre-allocation.
     gpus: list[tuple[str, str, int]] = []
@@ -370,11 +478,23 @@ def nvidia_mig(nodes: int, seed: int = 0, *, gpus_per_node: int = 8, pool_per: s
             # Placements of one profile on one GPU have identical attributes.
             by_profile = {n: {**parent, "profile": a} for n, a in _PROFILE_ATTRIBUTES.items()}
             gpu_names, gpu_uses = names[m], uses[m]
-            devices = [{"name": gpu_names[0], "attributes": attributes, "capacity": _GPU_CAPACITY,
-                        "consumesCounters": gpu_uses[0]}]
-            devices += [{"name": gpu_names[k], "attributes": by_profile[profile_names[k - 1]],
-                         "capacity": placements[k - 1].capacity, "consumesCounters": gpu_uses[k]}
-                        for k in range(1, len(gpu_names))]
+            devices = [
+                {
+                    "name": gpu_names[0],
+                    "attributes": attributes,
+                    "capacity": _GPU_CAPACITY,
+                    "consumesCounters": gpu_uses[0],
+                }
+            ]
+            devices += [
+                {
+                    "name": gpu_names[k],
+                    "attributes": by_profile[profile_names[k - 1]],
+                    "capacity": placements[k - 1].capacity,
+                    "consumesCounters": gpu_uses[k],
+                }
+                for k in range(1, len(gpu_names))
+            ]
             if pool_per == "gpu":
                 pool = f"{name}-gpu{m}"
                 cluster.slices += pool_slices(draws, DRIVER, pool, placement, devices, sets[m])
@@ -389,9 +509,15 @@ def nvidia_mig(nodes: int, seed: int = 0, *, gpus_per_node: int = 8, pool_per: s
     return cluster
 
 
-def _preallocate_mig(rng: random.Random, cluster: Cluster, gpus: list[tuple[str, str, int]],
-                     names: list[list[str]], placements: list[_Placement], allocated: float,
-                     namespace: str) -> None:
+def _preallocate_mig(
+    rng: random.Random,
+    cluster: Cluster,
+    gpus: list[tuple[str, str, int]],
+    names: list[list[str]],
+    placements: list[_Placement],
+    allocated: float,
+    namespace: str,
+) -> None:
     if allocated <= 0.0:
         return
     busy = rng.sample(range(len(gpus)), round(allocated * len(gpus)))
@@ -409,13 +535,23 @@ def _preallocate_mig(rng: random.Random, cluster: Cluster, gpus: list[tuple[str,
                 profile = placements[p].profile.name
                 spec = mig_specs.get(profile)
                 if spec is None:
-                    spec = mig_specs[profile] = {"devices": {"requests": [exact_request(
-                        "mig", MIG_CLASS, selectors=[_profile_selector(profile)])]}}
+                    spec = mig_specs[profile] = {
+                        "devices": {
+                            "requests": [
+                                exact_request(
+                                    "mig", MIG_CLASS, selectors=[_profile_selector(profile)]
+                                )
+                            ]
+                        }
+                    }
                 picks.append((1 + p, "mig", spec))
         for index, request, spec in picks:
             taken = Taken(request, DRIVER, pool, names[minor][index])
-            cluster.claims.append(allocated_claim(f"mig-claim-{k}", namespace, spec, [taken],
-                                                  node_name_selector(node_)))
+            cluster.claims.append(
+                allocated_claim(
+                    f"mig-claim-{k}", namespace, spec, [taken], node_name_selector(node_)
+                )
+            )
             k += 1
 
 

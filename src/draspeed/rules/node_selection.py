@@ -58,8 +58,6 @@ class NodeSelectorError(DraspeedError, ValueError):
 # --------------------------------------------------------------------------------------
 
 
-
-
 def _go_json(value: object) -> str:
     """``encoding/json`` output for strings and string lists (HTML-safe escaping)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -31,8 +31,13 @@ class Scenario:
 
     def yaml_text(self) -> str:
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        return yaml.dump_all(self.documents, Dumper=dumper, sort_keys=False,
-                             default_flow_style=False, explicit_start=True)
+        return yaml.dump_all(
+            self.documents,
+            Dumper=dumper,
+            sort_keys=False,
+            default_flow_style=False,
+            explicit_start=True,
+        )
 
     def inputs(self, *, validate: bool = True) -> Inputs:
         """Decoded (``validate``: with the API's checks) and split as the scheduler would."""
@@ -47,8 +52,13 @@ class Scenario:
         ]
 
 
-def write_case(folder: Path, case_id: str, scenario: Scenario, expected: dict[str, Any],
-               comment: Sequence[str] = ()) -> tuple[Path, Path]:
+def write_case(
+    folder: Path,
+    case_id: str,
+    scenario: Scenario,
+    expected: dict[str, Any],
+    comment: Sequence[str] = (),
+) -> tuple[Path, Path]:
     """Write ``<id>.yaml`` (with ``comment`` lines on top) and ``<id>.expected.json``."""
     folder.mkdir(parents=True, exist_ok=True)
     objects = folder / f"{case_id}.yaml"

@@ -75,8 +75,12 @@ def capture(core: ModuleType, cases: list[Path]) -> list[tuple[dict[str, Any], d
     real = getattr(core, "Problem")  # noqa: B009 - replaced below, so looked up by name
 
     def recording(arrays: dict[str, Any], **flags: Any) -> Any:
-        captured.append(({k: (v.copy() if isinstance(v, np.ndarray) else v)
-                          for k, v in arrays.items()}, dict(flags)))
+        captured.append(
+            (
+                {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()},
+                dict(flags),
+            )
+        )
         return real(arrays, **flags)
 
     setattr(core, "Problem", recording)  # noqa: B010
@@ -132,8 +136,20 @@ def mutate(rng: random.Random, arrays: dict[str, Any], flags: dict[str, Any]) ->
     keys = sorted(arrays)
     key = rng.choice(keys)
     value = arrays[key]
-    op = rng.choice(["value", "value", "value", "pointer", "length", "dtype", "drop",
-                     "scalar", "flags", "layout"])
+    op = rng.choice(
+        [
+            "value",
+            "value",
+            "value",
+            "pointer",
+            "length",
+            "dtype",
+            "drop",
+            "scalar",
+            "flags",
+            "layout",
+        ]
+    )
     if op == "flags":
         name = rng.choice(sorted(flags))
         flags[name] = not flags[name]
@@ -197,15 +213,24 @@ def check_answer(answer: dict[str, Any], problem: Any, core: ModuleType) -> list
                 found.append(f"claim {c} of node {j}: {n} results")
                 continue
             base = (j * C + c) * 32
-            for alt, pos in zip(answer["res_alt"][base : base + n].tolist(),
-                                answer["res_pos"][base : base + n].tolist(), strict=True):
+            for alt, pos in zip(
+                answer["res_alt"][base : base + n].tolist(),
+                answer["res_pos"][base : base + n].tolist(),
+                strict=True,
+            ):
                 if not (0 <= alt < n_alts and 0 <= pos < size):
                     found.append(f"pick ({alt}, {pos}) out of range for node {j}")
     return found
 
 
-def fuzz(core: ModuleType, seeds: list[tuple[dict[str, Any], dict[str, Any]]], iterations: int,
-         seed: int, progress: Path | None, replay: int | None) -> dict[str, Any]:
+def fuzz(
+    core: ModuleType,
+    seeds: list[tuple[dict[str, Any], dict[str, Any]]],
+    iterations: int,
+    seed: int,
+    progress: Path | None,
+    replay: int | None,
+) -> dict[str, Any]:
     rng = random.Random(seed)
     stats: Counter[str] = Counter()
     findings: dict[str, str] = {}
@@ -231,8 +256,10 @@ def fuzz(core: ModuleType, seeds: list[tuple[dict[str, Any], dict[str, Any]]], i
             stats[f"rejected ({type(exc).__name__})"] += 1
             continue
         except Exception as exc:  # recorded as a finding
-            findings.setdefault(f"Problem raised {type(exc).__name__}",
-                                f"iteration {iteration}: {'; '.join(edits)}: {exc}")
+            findings.setdefault(
+                f"Problem raised {type(exc).__name__}",
+                f"iteration {iteration}: {'; '.join(edits)}: {exc}",
+            )
             continue
         stats["accepted"] += 1
         unchecked = unchecked_problems(arrays)
@@ -246,8 +273,10 @@ def fuzz(core: ModuleType, seeds: list[tuple[dict[str, Any], dict[str, Any]]], i
         try:
             answer = core.search_nodes(problem, deadline)
         except Exception as exc:
-            findings.setdefault(f"search raised {type(exc).__name__}",
-                                f"iteration {iteration}: {'; '.join(edits)}: {exc}")
+            findings.setdefault(
+                f"search raised {type(exc).__name__}",
+                f"iteration {iteration}: {'; '.join(edits)}: {exc}",
+            )
             continue
         for outcome in answer["outcome"].tolist():
             stats[f"outcome {core.OUTCOME_NAMES.get(outcome, outcome)}"] += 1
@@ -256,8 +285,13 @@ def fuzz(core: ModuleType, seeds: list[tuple[dict[str, Any], dict[str, Any]]], i
     if log:
         log.write("done\n")
         log.close()
-    return {"iterations": iterations, "seeds": len(seeds), "seconds": time.monotonic() - started,
-            "stats": dict(stats), "findings": findings}
+    return {
+        "iterations": iterations,
+        "seeds": len(seeds),
+        "seconds": time.monotonic() - started,
+        "stats": dict(stats),
+        "findings": findings,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,8 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--core", help="path of an extension build to load instead")
-    parser.add_argument("--cases", action="append", default=[],
-                        help="folder of differential-format cases to capture arrays from")
+    parser.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        help="folder of differential-format cases to capture arrays from",
+    )
     parser.add_argument("--progress", type=Path, help="file naming each iteration before it runs")
     parser.add_argument("--replay", type=int, help="run only this iteration")
     args = parser.parse_args(argv)

@@ -50,7 +50,11 @@ class Inputs:
             consumable_capacity=features.consumable_capacity,
         )
         return cls(
-            slices, list(objects.classes), allocated, pending, find_node(objects, node_name),
+            slices,
+            list(objects.classes),
+            allocated,
+            pending,
+            find_node(objects, node_name),
             features,
         )
 
@@ -117,8 +121,13 @@ def run(engine: Engine, inputs: Inputs, *, timeout: float | None = None) -> Answ
             answer = Answer("results", results=results_json(results), raw=results)
     work = allocator.last_stats.num_allocate_one_invocations
     return Answer(
-        answer.outcome, answer.results, answer.error, answer.error_kind, work,
-        time.monotonic() - start, answer.raw,
+        answer.outcome,
+        answer.results,
+        answer.error,
+        answer.error_kind,
+        work,
+        time.monotonic() - start,
+        answer.raw,
     )
 
 
@@ -159,10 +168,18 @@ def check_engines(inputs: Inputs, *, timeout: float = 20.0) -> tuple[Answer, Ans
     elif fast != reference:
         problems.append(f"the engines disagree:\n{describe_difference(fast, reference)}")
     elif fast.work > reference.work:
-        problems.append(f"the fast engine searched more: {fast.work} steps, "
-                        f"the reference {reference.work}")
+        problems.append(
+            f"the fast engine searched more: {fast.work} steps, the reference {reference.work}"
+        )
     for name, answer in (("fast", fast), ("reference", reference)):
-        broken = check_allocation(inputs.slices, inputs.classes, inputs.allocated, inputs.claims,
-                                  inputs.node, answer.raw, inputs.features)
+        broken = check_allocation(
+            inputs.slices,
+            inputs.classes,
+            inputs.allocated,
+            inputs.claims,
+            inputs.node,
+            answer.raw,
+            inputs.features,
+        )
         problems += [f"{name} engine result: {p}" for p in broken]
     return fast, reference, problems

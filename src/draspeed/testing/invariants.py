@@ -115,9 +115,15 @@ def check_allocation(
 
 
 class _Checker:
-    def __init__(self, slices: Sequence[ResourceSlice], classes: Sequence[DeviceClass],
-                 allocated_claims: Sequence[ResourceClaim], claims: Sequence[ResourceClaim],
-                 node: Node, features: Features) -> None:
+    def __init__(
+        self,
+        slices: Sequence[ResourceSlice],
+        classes: Sequence[DeviceClass],
+        allocated_claims: Sequence[ResourceClaim],
+        claims: Sequence[ResourceClaim],
+        node: Node,
+        features: Features,
+    ) -> None:
         self.slices = list(slices)
         self.classes = {c.metadata.name: c for c in classes}
         self.claims = list(claims)
@@ -165,8 +171,9 @@ class _Checker:
     # 1. shape
     # ----------------------------------------------------------------------------------
 
-    def _claim_shape(self, c: int, claim: ResourceClaim, result: AllocationResult,
-                     first: int) -> list[_Placed]:
+    def _claim_shape(
+        self, c: int, claim: ResourceClaim, result: AllocationResult, first: int
+    ) -> list[_Placed]:
         key = claim.key
         items = result.devices.results
         if len(items) > MAX_DEVICES_PER_CLAIM:
@@ -183,17 +190,27 @@ class _Checker:
                 known.update(names)
                 used = [n for n in names if by_name.get(n)]
                 if len(used) != 1:
-                    self.fail(f"claim {key}, request {request.name}: devices for subrequests "
-                              f"{used or 'none'}, expected exactly one subrequest")
+                    self.fail(
+                        f"claim {key}, request {request.name}: devices for subrequests "
+                        f"{used or 'none'}, expected exactly one subrequest"
+                    )
                     continue
                 sub = request.first_available[names.index(used[0])]
                 self._count(key, used[0], sub.allocation_mode, sub.count, by_name[used[0]])
                 for item in by_name[used[0]]:
                     self._admin_flag(key, item, False)
                     self._tolerations(key, item, sub.tolerations)
-                    placed.append(self._placed(c, index[id(item)], item, sub.tolerations,
-                                               sub.selectors, sub.device_class_name,
-                                               sub.capacity.requests if sub.capacity else {}))
+                    placed.append(
+                        self._placed(
+                            c,
+                            index[id(item)],
+                            item,
+                            sub.tolerations,
+                            sub.selectors,
+                            sub.device_class_name,
+                            sub.capacity.requests if sub.capacity else {},
+                        )
+                    )
                 continue
             known.add(request.name)
             exact = request.exactly
@@ -205,25 +222,45 @@ class _Checker:
             for item in got:
                 self._admin_flag(key, item, bool(exact.admin_access))
                 self._tolerations(key, item, exact.tolerations)
-                placed.append(self._placed(c, index[id(item)], item, exact.tolerations,
-                                           exact.selectors, exact.device_class_name,
-                                           exact.capacity.requests if exact.capacity else {}))
+                placed.append(
+                    self._placed(
+                        c,
+                        index[id(item)],
+                        item,
+                        exact.tolerations,
+                        exact.selectors,
+                        exact.device_class_name,
+                        exact.capacity.requests if exact.capacity else {},
+                    )
+                )
         for name in sorted(set(by_name) - known):
             self.fail(f"claim {key}: result for unknown request {name}")
         return sorted(placed, key=lambda p: p.order)
 
-    def _placed(self, c: int, order: int, item: DeviceRequestAllocationResult,
-                tolerations: list[DeviceToleration], selectors: list[DeviceSelector],
-                class_name: str, capacity: dict[str, Quantity]) -> _Placed:
+    def _placed(
+        self,
+        c: int,
+        order: int,
+        item: DeviceRequestAllocationResult,
+        tolerations: list[DeviceToleration],
+        selectors: list[DeviceSelector],
+        class_name: str,
+        capacity: dict[str, Quantity],
+    ) -> _Placed:
         return _Placed(
-            claim=c, order=order, result=item,
+            claim=c,
+            order=order,
+            result=item,
             device_id=DeviceID(item.driver, item.pool, item.device),
-            tolerations=list(tolerations), selectors=list(selectors),
-            device_class=self.classes.get(class_name), capacity_requests=dict(capacity),
+            tolerations=list(tolerations),
+            selectors=list(selectors),
+            device_class=self.classes.get(class_name),
+            capacity_requests=dict(capacity),
         )
 
-    def _count(self, key: str, name: str, mode: str, count: int,
-               got: list[DeviceRequestAllocationResult]) -> None:
+    def _count(
+        self, key: str, name: str, mode: str, count: int, got: list[DeviceRequestAllocationResult]
+    ) -> None:
         if mode == "All":
             if not got:
                 self.fail(f"claim {key}, request {name}: allocationMode All with no device")
@@ -232,14 +269,18 @@ class _Checker:
 
     def _admin_flag(self, key: str, item: DeviceRequestAllocationResult, admin: bool) -> None:
         if bool(item.admin_access) != admin or item.admin_access is False:
-            self.fail(f"claim {key}, request {item.request}: adminAccess {item.admin_access} "
-                      f"for a request with adminAccess {admin}")
+            self.fail(
+                f"claim {key}, request {item.request}: adminAccess {item.admin_access} "
+                f"for a request with adminAccess {admin}"
+            )
 
-    def _tolerations(self, key: str, item: DeviceRequestAllocationResult,
-                     tolerations: list[DeviceToleration]) -> None:
+    def _tolerations(
+        self, key: str, item: DeviceRequestAllocationResult, tolerations: list[DeviceToleration]
+    ) -> None:
         if list(item.tolerations) != list(tolerations):
-            self.fail(f"claim {key}, request {item.request}: result tolerations differ from "
-                      "the request's")
+            self.fail(
+                f"claim {key}, request {item.request}: result tolerations differ from the request's"
+            )
 
     # ----------------------------------------------------------------------------------
     # 2. devices exist and are offered to the node
@@ -269,22 +310,29 @@ class _Checker:
         assert p.device is not None and p.slice is not None
         device, where = p.device, f"device {p.device_id}"
         spec = p.slice.spec
-        if not node_matches(self.node, spec.node_name or "", bool(spec.all_nodes),
-                            spec.node_selector) and not spec.per_device_node_selection:
+        if (
+            not node_matches(
+                self.node, spec.node_name or "", bool(spec.all_nodes), spec.node_selector
+            )
+            and not spec.per_device_node_selection
+        ):
             self.fail(f"{where}: its slice is not available on node {self.node.name}")
         if spec.per_device_node_selection and not node_matches(
-                self.node, device.node_name or "", bool(device.all_nodes), device.node_selector):
+            self.node, device.node_name or "", bool(device.all_nodes), device.node_selector
+        ):
             self.fail(f"{where}: not available on node {self.node.name}")
         if p.device_class is None:
             self.fail(f"{where}: allocated for a request whose class does not exist")
             return
         cel_input = device_input(
-            p.device_id.driver, device,
+            p.device_id.driver,
+            device,
             list_type_attributes=self.features.list_type_attributes,
             consumable_capacity=self.features.consumable_capacity,
         )
-        owners = [(f"class {p.device_class.metadata.name}", s)
-                  for s in p.device_class.spec.selectors]
+        owners = [
+            (f"class {p.device_class.metadata.name}", s) for s in p.device_class.spec.selectors
+        ]
         owners += [(f"request {p.result.request}", s) for s in p.selectors]
         for owner, selector in owners:
             if selector.cel is None:
@@ -301,9 +349,11 @@ class _Checker:
         if self.features.device_taints:
             for taint in device.taints:
                 if taint.effect in BLOCKING_EFFECTS and not any(
-                        _tolerates(t, taint) for t in p.tolerations):
-                    self.fail(f"{where}: taint {taint.key}={taint.value}:{taint.effect} "
-                              "is not tolerated")
+                    _tolerates(t, taint) for t in p.tolerations
+                ):
+                    self.fail(
+                        f"{where}: taint {taint.key}={taint.value}:{taint.effect} is not tolerated"
+                    )
         if device.binding_conditions and not self.features.device_binding_and_status:
             self.fail(f"{where}: has binding conditions, which the gates do not allow")
         if device.consumes_counters and not self.features.partitionable_devices:
@@ -323,9 +373,11 @@ class _Checker:
             multi = self._multi(p.device)
             shared = p.result.share_id is not None
             if multi != shared:
-                self.fail(f"device {p.device_id}: shareID {'set' if shared else 'missing'} "
-                          f"for a device that {'allows' if multi else 'does not allow'} "
-                          "multiple allocations")
+                self.fail(
+                    f"device {p.device_id}: shareID {'set' if shared else 'missing'} "
+                    f"for a device that {'allows' if multi else 'does not allow'} "
+                    "multiple allocations"
+                )
             if multi:
                 continue
             admin = bool(p.result.admin_access)
@@ -333,9 +385,12 @@ class _Checker:
                 if p.device_id in self.committed.devices:
                     self.fail(f"device {p.device_id}: already allocated to another claim")
                 if self.committed.has_share(p.device_id) or (
-                        p.device_id in self.committed.consumed_capacity):
-                    self.fail(f"device {p.device_id}: allocated whole while another claim "
-                              "holds a share of it")
+                    p.device_id in self.committed.consumed_capacity
+                ):
+                    self.fail(
+                        f"device {p.device_id}: allocated whole while another claim "
+                        "holds a share of it"
+                    )
             by_device[p.device_id].append(p)
         for device_id, users in by_device.items():
             claims = [u.claim for u in users]
@@ -344,8 +399,10 @@ class _Checker:
             # Admin access ignores other claims' devices, never the other way round.
             for later in users[1:]:
                 if not later.result.admin_access:
-                    self.fail(f"device {device_id}: allocated to claims "
-                              f"{sorted(set(claims))} without admin access")
+                    self.fail(
+                        f"device {device_id}: allocated to claims "
+                        f"{sorted(set(claims))} without admin access"
+                    )
                     break
 
     # ----------------------------------------------------------------------------------
@@ -363,8 +420,11 @@ class _Checker:
                 continue
             if self._multi(p.device):
                 # A shared device pays its counters once, with its first share.
-                if p.device_id in paid or self.committed.has_share(p.device_id) or (
-                        p.device_id in self.committed.consumed_capacity):
+                if (
+                    p.device_id in paid
+                    or self.committed.has_share(p.device_id)
+                    or (p.device_id in self.committed.consumed_capacity)
+                ):
                     continue
                 paid.add(p.device_id)
             _add_consumption(new[p.device_id.pool_id], p.device.consumes_counters)
@@ -379,8 +439,10 @@ class _Checker:
                 for name, counter in counter_set.counters.items():
                     total = _sum([committed.get((set_name, name)), consumed.get((set_name, name))])
                     if total.cmp(counter.value) > 0:
-                        self.fail(f"pool {pool_id}: counter {set_name}/{name} overdrawn: "
-                                  f"{total} consumed of {counter.value}")
+                        self.fail(
+                            f"pool {pool_id}: counter {set_name}/{name} overdrawn: "
+                            f"{total} consumed of {counter.value}"
+                        )
 
     # ----------------------------------------------------------------------------------
     # 5. capacity
@@ -392,8 +454,10 @@ class _Checker:
         shares: dict[DeviceID, list[_Placed]] = defaultdict(list)
         for p in placed:
             assert p.device is not None
-            requested = {qualified_capacity_name(n, p.device_id.driver): q
-                         for n, q in p.capacity_requests.items()}
+            requested = {
+                qualified_capacity_name(n, p.device_id.driver): q
+                for n, q in p.capacity_requests.items()
+            }
             where = f"device {p.device_id}"
             for name in requested:
                 if name not in p.device.capacity:
@@ -413,20 +477,24 @@ class _Checker:
             assert device is not None
             committed = self.committed.consumed_capacity.get(device_id, {})
             for name, capacity in device.capacity.items():
-                total = _sum([committed.get(name), *(
-                    _consumed(u, name) for u in users)])
+                total = _sum([committed.get(name), *(_consumed(u, name) for u in users)])
                 if total.cmp(capacity.value) > 0:
-                    self.fail(f"device {device_id}: capacity {name} overcommitted: {total} "
-                              f"of {capacity.value}")
+                    self.fail(
+                        f"device {device_id}: capacity {name} overcommitted: {total} "
+                        f"of {capacity.value}"
+                    )
 
     def _share(self, p: _Placed, requested: dict[str, Quantity]) -> None:
         assert p.device is not None
         where = f"device {p.device_id}"
-        recorded = {qualified_capacity_name(n, p.device_id.driver)
-                    for n in p.result.consumed_capacity}
+        recorded = {
+            qualified_capacity_name(n, p.device_id.driver) for n in p.result.consumed_capacity
+        }
         if recorded != set(p.device.capacity):
-            self.fail(f"{where}: consumedCapacity names {sorted(recorded)}, the device has "
-                      f"{sorted(p.device.capacity)}")
+            self.fail(
+                f"{where}: consumedCapacity names {sorted(recorded)}, the device has "
+                f"{sorted(p.device.capacity)}"
+            )
         for name, capacity in p.device.capacity.items():
             amount = _consumed(p, name)
             if amount is None:
@@ -439,26 +507,33 @@ class _Checker:
                 default = policy.default if policy is not None else None
                 expected = default if default is not None else capacity.value
                 if amount.cmp(expected) != 0:
-                    self.fail(f"{where}: consumes {amount} of unrequested {name}, "
-                              f"expected {expected}")
+                    self.fail(
+                        f"{where}: consumes {amount} of unrequested {name}, expected {expected}"
+                    )
             elif not _policy_allows(amount, capacity.request_policy):
-                self.fail(f"{where}: consumes {amount} of {name}, not allowed by its "
-                          "request policy")
+                self.fail(
+                    f"{where}: consumes {amount} of {name}, not allowed by its request policy"
+                )
 
     # ----------------------------------------------------------------------------------
     # 7. constraints
     # ----------------------------------------------------------------------------------
 
-    def _constraint(self, claim: ResourceClaim, index: int, constraint: DeviceConstraint,
-                    mine: list[_Placed]) -> None:
+    def _constraint(
+        self, claim: ResourceClaim, index: int, constraint: DeviceConstraint, mine: list[_Placed]
+    ) -> None:
         name = constraint.match_attribute or constraint.distinct_attribute
         if name is None:
-            self.fail(f"claim {claim.key}: constraint #{index} is empty but the claim was "
-                      "allocated")
+            self.fail(
+                f"claim {claim.key}: constraint #{index} is empty but the claim was allocated"
+            )
             return
         scope = set(constraint.requests)
-        covered = [p for p in mine if not scope or p.result.request in scope
-                   or p.result.request.split("/", 1)[0] in scope]
+        covered = [
+            p
+            for p in mine
+            if not scope or p.result.request in scope or p.result.request.split("/", 1)[0] in scope
+        ]
         values = [p.device.attributes.get(name) if p.device else None for p in covered]
         where = f"claim {claim.key}, constraint #{index} ({name})"
         if any(v is None for v in values):
@@ -479,8 +554,9 @@ class _Checker:
     # 8. node selector
     # ----------------------------------------------------------------------------------
 
-    def _node_selector(self, claim: ResourceClaim, result: AllocationResult,
-                       mine: list[_Placed]) -> None:
+    def _node_selector(
+        self, claim: ResourceClaim, result: AllocationResult, mine: list[_Placed]
+    ) -> None:
         selector = result.node_selector
         where = f"claim {claim.key}"
         if selector is not None:
@@ -503,13 +579,17 @@ class _Checker:
                 selector is not None
                 and len(selector.node_selector_terms) == 1
                 and not selector.node_selector_terms[0].match_expressions
-                and [(r.key, r.operator, r.values)
-                     for r in selector.node_selector_terms[0].match_fields]
+                and [
+                    (r.key, r.operator, r.values)
+                    for r in selector.node_selector_terms[0].match_fields
+                ]
                 == [("metadata.name", "In", [self.node.name])]
             )
             if not pinned:
-                self.fail(f"{where}: a node-local device, but the result is not pinned to "
-                          f"node {self.node.name}")
+                self.fail(
+                    f"{where}: a node-local device, but the result is not pinned to "
+                    f"node {self.node.name}"
+                )
 
 
 # --------------------------------------------------------------------------------------

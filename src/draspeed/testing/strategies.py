@@ -68,8 +68,16 @@ ATTRIBUTES: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     # An attribute without a value: CEL and constraints must report or reject it.
     "broken": st.just({}),
 }
-CONSTRAINT_ATTRIBUTES = ("model", "numa", "links", "driverVersion", "healthy", "ids", "flags",
-                         "compat")
+CONSTRAINT_ATTRIBUTES = (
+    "model",
+    "numa",
+    "links",
+    "driverVersion",
+    "healthy",
+    "ids",
+    "flags",
+    "compat",
+)
 
 QUANTITIES_MEMORY = ("8Gi", "16Gi", "40Gi")
 MEMORY_POLICIES: tuple[dict[str, Any], ...] = (
@@ -192,14 +200,24 @@ def node_document(name: str) -> dict[str, Any]:
 def _node_selector(draw: Draw[Any]) -> dict[str, Any]:
     kind = draw(st.sampled_from(["region", "zone", "name", "not-region"]))
     if kind == "name":
-        term = {"matchFields": [{"key": "metadata.name", "operator": "In",
-                                 "values": [draw(st.sampled_from(sorted(NODES)))]}]}
+        term = {
+            "matchFields": [
+                {
+                    "key": "metadata.name",
+                    "operator": "In",
+                    "values": [draw(st.sampled_from(sorted(NODES)))],
+                }
+            ]
+        }
     elif kind == "not-region":
         term = {"matchExpressions": [{"key": "region", "operator": "NotIn", "values": ["r2"]}]}
     else:
         values = {"region": ["r1", "r2"], "zone": ["z1", "z2"]}[kind]
-        term = {"matchExpressions": [{"key": kind, "operator": "In",
-                                      "values": [draw(st.sampled_from(values))]}]}
+        term = {
+            "matchExpressions": [
+                {"key": kind, "operator": "In", "values": [draw(st.sampled_from(values))]}
+            ]
+        }
     return {"nodeSelectorTerms": [term]}
 
 
@@ -218,8 +236,9 @@ def _node_selection(draw: Draw[Any], mode: str, node: str) -> dict[str, Any]:
 def driver_schemas(draw: Draw[Any]) -> DriverSchema:
     names = [n for n in ATTRIBUTES if n != "broken"]
     attributes = draw(st.lists(st.sampled_from(names), unique=True, min_size=1, max_size=6))
-    return DriverSchema(tuple(sorted(set(attributes) | {"model"})), draw(st.booleans()),
-                        draw(st.booleans()))
+    return DriverSchema(
+        tuple(sorted(set(attributes) | {"model"})), draw(st.booleans()), draw(st.booleans())
+    )
 
 
 def _capacity(draw: Draw[Any], schema: DriverSchema) -> dict[str, Any]:
@@ -245,8 +264,9 @@ def _taint(draw: Draw[Any]) -> dict[str, Any]:
     return taint
 
 
-def _device(draw: Draw[Any], name: str, schema: DriverSchema, *, per_device: bool,
-            counter_sets: list[str]) -> dict[str, Any]:
+def _device(
+    draw: Draw[Any], name: str, schema: DriverSchema, *, per_device: bool, counter_sets: list[str]
+) -> dict[str, Any]:
     device: dict[str, Any] = {"name": name}
     attributes = {n: draw(ATTRIBUTES[n]) for n in schema.attributes if not chance(draw, 20)}
     if chance(draw, 2):
@@ -281,8 +301,9 @@ def _device(draw: Draw[Any], name: str, schema: DriverSchema, *, per_device: boo
     return device
 
 
-def _counter_slice(name: str, driver: str, pool: dict[str, Any], selection: dict[str, Any],
-                   sets: list[str]) -> dict[str, Any]:
+def _counter_slice(
+    name: str, driver: str, pool: dict[str, Any], selection: dict[str, Any], sets: list[str]
+) -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
@@ -299,11 +320,13 @@ def _counter_slice(name: str, driver: str, pool: dict[str, Any], selection: dict
     }
 
 
-def _pool_slices(draw: Draw[Any], driver: str, schema: DriverSchema, pool_name: str,
-                 device_names: list[str]) -> list[dict[str, Any]]:
+def _pool_slices(
+    draw: Draw[Any], driver: str, schema: DriverSchema, pool_name: str, device_names: list[str]
+) -> list[dict[str, Any]]:
     """The slices of one pool: device slices, maybe a counter slice, maybe stale ones."""
-    mode = draw(st.sampled_from(["node", "node", "node", "all", "selector", "per-device",
-                                 "multi-node"]))
+    mode = draw(
+        st.sampled_from(["node", "node", "node", "all", "selector", "per-device", "multi-node"])
+    )
     generation = draw(st.integers(1, 2))
     n_device_slices = draw(st.integers(1, 2))
     counters = chance(draw, 3)
@@ -328,25 +351,35 @@ def _pool_slices(draw: Draw[Any], driver: str, schema: DriverSchema, pool_name: 
             else:
                 name = f"{SHORT[driver]}-{len(device_names)}"
             device_names.append(name)
-            devices.append(_device(draw, name, schema, per_device=mode == "per-device",
-                                   counter_sets=consumable_sets))
+            devices.append(
+                _device(
+                    draw,
+                    name,
+                    schema,
+                    per_device=mode == "per-device",
+                    counter_sets=consumable_sets,
+                )
+            )
         spec: dict[str, Any] = {"driver": driver, "pool": dict(pool), **selection}
         if devices:
             spec["devices"] = devices
-        slices.append({
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{pool_name}-s{k}"},
-            "spec": spec,
-        })
+        slices.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{pool_name}-s{k}"},
+                "spec": spec,
+            }
+        )
     if counters:
         # Counters of a pool spanning nodes (or selected by labels) serve every node.
         selection = {"nodeName": home} if mode in ("node", "per-device") else {"allNodes": True}
         counter_sets = list(sets)
         if chance(draw, 20):
             counter_sets.append("cs-0")  # a duplicate set name: invalid pool
-        slices.append(_counter_slice(f"{pool_name}-counters", driver, pool, selection,
-                                     counter_sets))
+        slices.append(
+            _counter_slice(f"{pool_name}-counters", driver, pool, selection, counter_sets)
+        )
     if generation > 1 and chance(draw, 10):
         # A slice left over from the previous generation: ignored.
         stale = {**slices[0], "metadata": {"name": f"{pool_name}-stale"}}
@@ -355,8 +388,11 @@ def _pool_slices(draw: Draw[Any], driver: str, schema: DriverSchema, pool_name: 
     if chance(draw, 10):
         # A newer generation published for another node: obsolete unless complete here.
         newer = {**slices[0], "metadata": {"name": f"{pool_name}-newer"}}
-        newer["spec"] = {**slices[0]["spec"], "pool": {**pool, "generation": generation + 1},
-                         "nodeName": "node-3"}
+        newer["spec"] = {
+            **slices[0]["spec"],
+            "pool": {**pool, "generation": generation + 1},
+            "nodeName": "node-3",
+        }
         for key in ("allNodes", "nodeSelector", "perDeviceNodeSelection", "devices"):
             newer["spec"].pop(key, None)
         slices.append(newer)
@@ -390,8 +426,12 @@ def _class(name: str, selectors: list[str], config: dict[str, Any] | None = None
         spec["selectors"] = [{"cel": {"expression": e}} for e in selectors]
     if config is not None:
         spec["config"] = [{"opaque": config}]
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,8 +457,9 @@ def clusters(draw: Draw[Any]) -> Cluster:
     for driver in drivers:
         names: list[str] = []
         for p in range(draw(st.integers(1, 2))):
-            slices += _pool_slices(draw, driver, schemas[driver], f"{SHORT[driver]}-pool-{p}",
-                                   names)
+            slices += _pool_slices(
+                draw, driver, schemas[driver], f"{SHORT[driver]}-pool-{p}", names
+            )
     return Cluster(
         nodes=[node_document(n) for n in sorted(NODES)],
         classes=_classes(draw, schemas),
@@ -448,28 +489,42 @@ def _allocated_claims(draw: Draw[Any], cluster: Cluster) -> Documents:
         picked = draw(st.lists(st.sampled_from(devices), min_size=1, max_size=3))
         results = []
         for j, (driver, pool, device) in enumerate(picked):
-            result: dict[str, Any] = {"request": "req-0", "driver": driver, "pool": pool,
-                                      "device": device["name"]}
+            result: dict[str, Any] = {
+                "request": "req-0",
+                "driver": driver,
+                "pool": pool,
+                "device": device["name"],
+            }
             if device.get("allowMultipleAllocations") and not chance(draw, 3):
                 result["shareID"] = f"{i:08x}-{j:04x}-4000-8000-000000000000"
                 if "capacity" in device and not chance(draw, 4):
                     result["consumedCapacity"] = {
-                        name: draw(st.sampled_from(["2Gi", "4Gi", "8Gi"])) if name == "memory"
+                        name: draw(st.sampled_from(["2Gi", "4Gi", "8Gi"]))
+                        if name == "memory"
                         else "1"
                         for name in device["capacity"]
                     }
             elif chance(draw, 6):
                 result["adminAccess"] = True
             results.append(result)
-        claims.append({
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": f"allocated-{i}", "namespace": "default"},
-            "spec": {"devices": {"requests": [
-                {"name": "req-0", "exactly": {"deviceClassName": "any", "count": len(results)}}
-            ]}},
-            "status": {"allocation": {"devices": {"results": results}}},
-        })
+        claims.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"allocated-{i}", "namespace": "default"},
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "req-0",
+                                "exactly": {"deviceClassName": "any", "count": len(results)},
+                            }
+                        ]
+                    }
+                },
+                "status": {"allocation": {"devices": {"results": results}}},
+            }
+        )
     return claims
 
 
@@ -483,8 +538,9 @@ def _tolerations(draw: Draw[Any]) -> list[dict[str, Any]]:
     return draw(st.lists(st.sampled_from(options), min_size=1, max_size=2, unique_by=repr))
 
 
-def _request_body(draw: Draw[Any], cluster: Cluster, classes: dict[str, str | None], *,
-                  sub: bool) -> dict[str, Any]:
+def _request_body(
+    draw: Draw[Any], cluster: Cluster, classes: dict[str, str | None], *, sub: bool
+) -> dict[str, Any]:
     """The fields of an ``exactly`` request or of a subrequest.
 
     ``classes`` maps class names to the driver they select (None: any driver).
@@ -510,10 +566,13 @@ def _request_body(draw: Draw[Any], cluster: Cluster, classes: dict[str, str | No
     if chance(draw, 3):
         body["tolerations"] = _tolerations(draw)
     if chance(draw, 5):
-        body["capacity"] = {"requests": {
-            draw(st.sampled_from(["memory", "memory", "cores"])):
-                draw(st.sampled_from(["1Gi", "3Gi", "4Gi", "10Gi", "16Gi", "2"]))
-        }}
+        body["capacity"] = {
+            "requests": {
+                draw(st.sampled_from(["memory", "memory", "cores"])): draw(
+                    st.sampled_from(["1Gi", "3Gi", "4Gi", "10Gi", "16Gi", "2"])
+                )
+            }
+        }
     return body
 
 
@@ -524,8 +583,9 @@ def _scope(draw: Draw[Any], addressable: list[str]) -> list[str]:
     return draw(st.lists(st.sampled_from(addressable), unique=True, min_size=1, max_size=2))
 
 
-def _claim(draw: Draw[Any], index: int, cluster: Cluster,
-           classes: dict[str, str | None]) -> dict[str, Any]:
+def _claim(
+    draw: Draw[Any], index: int, cluster: Cluster, classes: dict[str, str | None]
+) -> dict[str, Any]:
     requests: Documents = []
     addressable: list[str] = []
     for r in range(draw(st.sampled_from([1, 1, 2, 2, 3]))):
@@ -538,15 +598,18 @@ def _claim(draw: Draw[Any], index: int, cluster: Cluster,
                 addressable.append(f"{name}/sub-{k}")
             requests.append({"name": name, "firstAvailable": subs})
         else:
-            requests.append({"name": name, "exactly": _request_body(draw, cluster, classes,
-                                                                      sub=False)})
+            requests.append(
+                {"name": name, "exactly": _request_body(draw, cluster, classes, sub=False)}
+            )
     devices: dict[str, Any] = {"requests": requests}
     drivers = sorted(cluster.schemas)
     constraints = []
     for _ in range(draw(st.integers(1, 2)) if chance(draw, 2) else 0):
-        attribute = draw(st.sampled_from(
-            [f"{d}/{a}" for d in drivers for a in CONSTRAINT_ATTRIBUTES] + [TOPOLOGY]
-        ))
+        attribute = draw(
+            st.sampled_from(
+                [f"{d}/{a}" for d in drivers for a in CONSTRAINT_ATTRIBUTES] + [TOPOLOGY]
+            )
+        )
         kind = "distinctAttribute" if chance(draw, 3) else "matchAttribute"
         constraint: dict[str, Any] = {kind: attribute}
         scope = _scope(draw, addressable)
@@ -557,8 +620,12 @@ def _claim(draw: Draw[Any], index: int, cluster: Cluster,
         devices["constraints"] = constraints
     configs = []
     for c in range(draw(st.integers(1, 2)) if chance(draw, 3) else 0):
-        config: dict[str, Any] = {"opaque": {"driver": draw(st.sampled_from(drivers)),
-                                             "parameters": {"kind": "ClaimConfig", "n": c}}}
+        config: dict[str, Any] = {
+            "opaque": {
+                "driver": draw(st.sampled_from(drivers)),
+                "parameters": {"kind": "ClaimConfig", "n": c},
+            }
+        }
         scope = _scope(draw, addressable)
         if scope:
             config["requests"] = scope
@@ -579,8 +646,14 @@ def class_drivers(cluster: Cluster) -> dict[str, str | None]:
     for c in cluster.classes:
         selectors = c["spec"].get("selectors") or []
         expression = selectors[0]["cel"]["expression"] if selectors else ""
-        found[c["metadata"]["name"]] = next((d for d in DRIVERS if f'"{d}"' in expression
-                                             and expression.startswith("device.driver")), None)
+        found[c["metadata"]["name"]] = next(
+            (
+                d
+                for d in DRIVERS
+                if f'"{d}"' in expression and expression.startswith("device.driver")
+            ),
+            None,
+        )
     return found
 
 
@@ -613,9 +686,38 @@ def scenarios(draw: Draw[Any], gates: st.SearchStrategy[Features] | None = None)
 # --------------------------------------------------------------------------------------
 
 _STRANGE_SCALARS: list[Any] = [
-    None, True, False, 0, -1, 2**31, 2**63, -(2**63) - 1, 2**200, 1.5, -0.0, float("inf"),
-    float("nan"), 1e308, "", " ", "0", "-1", "1e3", "Gi", "1Gi", "-5Gi", "1.5.0", "v1",
-    "\x00", "é" * 70, "a" * 300, "x/y/z", "DRA", "true", "a.b.c", "🙂",
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**31,
+    2**63,
+    -(2**63) - 1,
+    2**200,
+    1.5,
+    -0.0,
+    float("inf"),
+    float("nan"),
+    1e308,
+    "",
+    " ",
+    "0",
+    "-1",
+    "1e3",
+    "Gi",
+    "1Gi",
+    "-5Gi",
+    "1.5.0",
+    "v1",
+    "\x00",
+    "é" * 70,
+    "a" * 300,
+    "x/y/z",
+    "DRA",
+    "true",
+    "a.b.c",
+    "🙂",
 ]
 
 
@@ -631,9 +733,30 @@ def json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
         scalars,
         lambda inner: st.one_of(
             st.lists(inner, max_size=4),
-            st.dictionaries(st.one_of(st.text(max_size=8), st.sampled_from(
-                ["name", "value", "spec", "devices", "int", "string", "version", "bool",
-                 "count", "requests", "exactly", "cel", "expression"])), inner, max_size=4),
+            st.dictionaries(
+                st.one_of(
+                    st.text(max_size=8),
+                    st.sampled_from(
+                        [
+                            "name",
+                            "value",
+                            "spec",
+                            "devices",
+                            "int",
+                            "string",
+                            "version",
+                            "bool",
+                            "count",
+                            "requests",
+                            "exactly",
+                            "cel",
+                            "expression",
+                        ]
+                    ),
+                ),
+                inner,
+                max_size=4,
+            ),
         ),
         max_leaves=max_leaves,
     )
@@ -662,8 +785,7 @@ def _mutate_once(draw: Draw[Any], doc: Any) -> Any:
         return draw(json_values())
     parent, key = _get(doc, path[:-1]), path[-1]
     value = parent[key]
-    op = draw(st.sampled_from(["replace", "delete", "retype", "strange", "wrap", "grow",
-                               "clone"]))
+    op = draw(st.sampled_from(["replace", "delete", "retype", "strange", "wrap", "grow", "clone"]))
     if op == "delete":
         del parent[key]
     elif op == "replace":
@@ -694,10 +816,39 @@ def mutated_documents(draw: Draw[Any], seeds: tuple[dict[str, Any], ...]) -> Any
 
 
 _TEXT_SPLICES = [
-    b"&a ", b"*a", b"<<: *a\n", b"!!python/object:os.system ", b"!!binary ", b"? ",
-    b"%YAML 1.1\n", b"\t", b"{", b"}", b"[", b"]", b"\n---\n", b"\n...\n", b"\xff\xfe",
-    b"\x00", b"\xc3\x28", b": ", b"- ", b"'", b'"', b"#", b"|\n", b">-\n", b"\\u0000",
-    b"1e999", b"0x1F", b"0o17", b".inf", b".nan", b"~", b"\r\n", b"\xef\xbb\xbf",
+    b"&a ",
+    b"*a",
+    b"<<: *a\n",
+    b"!!python/object:os.system ",
+    b"!!binary ",
+    b"? ",
+    b"%YAML 1.1\n",
+    b"\t",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\n---\n",
+    b"\n...\n",
+    b"\xff\xfe",
+    b"\x00",
+    b"\xc3\x28",
+    b": ",
+    b"- ",
+    b"'",
+    b'"',
+    b"#",
+    b"|\n",
+    b">-\n",
+    b"\\u0000",
+    b"1e999",
+    b"0x1F",
+    b"0o17",
+    b".inf",
+    b".nan",
+    b"~",
+    b"\r\n",
+    b"\xef\xbb\xbf",
 ]
 
 
@@ -711,9 +862,9 @@ def mutated_texts(draw: Draw[Any], seeds: tuple[bytes, ...]) -> bytes:
         if op == "splice":
             data[at:at] = draw(st.sampled_from(_TEXT_SPLICES))
         elif op == "cut":
-            del data[at:at + draw(st.integers(1, 40))]
+            del data[at : at + draw(st.integers(1, 40))]
         elif op == "dup":
-            data[at:at] = data[at:at + draw(st.integers(1, 80))]
+            data[at:at] = data[at : at + draw(st.integers(1, 80))]
         elif op == "bytes":
             data[at:at] = draw(st.binary(max_size=6))
         else:
@@ -731,34 +882,100 @@ def _cel_literals() -> st.SearchStrategy[str]:
     return st.one_of(
         st.integers(-(2**64), 2**64).map(str),
         st.integers(0, 2**65).map(lambda v: f"{v}u"),
-        st.sampled_from(["1.5", "-0.0", "1e308", "1e-400", ".5", "0x7fffffffffffffff",
-                         "0xFFFFFFFFFFFFFFFFu", "true", "false", "null", "b'\\xff'",
-                         "'''x'''", 'r"\\d"', '"\\u00e9"', '"\\x"', "[]", "{}"]),
-        st.text(max_size=6).map(lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"')
-                                + '"'),
-        st.sampled_from([_DRIVER_MAP + ".model", _DRIVER_MAP + ".numa", _CAP_MAP + ".memory",
-                         "device.driver", "device.allowMultipleAllocations",
-                         _DRIVER_MAP + ".?links", 'quantity("1Gi")', 'semver("1.2.3")',
-                         "device.attributes", _DRIVER_MAP]),
+        st.sampled_from(
+            [
+                "1.5",
+                "-0.0",
+                "1e308",
+                "1e-400",
+                ".5",
+                "0x7fffffffffffffff",
+                "0xFFFFFFFFFFFFFFFFu",
+                "true",
+                "false",
+                "null",
+                "b'\\xff'",
+                "'''x'''",
+                'r"\\d"',
+                '"\\u00e9"',
+                '"\\x"',
+                "[]",
+                "{}",
+            ]
+        ),
+        st.text(max_size=6).map(lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'),
+        st.sampled_from(
+            [
+                _DRIVER_MAP + ".model",
+                _DRIVER_MAP + ".numa",
+                _CAP_MAP + ".memory",
+                "device.driver",
+                "device.allowMultipleAllocations",
+                _DRIVER_MAP + ".?links",
+                'quantity("1Gi")',
+                'semver("1.2.3")',
+                "device.attributes",
+                _DRIVER_MAP,
+            ]
+        ),
         st.sampled_from(_IDENTS),
     )
 
 
 def _cel_compound(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    binary = st.sampled_from(["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=",
-                              "&&", "||", "in"])
-    methods = st.sampled_from([
-        "size()", "startsWith({})", "matches({})", "contains({})", "isGreaterThan({})",
-        "compareTo({})", "orValue({})", "exists(v, {})", "all(v, {})", "map(v, {})",
-        "filter(v, {})", "exists_one(v, {})", "includes({})", "asInteger()", "major()",
-        "lowerAscii()", "split({})", "join()", "sum()", "sort()", "transformList(i, v, {})",
-    ])
-    functions = st.sampled_from([
-        "size({})", "has({}.x)", "int({})", "uint({})", "double({})", "string({})",
-        "bytes({})", "type({})", "dyn({})", "quantity({})", "semver({})", "isQuantity({})",
-        "cel.bind(z, {}, z)", "optional.of({})", "optional.none()", "duration({})",
-        "lists.range({})", "sets.contains([1], [{}])", "ip({})", "cidr({})", "url({})",
-    ])
+    binary = st.sampled_from(
+        ["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "in"]
+    )
+    methods = st.sampled_from(
+        [
+            "size()",
+            "startsWith({})",
+            "matches({})",
+            "contains({})",
+            "isGreaterThan({})",
+            "compareTo({})",
+            "orValue({})",
+            "exists(v, {})",
+            "all(v, {})",
+            "map(v, {})",
+            "filter(v, {})",
+            "exists_one(v, {})",
+            "includes({})",
+            "asInteger()",
+            "major()",
+            "lowerAscii()",
+            "split({})",
+            "join()",
+            "sum()",
+            "sort()",
+            "transformList(i, v, {})",
+        ]
+    )
+    functions = st.sampled_from(
+        [
+            "size({})",
+            "has({}.x)",
+            "int({})",
+            "uint({})",
+            "double({})",
+            "string({})",
+            "bytes({})",
+            "type({})",
+            "dyn({})",
+            "quantity({})",
+            "semver({})",
+            "isQuantity({})",
+            "cel.bind(z, {}, z)",
+            "optional.of({})",
+            "optional.none()",
+            "duration({})",
+            "lists.range({})",
+            "sets.contains([1], [{}])",
+            "ip({})",
+            "cidr({})",
+            "url({})",
+        ]
+    )
     return st.one_of(
         st.tuples(inner, binary, inner).map(lambda t: f"{t[0]} {t[1]} {t[2]}"),
         st.tuples(st.sampled_from(["!", "-", "!!", "--"]), inner).map("".join),
@@ -769,7 +986,8 @@ def _cel_compound(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         st.tuples(inner, inner).map(lambda t: f"{t[0]}[?{t[1]}]"),
         st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
         st.lists(st.tuples(inner, inner), max_size=2).map(
-            lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"),
+            lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"
+        ),
         inner.map(lambda e: f"({e})"),
     )
 
@@ -779,9 +997,39 @@ def cel_expressions() -> st.SearchStrategy[str]:
     return st.recursive(_cel_literals(), _cel_compound, max_leaves=12)
 
 
-_CEL_SPLICES = ["(", ")", "[", "]", "{", "}", ".", "?", ":", "!", "&&", "||", '"', "'",
-                "\\", "`", "@", "#", " in ", ".?", "[?", "1u", "-9223372036854775808",
-                "e999", "\n", "\x00", "é", "device", ".exists(v, ", "size(", ", "]
+_CEL_SPLICES = [
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ".",
+    "?",
+    ":",
+    "!",
+    "&&",
+    "||",
+    '"',
+    "'",
+    "\\",
+    "`",
+    "@",
+    "#",
+    " in ",
+    ".?",
+    "[?",
+    "1u",
+    "-9223372036854775808",
+    "e999",
+    "\n",
+    "\x00",
+    "é",
+    "device",
+    ".exists(v, ",
+    "size(",
+    ", ",
+]
 
 
 @st.composite
@@ -794,9 +1042,9 @@ def mutated_selectors(draw: Draw[Any], seeds: tuple[str, ...]) -> str:
         if op == "splice":
             text = text[:at] + draw(st.sampled_from(_CEL_SPLICES)) + text[at:]
         elif op == "cut":
-            text = text[:at] + text[at + draw(st.integers(1, 12)):]
+            text = text[:at] + text[at + draw(st.integers(1, 12)) :]
         elif op == "dup":
-            text = text[:at] + text[at:at + draw(st.integers(1, 30))] * 2 + text[at + 1:]
+            text = text[:at] + text[at : at + draw(st.integers(1, 30))] * 2 + text[at + 1 :]
         else:
             depth = draw(st.sampled_from([2, 10, 200, 400]))
             text = "(" * depth + text + ")" * depth
