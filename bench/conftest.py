@@ -235,10 +235,8 @@ class PerNode:
         return (node,), {}
 
     def allocate(self, node: Node) -> None:
-        if self.mode == "scheduler":  # Filter: the pod's prepared claims, node by node
-            assert self.prepared is not None
+        if self.prepared is not None:  # Filter: the pod's prepared claims, node by node
             results = self.prepared.allocate(node)
-            self.allocator.last_stats = self.prepared.last_stats
         else:
             results = self.allocator.allocate(self.claims, node)
         if results is not None:
@@ -247,7 +245,8 @@ class PerNode:
                 self.first_fit = results
 
     def teardown(self, node: Node) -> None:
-        self.work.append(self.allocator.last_stats.num_allocate_one_invocations)
+        stats = (self.prepared or self.allocator).last_stats
+        self.work.append(stats.num_allocate_one_invocations)
         self.calls += 1
 
     def run(

@@ -31,7 +31,9 @@ constructor.
 import dataclasses
 
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_DECREF, Py_INCREF
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+from libc.stdint cimport int64_t
 
 from draspeed.api import model
 from draspeed.quantity import Quantity
@@ -39,8 +41,12 @@ from draspeed.quantity import Quantity
 from model_slots cimport draspeed_alloc, draspeed_get_slot, draspeed_set_slot, draspeed_slot_offset
 
 cdef extern from "Python.h":
+    PyTypeObject *Py_TYPE(object o)
     int Py_EnterRecursiveCall(const char *where)  # nonzero: RecursionError set
     void Py_LeaveRecursiveCall()
+    const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+    bytes PyBytes_FromStringAndSize(const char *v, Py_ssize_t n)
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
 
 
 cdef int _enter() except -1:
@@ -49,12 +55,6 @@ cdef int _enter() except -1:
         return -1  # the RecursionError is set
     return 0
 
-cdef extern from "Python.h":
-    PyTypeObject *Py_TYPE(object o)
-    PyObject *PyList_New(Py_ssize_t n)
-    void PyList_SET_ITEM(PyObject *lst, Py_ssize_t i, PyObject *item)
-    Py_ssize_t PyList_GET_SIZE(object lst)
-    PyObject *PyList_GET_ITEM(object lst, Py_ssize_t i)
 
 cdef enum:
     MAX_CLASSES = 64
@@ -113,26 +113,16 @@ cdef inline Py_ssize_t _class_index(PyObject *t) noexcept:
 
 cdef object _copy(object o):
     cdef PyObject *t = <PyObject*>Py_TYPE(o)
-    cdef Py_ssize_t i, n, k
+    cdef Py_ssize_t i, k
     cdef PyObject *value
-    cdef PyObject *lst
     if t == <PyObject*>list:
-        n = PyList_GET_SIZE(o)
-        lst = PyList_New(n)
-        if lst == NULL:
-            raise MemoryError()
-        out = <object>lst
-        Py_DECREF(out)  # <object> took a reference of its own; PyList_New gave one
-        if n:
-            _enter()
-            try:
-                for i in range(n):
-                    item = _copy(<object>PyList_GET_ITEM(o, i))
-                    Py_INCREF(item)  # the list's own reference
-                    PyList_SET_ITEM(lst, i, <PyObject*>item)
-            finally:
-                Py_LeaveRecursiveCall()
-        return out
+        if not <list>o:
+            return []
+        _enter()
+        try:
+            return [_copy(item) for item in <list>o]
+        finally:
+            Py_LeaveRecursiveCall()
     if t == <PyObject*>dict:
         new = {}
         if len(<dict>o):
@@ -165,15 +155,6 @@ def clone(o):
 
 
 # ------------------------------------------------------------------ signatures
-
-cdef extern from "Python.h":
-    const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
-    bytes PyBytes_FromStringAndSize(const char *v, Py_ssize_t n)
-    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
-
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
-from libc.stdint cimport int64_t
 
 cdef struct _Out:
     char *data

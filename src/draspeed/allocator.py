@@ -103,13 +103,13 @@ class Allocator:
         if deadline is not None:
             check_deadline(deadline)
         code, work, picks, chosen, err_alt, err_pos = _core.search_node(
-            arrays.problem, n, deadline or 0.0, None if arrays.layout is layout else layout.state
+            arrays.problem, n, deadline or 0.0, _state(arrays, layout)
         )
         self.last_stats = Stats(work)
         if code == _FOUND:  # the common answer, usually asked before: copy and go
-            templates = arrays.results.get((n, picks, chosen))
-            if templates is not None:
-                return [_copy_result(t, self.share_id) for t in templates]
+            found = _remembered(arrays, (n, picks, chosen), self.share_id)
+            if found is not None:
+                return found
         outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
         return outcome.raise_or_results(self.share_id)
 
@@ -391,15 +391,24 @@ class _Outcome:
     def results(self, share_id: Callable[[], str]) -> list[AllocationResult]:
         """Same question, same picks: the same result, copied, with fresh shareIDs."""
         key = (self.n, self.picks, self.chosen_sub)
-        templates = self.arrays.results.get(key)
-        if templates is None:
-            offset = int(self.arrays.layout.node_ptr[self.n])
-            picks = [[(a, offset + p) for a, p in claim] for claim in self.picks]
-            templates = _build_results(
-                self.arrays, self.claims, self.n, picks, list(self.chosen_sub)
-            )
-            self.arrays.results[key] = templates
+        found = _remembered(self.arrays, key, share_id)
+        if found is not None:
+            return found
+        offset = int(self.arrays.layout.node_ptr[self.n])
+        picks = [[(a, offset + p) for a, p in claim] for claim in self.picks]
+        templates = _build_results(self.arrays, self.claims, self.n, picks, list(self.chosen_sub))
+        self.arrays.results[key] = templates
         return [_copy_result(t, share_id) for t in templates]
+
+
+def _remembered(
+    arrays: ClaimArrays, key: tuple[Any, ...], share_id: Callable[[], str]
+) -> list[AllocationResult] | None:
+    """Copies of the results remembered for (node, picks, subrequests), or None."""
+    templates = arrays.results.get(key)
+    if templates is None:
+        return None
+    return [_copy_result(t, share_id) for t in templates]
 
 
 def _build_results(

@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import numpy as np
 
 from draspeed import _core
@@ -49,7 +48,6 @@ SEL_NO, SEL_YES, SEL_ERROR = _core.SEL["no"], _core.SEL["yes"], _core.SEL["error
 CAP_FAIL, CAP_OK, CAP_DYNAMIC = _core.CAP["fail"], _core.CAP["ok"], _core.CAP["dynamic"]
 _INT64_LIMIT = 2**62  # headroom: sums of two in-range terms cannot wrap before the check
 _CLAIM_SETS_PER_LAYOUT = 32  # distinct claim sets remembered per layout
-_signature_encoder = msgspec.msgpack.Encoder(enc_hook=str)
 
 # (from_class, selector index, compile error, runtime error): formatted when raised.
 SelectorFailure = tuple[bool, int, str | None, str | None]
@@ -92,17 +90,14 @@ def claims_signature(claims: list[ResourceClaim]) -> bytes:
     messages name claims through placeholders filled in by :func:`render`.
     """
     specs = [c.spec for c in claims]
-    # Each way of writing the key has its own first byte, so two ways never collide.
+    # Each way of writing the key has its own first byte, so the two never collide.
     try:
         return b"\x01" + tree_signature(specs)
-    except TypeError:  # a value of another type in opaque parameters
-        pass
-    try:
-        return b"\x02" + _signature_encoder.encode(specs)
-    except (OverflowError, TypeError, msgspec.EncodeError):
-        # What msgpack cannot write either: the model's repr is slower but total and
-        # just as deterministic.
-        return b"\x03" + repr(specs).encode()
+    except (TypeError, ValueError):
+        # A value of a type the walk does not know (opaque parameters given as other
+        # Python objects) or a string UTF-8 cannot hold: the model's repr is slower but
+        # total and just as deterministic.
+        return b"\x02" + repr(specs).encode()
 
 
 def claim_token(c: int) -> str:

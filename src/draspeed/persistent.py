@@ -225,11 +225,6 @@ class PersistentMap(Mapping[K, V], Generic[K, V]):
         del self[key]
         return found
 
-    def update_from(self, items: Mapping[K, V] | Iterable[tuple[K, V]]) -> None:
-        pairs = items.items() if isinstance(items, Mapping) else items
-        for key, value in pairs:
-            self[key] = value
-
     def __repr__(self) -> str:
         return f"PersistentMap({self.flat()!r})"
 
