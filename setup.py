@@ -1,4 +1,5 @@
-"""Build the compiled core: every ``cext/*.pyx`` becomes ``draspeed.<name>``.
+"""Build the compiled modules: ``cext/<package>/<name>.pyx`` becomes ``draspeed.<package>.<name>``
+(``cext/engine/_core.pyx`` is ``draspeed.engine._core``).
 
 ``DRASPEED_DEBUG=1`` builds with bounds and wraparound checks on and without
 optimisation, for fuzzing the core through its Python entry points.
@@ -29,13 +30,13 @@ compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
 
 extensions = [
     Extension(
-        f"draspeed.{pyx.stem}",
+        f"draspeed.{pyx.parent.name}.{pyx.stem}",
         [str(pyx)],
-        include_dirs=[np.get_include()],
+        include_dirs=[np.get_include(), str(pyx.parent)],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=compile_args,
     )
-    for pyx in sorted(Path("cext").glob("*.pyx"))
+    for pyx in sorted(Path("cext").glob("*/*.pyx"))
     if os.environ.get("DRASPEED_ONLY", pyx.stem) == pyx.stem
 ]
 

@@ -16,9 +16,9 @@ from draspeed.generate import generate
 from draspeed.generate.scenarios import Loaded, Scenario
 
 if TYPE_CHECKING:
+    from draspeed.api.loader import Objects
     from draspeed.api.model import Node
     from draspeed.jobs import Engine
-    from draspeed.load import Objects
 
 SLICES = 12_500
 DEVICES_PER_SLICE = 8

@@ -38,9 +38,9 @@ from draspeed.analysis import (
     snapshot_from_objects,
     sweep,
 )
+from draspeed.api.loader import Objects
+from draspeed.engine.snapshot import Snapshot
 from draspeed.generate import generate
-from draspeed.load import Objects
-from draspeed.snapshot import Snapshot
 
 pytestmark = pytest.mark.benchmark(group="capacity")
 

@@ -24,9 +24,9 @@ import msgspec
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from draspeed._jsontext import json_list_spans
+from draspeed.api._jsontext import json_list_spans
+from draspeed.api.loader import load
 from draspeed.api.text import parse_text
-from draspeed.load import load
 
 pytestmark = pytest.mark.benchmark(group="decode")
 

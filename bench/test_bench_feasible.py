@@ -41,18 +41,18 @@ from typing import Any
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from draspeed.allocator import Allocator
 from draspeed.analysis.whatif import AddNodes
+from draspeed.api.loader import load
 from draspeed.api.model import (
     CELDeviceSelector,
     DeviceSelector,
     ResourceClaim,
     ResourceClaimStatus,
 )
+from draspeed.engine.allocator import Allocator
+from draspeed.engine.snapshot import Snapshot
 from draspeed.generate import generate
 from draspeed.generate.scenarios import claim_from_template
-from draspeed.load import load
-from draspeed.snapshot import Snapshot
 
 SIZES = [50, 500, 5000]
 MIG = {"media_extensions": True}

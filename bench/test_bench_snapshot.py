@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from draspeed.load import Objects
-from draspeed.snapshot import Snapshot
+from draspeed.api.loader import Objects
+from draspeed.engine.snapshot import Snapshot
 
 pytestmark = pytest.mark.benchmark(group="snapshot-build")
 

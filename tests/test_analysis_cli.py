@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draspeed.analysis.cli import main
+from draspeed.cli.capacity import main
 from draspeed.generate import generate
 
 
@@ -156,7 +156,7 @@ def _command() -> list[str]:
         probe = subprocess.run([exe, "capacity", "--help"], capture_output=True, text=True)
         if probe.returncode == 0:
             return [exe, "capacity"]
-    return [sys.executable, "-m", "draspeed.analysis.cli", "capacity"]
+    return [sys.executable, "-m", "draspeed.cli.capacity", "capacity"]
 
 
 def test_command_in_a_subprocess(cluster: Path, claim: Path) -> None:
@@ -179,8 +179,8 @@ def test_command_in_a_subprocess(cluster: Path, claim: Path) -> None:
 def test_progress_lines_follow_the_work(
     cluster: Path, claim: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import draspeed.analysis.cli as capacity_cli
-    from draspeed.console import Progress
+    import draspeed.cli.capacity as capacity_cli
+    from draspeed.cli.render import Progress
 
     bars: list[Progress] = []
 

@@ -13,14 +13,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from draspeed.allocator import Allocator
 from draspeed.analysis import PodShape, fit, snapshot_from_objects
 from draspeed.analysis.shapes import ShapeOrder, as_shapes, normalise_ratios
+from draspeed.api.loader import Objects, load
 from draspeed.api.model import Node, ResourceClaim, ResourceClaimTemplate
+from draspeed.engine.allocator import Allocator
+from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError
 from draspeed.generate import generate
-from draspeed.load import Objects, load
-from draspeed.snapshot import Snapshot
 
 
 def _cluster(kind: str, nodes: int, **options: object) -> tuple[Snapshot, Objects]:

@@ -12,10 +12,10 @@ from typing import Any
 
 from draspeed.analysis import Cordon, fragmentation, snapshot_from_objects
 from draspeed.analysis.accounting import Accounting
+from draspeed.api.loader import Objects, load
+from draspeed.engine.snapshot import Snapshot
 from draspeed.generate import generate
-from draspeed.load import Objects, load
 from draspeed.quantity import Quantity
-from draspeed.snapshot import Snapshot
 
 DRIVER = "gpu.nvidia.com"
 EMPTY_GPU = {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1}

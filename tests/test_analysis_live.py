@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from draspeed.analysis import fit, snapshot_from_objects
-from draspeed.analysis.cli import main
 from draspeed.analysis.live import ClusterReadError, ListStats, list_cluster
+from draspeed.cli.capacity import main
 
 RECORDS = Path(__file__).parent / "data" / "analysis" / "apiserver"
 TOKEN = "recorded-token"

@@ -17,6 +17,7 @@ from draspeed.analysis import (
     snapshot_from_objects,
     what_if,
 )
+from draspeed.api.loader import Objects
 from draspeed.api.model import (
     DeviceTaint,
     DeviceTaintRule,
@@ -24,9 +25,8 @@ from draspeed.api.model import (
     ObjectMeta,
     ResourceClaimTemplate,
 )
+from draspeed.engine.snapshot import Snapshot
 from draspeed.generate import generate
-from draspeed.load import Objects
-from draspeed.snapshot import Snapshot
 
 
 def _gpu_cluster(nodes: int = 2, gpus: int = 2) -> tuple[Snapshot, Objects]:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from draspeed.api import DraspeedConversionWarning, DraspeedWarning, decode
+from draspeed.api.loader import load
 from draspeed.api.model import (
     DeviceAttribute,
     DeviceClass,
@@ -22,7 +23,6 @@ from draspeed.api.model import (
     ResourceSlice,
 )
 from draspeed.errors import InputError
-from draspeed.load import load
 from draspeed.quantity import Quantity
 
 DATA = Path(__file__).parent / "data" / "api"

@@ -18,6 +18,7 @@ from draspeed.api import (
     decode_allocation,
     encode_allocation,
 )
+from draspeed.api.loader import load
 from draspeed.api.model import (
     AllocationResult,
     DeviceAllocationConfiguration,
@@ -31,7 +32,6 @@ from draspeed.api.model import (
     ResourceClaim,
 )
 from draspeed.errors import InputError
-from draspeed.load import load
 from draspeed.quantity import Quantity
 
 DATA = Path(__file__).parent / "data" / "api"

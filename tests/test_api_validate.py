@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from draspeed.api import decode, validate
+from draspeed.api.loader import load
 from draspeed.api.model import ResourceClaim, ResourceSlice
 from draspeed.errors import InputError
-from draspeed.load import load
 
 DATA = Path(__file__).parent / "data" / "api"
 INVALID = sorted((DATA / "invalid").glob("*.yaml"))

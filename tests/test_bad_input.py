@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
+from draspeed.api.loader import load
 from draspeed.errors import InputError
 from draspeed.jobs import allocate_objects
-from draspeed.load import load
 
 HERE = Path(__file__).parent / "bad_input"
 INDEX: dict[str, dict[str, Any]] = yaml.safe_load((HERE / "expected.yaml").read_text())
@@ -30,7 +30,7 @@ MEMORY_LIMIT = 1_500_000_000  # bytes of address space for isolated cases
 CHILD = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
-from draspeed.load import load
+from draspeed.api.loader import load
 try:
     load(sys.argv[1], validate=sys.argv[2] == "True")
     print(json.dumps({{"loaded": True}}))

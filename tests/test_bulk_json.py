@@ -31,12 +31,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draspeed._model_tree import clone
+from draspeed.api._model_tree import clone
+from draspeed.api.loader import load
 from draspeed.api.model import ResourceSlice
 from draspeed.generate import KINDS, generate
-from draspeed.load import load
 
-_LOAD_MODULE = sys.modules["draspeed.load"]
+_LOAD_MODULE = sys.modules["draspeed.api.loader"]
 
 
 @contextmanager

@@ -26,8 +26,8 @@ import yaml
 
 import draspeed
 from draspeed.cli import build_parser, main
-from draspeed.console import Progress, Style, format_table
-from draspeed.demo import demo_cluster_text
+from draspeed.cli.demo import demo_cluster_text
+from draspeed.cli.render import Progress, Style, format_table
 from draspeed.generate import generate
 
 SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"

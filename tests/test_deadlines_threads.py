@@ -30,10 +30,10 @@ from typing import Any
 
 import pytest
 
+from draspeed.api.loader import load
 from draspeed.errors import AllocationError, AllocationTimeout
 from draspeed.features import Features
 from draspeed.jobs import Engine, make_allocator
-from draspeed.load import load
 from draspeed.testing.engines import Inputs, results_json
 
 SLACK = 0.010  # the contract: the timeout is raised within 10 ms of the deadline
@@ -127,7 +127,7 @@ sys.path[:0] = {paths!r}
 from draspeed.errors import AllocationTimeout
 from draspeed.features import Features
 from draspeed.jobs import make_allocator
-from draspeed.load import load
+from draspeed.api.loader import load
 if {preimport!r}:
     import draspeed.cel
 objects = load({text!r})

@@ -1,4 +1,4 @@
-"""The compiled fast paths of bulk decoding (``draspeed._decode``) against the checked
+"""The compiled fast paths of bulk decoding (``draspeed.api._decode``) against the checked
 Python code they stand in for.
 
 - Devices: a slice decodes to the same model, the same error or the same warnings
@@ -7,7 +7,7 @@ Python code they stand in for.
 - Model objects built slot by slot equal the dataclasses' own.
 - Name predicates: True only where ``draspeed.api.names`` accepts.
 
-The JSON text checks (``draspeed._jsontext``) are tested in test_json_text.py, the
+The JSON text checks (``draspeed.api._jsontext``) are tested in test_json_text.py, the
 typed bulk path (``SliceBuilder``) in test_bulk_json.py.
 """
 
@@ -21,8 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draspeed import _decode
-from draspeed.api import names, slices
+from draspeed.api import _decode, names, slices
 from draspeed.api.context import Caches
 from draspeed.api.decode import decode_object
 from draspeed.api.model import Device, DeviceAttribute, DeviceCapacity, DeviceTaint

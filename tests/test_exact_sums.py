@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 import draspeed
-from draspeed.allocator import Allocator
 from draspeed.api import encode_allocation
-from draspeed.claimset import ClaimArrays, claim_arrays
+from draspeed.engine.allocator import Allocator
+from draspeed.engine.claim_arrays import ClaimArrays, claim_arrays
+from draspeed.engine.snapshot import Snapshot
 from draspeed.jobs import find_node, split_claims
 from draspeed.reference import ReferenceAllocator
-from draspeed.snapshot import Snapshot
 
 
 def _cluster(

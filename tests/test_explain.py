@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from draspeed.api.loader import load
+from draspeed.engine.snapshot import Snapshot
 from draspeed.explain import Explanation, explain
 from draspeed.features import Features
 from draspeed.jobs import split_claims
-from draspeed.load import load
 from draspeed.rules.taint_rules import apply_taint_rules
-from draspeed.snapshot import Snapshot
 
 DRIVER = "gpu.example.com"
 NODE = "n1"

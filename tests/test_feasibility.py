@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from draspeed.allocator import Allocator
+from draspeed.api.loader import load
+from draspeed.engine.allocator import Allocator
+from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 from draspeed.generate import generate
 from draspeed.generate.scenarios import claim_from_template
-from draspeed.load import load
-from draspeed.snapshot import Snapshot
 from draspeed.testing.cases import Scenario
 from draspeed.testing.engines import results_json
 from draspeed.testing.strategies import scenarios

@@ -19,10 +19,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from draspeed.api.loader import load
 from draspeed.api.model import Device, ResourceSlice
 from draspeed.cel import DeviceTable, compile_selector, device_input
 from draspeed.errors import CELCompileError, CELRuntimeError
-from draspeed.load import load
 from draspeed.testing.fuzz import Hang, seed_selectors, time_budget
 from draspeed.testing.strategies import cel_expressions, mutated_selectors
 

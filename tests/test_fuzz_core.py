@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from draspeed import _core
+from draspeed.engine import _core
 from draspeed.testing.core_fuzz import capture, unchecked_problems
 
 HERE = Path(__file__).parent
@@ -184,7 +184,7 @@ def test_exact_must_be_the_exact_sums_object(
 
 
 def test_real_arrays_are_sound(real_arrays: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    """The shadow checks of the fuzzer accept what draspeed.claimset builds."""
+    """The shadow checks of the fuzzer accept what draspeed.engine.claim_arrays builds."""
     arrays, flags = real_arrays
     assert unchecked_problems(arrays) == []
     problem = _core.Problem(dict(arrays), **flags)

@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from draspeed.api import decode
+from draspeed.api.loader import load
 from draspeed.errors import DraspeedError
 from draspeed.jobs import allocate_objects
-from draspeed.load import load
 from draspeed.testing.fuzz import only_draspeed_errors, seed_documents, seed_texts, time_budget
 from draspeed.testing.strategies import mutated_documents, mutated_texts
 

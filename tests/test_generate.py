@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from draspeed.api import limits
+from draspeed.api.loader import load
+from draspeed.cli.generate import add_generate_parser
 from draspeed.features import Features
 from draspeed.generate import KINDS, Cluster, decoded_claim, generate
-from draspeed.generate.cli import add_generate_parser
 from draspeed.generate.nvidia import PROFILES
 from draspeed.generate.scenarios import SCENARIOS, identical_devices
 from draspeed.jobs import make_allocator
-from draspeed.load import load
 
 # (kind, options): every kind, and the options that change its shape.
 VARIANTS: list[tuple[str, dict[str, Any]]] = [

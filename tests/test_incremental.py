@@ -28,9 +28,9 @@ from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-import draspeed.persistent
-import draspeed.versions
-from draspeed.allocator import Allocator
+import draspeed.engine.committed
+import draspeed.engine.persistent
+from draspeed.api.loader import load
 from draspeed.api.model import (
     DeviceClass,
     Node,
@@ -38,10 +38,10 @@ from draspeed.api.model import (
     ResourceClaimStatus,
     ResourceSlice,
 )
+from draspeed.engine.allocator import Allocator
+from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError
 from draspeed.features import Features
-from draspeed.load import load
-from draspeed.snapshot import Snapshot
 from draspeed.testing.engines import results_json
 from draspeed.testing.strategies import Cluster, claim_sets, clusters, features
 
@@ -76,7 +76,7 @@ class Versions(RuleBasedStateMachine):
         self.removed: list[ResourceSlice] = []
         self.history: list[tuple[Snapshot, list[ResourceClaim], dict[str, Any]]] = []
         self.versions: list[Tracked] = []
-        self.saved = (draspeed.persistent.MAX_DEPTH, draspeed.versions.FOLD_MIN)
+        self.saved = (draspeed.engine.persistent.MAX_DEPTH, draspeed.engine.committed.FOLD_MIN)
 
     @initialize(
         cluster=clusters(),
@@ -88,7 +88,7 @@ class Versions(RuleBasedStateMachine):
     def start(self, cluster: Cluster, gates: Features, given: int, depth: int, fold: int) -> None:
         self.cluster, self.gates = cluster, gates
         # Small thresholds: layers merge and holds fold after a few versions.
-        draspeed.persistent.MAX_DEPTH, draspeed.versions.FOLD_MIN = depth, fold
+        draspeed.engine.persistent.MAX_DEPTH, draspeed.engine.committed.FOLD_MIN = depth, fold
         objects = load(cluster.documents)
         # Nodes left out are known from their slices alone (unlabelled).
         self.nodes = objects.nodes[given:]
@@ -100,7 +100,7 @@ class Versions(RuleBasedStateMachine):
         )
 
     def teardown(self) -> None:
-        draspeed.persistent.MAX_DEPTH, draspeed.versions.FOLD_MIN = self.saved
+        draspeed.engine.persistent.MAX_DEPTH, draspeed.engine.committed.FOLD_MIN = self.saved
 
     # -- helpers ---------------------------------------------------------------------
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from draspeed.api import decode, decode_allocation
+from draspeed.api.loader import load
 from draspeed.api.model import AllocationResult, ResourceClaim
 from draspeed.features import Features
-from draspeed.load import load
 from draspeed.testing.cases import case_files, read_case
 from draspeed.testing.engines import Inputs, run
 from draspeed.testing.invariants import check_allocation

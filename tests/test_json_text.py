@@ -1,4 +1,4 @@
-"""The compiled JSON text checks (``draspeed._jsontext``) against the decoded text.
+"""The compiled JSON text checks (``draspeed.api._jsontext``) against the decoded text.
 
 - ``json_text_check``: the nesting depth, and whether an object repeats a key once the
   keys are decoded, for generated documents whose keys are written plainly, with
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from draspeed._jsontext import json_list_spans, json_text_check
+from draspeed.api._jsontext import json_list_spans, json_text_check
 
 # ------------------------------------------------------------------ writing JSON
 

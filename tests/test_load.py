@@ -1,4 +1,4 @@
-"""draspeed.load: files, directories, stdin, text, lists, client objects."""
+"""draspeed.api.loader: files, directories, stdin, text, lists, client objects."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import yaml
 
 from draspeed.api import DraspeedConversionWarning
 from draspeed.api import text as text_module
+from draspeed.api.loader import Objects, load, to_plain
 from draspeed.api.model import DeviceClass, Node, ResourceClaim, ResourceSlice
 from draspeed.api.text import Limits
 from draspeed.errors import InputError
-from draspeed.load import Objects, load, to_plain
 
 DATA = Path(__file__).parent / "data" / "api"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from draspeed._model_tree import clone, signature
+from draspeed.api._model_tree import clone, signature
 from draspeed.api.model import (
     AllocationResult,
     DeviceAllocationConfiguration,

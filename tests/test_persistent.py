@@ -1,5 +1,5 @@
-"""The structures snapshot versions share (draspeed.persistent, and the building blocks
-of draspeed.versions made of them): each version reads as a plain copy would, whatever
+"""The structures snapshot versions share (draspeed.engine.persistent, and the building blocks
+of draspeed.engine.committed made of them): each version reads as a plain copy would, whatever
 its relatives did after it was made."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import draspeed.versions
+import draspeed.engine.committed
 from draspeed.api.model import (
     AllocationResult,
     Device,
@@ -25,9 +25,16 @@ from draspeed.api.model import (
     ResourceSlice,
     ResourceSliceSpec,
 )
-from draspeed.persistent import MAX_DEPTH, GrowingArray, PersistentMap, Trail
+from draspeed.engine.committed import (
+    EXCLUSIVE,
+    SHARE,
+    SHARE_WITH_CAPACITY,
+    ClaimLog,
+    Holds,
+    SliceStore,
+)
+from draspeed.engine.persistent import MAX_DEPTH, GrowingArray, PersistentMap, Trail
 from draspeed.rules.ids import DeviceID
-from draspeed.versions import EXCLUSIVE, SHARE, SHARE_WITH_CAPACITY, ClaimLog, Holds, SliceStore
 
 # -- PersistentMap ---------------------------------------------------------------------
 
@@ -115,7 +122,7 @@ def test_long_chain_stays_shallow() -> None:
 def test_merges_touch_the_change_not_the_map() -> None:
     """Over many one-key versions of a large map, the entries copied by merges stay a
     small multiple of the changes (the whole map is never copied per version)."""
-    import draspeed.persistent as persistent
+    import draspeed.engine.persistent as persistent
 
     copied = 0
     original = persistent._replay
@@ -247,8 +254,8 @@ _holds_ops = st.lists(
 def test_holds_versions(fold: int, ops: list[tuple[int, int, int, int]]) -> None:
     """Counts per index and per ID, over a tree of versions, equal a model's; flags for
     few and for many devices agree; folding into new arrays changes nothing read."""
-    saved = draspeed.versions.FOLD_MIN
-    draspeed.versions.FOLD_MIN = fold
+    saved = draspeed.engine.committed.FOLD_MIN
+    draspeed.engine.committed.FOLD_MIN = fold
     try:
         ids = [DeviceID("drv", "pool", f"d{k}") for k in range(6)]
         # Five devices by index (20 of padding around them), device 5 by ID only.
@@ -285,7 +292,7 @@ def test_holds_versions(fold: int, ops: list[tuple[int, int, int, int]]) -> None
                 device.device: c for device, c in model.items() if c != (0, 0, 0)
             }
     finally:
-        draspeed.versions.FOLD_MIN = saved
+        draspeed.engine.committed.FOLD_MIN = saved
 
 
 def test_holds_grow_for_new_devices() -> None:

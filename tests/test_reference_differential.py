@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from draspeed.api.loader import load
 from draspeed.api.model import (
     AllocationResult,
     DeviceToleration,
@@ -29,7 +30,6 @@ from draspeed.api.model import (
 )
 from draspeed.errors import AllocationError, NodeAllocationError
 from draspeed.features import Features
-from draspeed.load import load
 from draspeed.reference import ReferenceAllocator
 from draspeed.rules.taint_rules import apply_taint_rules
 

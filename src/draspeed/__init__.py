@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from draspeed.allocator import Allocator, PreparedClaims
+    from draspeed.api.loader import Objects, load
+    from draspeed.engine.allocator import Allocator, PreparedClaims
+    from draspeed.engine.feasibility import Feasibility, NodeOutcome
+    from draspeed.engine.snapshot import Snapshot
     from draspeed.errors import (
         AllocationError,
         AllocationTimeout,
@@ -19,24 +22,24 @@ if TYPE_CHECKING:
         InputError,
         NodeAllocationError,
     )
-    from draspeed.feasibility import Feasibility, NodeOutcome
     from draspeed.features import Features
     from draspeed.quantity import Quantity
-    from draspeed.snapshot import Snapshot
 
 _EXPORTS = {
-    "Allocator": "draspeed.allocator",
-    "PreparedClaims": "draspeed.allocator",
+    "Objects": "draspeed.api.loader",
+    "load": "draspeed.api.loader",
+    "Allocator": "draspeed.engine.allocator",
+    "PreparedClaims": "draspeed.engine.allocator",
     "AllocationError": "draspeed.errors",
     "AllocationTimeout": "draspeed.errors",
     "DraspeedError": "draspeed.errors",
     "InputError": "draspeed.errors",
     "NodeAllocationError": "draspeed.errors",
-    "Feasibility": "draspeed.feasibility",
-    "NodeOutcome": "draspeed.feasibility",
+    "Feasibility": "draspeed.engine.feasibility",
+    "NodeOutcome": "draspeed.engine.feasibility",
     "Features": "draspeed.features",
     "Quantity": "draspeed.quantity",
-    "Snapshot": "draspeed.snapshot",
+    "Snapshot": "draspeed.engine.snapshot",
 }
 
 __all__ = [
@@ -56,10 +59,6 @@ __all__ = [
     "__version__",
     "load",
 ]
-
-# ``draspeed.load`` is a function named like its module: bind it now, after the module
-# is imported, so a later ``import draspeed.load`` cannot leave the module in its place.
-from draspeed.load import Objects, load  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

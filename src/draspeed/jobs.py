@@ -19,8 +19,8 @@ from draspeed.features import Features
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from draspeed.api.loader import Objects
     from draspeed.api.model import DeviceClass, ResourceSlice
-    from draspeed.load import Objects
 
 Engine = Literal["fast", "reference"]
 ENGINES: tuple[Engine, ...] = ("fast", "reference")
@@ -80,8 +80,8 @@ def make_allocator(
 
         return ReferenceAllocator(slices, classes, allocated, features)
     if engine == "fast":
-        from draspeed.allocator import Allocator
-        from draspeed.snapshot import Snapshot
+        from draspeed.engine.allocator import Allocator
+        from draspeed.engine.snapshot import Snapshot
 
         return Allocator(Snapshot.build(slices, classes, allocated, features=features, nodes=nodes))
     raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from draspeed.errors import SemverError
-from draspeed.gotext import go_quote
+from draspeed.golang import go_quote
 
 _NUMBERS: Final = frozenset("0123456789")
 _ALPHANUM: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789")

@@ -15,7 +15,7 @@ would give, pod by pod.
   or a Dask cluster (``executor=dask.distributed.Client(...)``).
 - :mod:`draspeed.analysis.live` reads a live cluster (``kube`` extra);
   :mod:`draspeed.analysis.plots` draws (``analysis`` extra);
-  :mod:`draspeed.analysis.cli` is ``draspeed capacity``.
+  :mod:`draspeed.cli.capacity` is ``draspeed capacity``.
 
 Usage::
 

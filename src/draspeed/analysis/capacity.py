@@ -16,10 +16,10 @@ from draspeed.analysis.fragmentation import FragmentationReport, fragmentation
 from draspeed.analysis.shapes import ShapeSource
 
 if TYPE_CHECKING:
+    from draspeed.api.loader import Objects
     from draspeed.api.model import Node
+    from draspeed.engine.snapshot import Snapshot
     from draspeed.features import Features
-    from draspeed.load import Objects
-    from draspeed.snapshot import Snapshot
 
 
 @dataclass
@@ -73,8 +73,8 @@ def snapshot_from_objects(objects: Objects, features: Features | None = None) ->
     scheduler's slice tracker does), claims with ``status.allocation`` committed, the
     Node objects known. Pending claims of the dump are not placed (they are someone
     else's pods); pass them as shapes to place them."""
+    from draspeed.engine.snapshot import Snapshot
     from draspeed.rules.taint_rules import apply_taint_rules
-    from draspeed.snapshot import Snapshot
 
     slices = apply_taint_rules(objects.slices, objects.taint_rules, objects.classes)
     allocated = [c for c in objects.claims if c.status.allocation is not None]

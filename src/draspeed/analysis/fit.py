@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from draspeed.allocator import Allocator
 from draspeed.analysis.accounting import Accounting, NodeUsage
 from draspeed.analysis.shapes import (
     PodShape,
@@ -39,10 +38,11 @@ from draspeed.analysis.shapes import (
     normalise_ratios,
 )
 from draspeed.api.model import AllocationResult, Node, ObjectMeta, ResourceClaim
+from draspeed.engine.allocator import Allocator
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 
 if TYPE_CHECKING:
-    from draspeed.snapshot import Snapshot
+    from draspeed.engine.snapshot import Snapshot
 
 Strategy = Literal["first-fit", "round-robin"]
 STRATEGIES: tuple[Strategy, ...] = ("first-fit", "round-robin")

@@ -40,7 +40,7 @@ from draspeed.errors import CELCompileError
 
 if TYPE_CHECKING:
     from draspeed.api.model import Node
-    from draspeed.snapshot import Snapshot
+    from draspeed.engine.snapshot import Snapshot
 
 CLUSTER = "(cluster)"
 

@@ -15,7 +15,7 @@ Lists, with the official ``kubernetes`` Python client (``pip install
 Each list is read in pages (``limit`` / ``continue``, as ``kubectl get --chunk-size``
 does) as raw JSON (``_preload_content=False``: the client's own model
 deserialisation costs about a millisecond per slice), and every page is decoded
-by :func:`draspeed.load.load`. Needs permission to ``list`` those resources.
+by :func:`draspeed.api.loader.load`. Needs permission to ``list`` those resources.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from draspeed.load import Objects, load
+from draspeed.api.loader import Objects, load
 
 DEFAULT_PAGE_SIZE = 500
 

@@ -49,7 +49,7 @@ class PodShape:
         if isinstance(source, PodShape):
             return source
         if isinstance(source, Mapping):
-            from draspeed.load import load
+            from draspeed.api.loader import load
 
             objects = load(dict(source))
             decoded: list[ResourceClaimTemplate | ResourceClaim] = [

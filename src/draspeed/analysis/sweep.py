@@ -43,8 +43,8 @@ from draspeed.analysis.shapes import ShapeSource
 from draspeed.analysis.whatif import Change, apply_changes
 
 if TYPE_CHECKING:
-    from draspeed.load import Objects
-    from draspeed.snapshot import Snapshot
+    from draspeed.api.loader import Objects
+    from draspeed.engine.snapshot import Snapshot
 
 
 # ----------------------------------------------------------------------------- sources
@@ -90,7 +90,7 @@ class FileCluster:
         return ("files", tuple(stamps))
 
     def load(self) -> Objects:
-        from draspeed.load import load
+        from draspeed.api.loader import load
 
         return load(*self.paths)
 

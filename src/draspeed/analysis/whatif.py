@@ -41,7 +41,7 @@ from draspeed.api.model import (
 
 if TYPE_CHECKING:
     from draspeed.analysis.shapes import ShapeSource
-    from draspeed.snapshot import Snapshot
+    from draspeed.engine.snapshot import Snapshot
 
 CORDON_KEY = "draspeed.io/what-if-cordon"
 

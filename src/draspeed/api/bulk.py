@@ -4,7 +4,7 @@ A cluster dump is one JSON object whose ``items`` are thousands of ResourceSlice
 Parsing it into dicts, then reading the dicts back into the model, costs about twice
 what reading the text once costs, so :func:`read_list` takes such a text apart instead:
 
-1. one compiled pass (:func:`draspeed._jsontext.json_list_spans`) checks the input
+1. one compiled pass (:func:`draspeed.api._jsontext.json_list_spans`) checks the input
    limits of :mod:`draspeed.api.text` (nesting depth, duplicate keys) and finds where
    each item starts and ends;
 2. the list without its items is decoded (its ``kind`` and ``apiVersion`` apply to
@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from draspeed._jsontext import json_list_spans
+from draspeed.api._jsontext import json_list_spans
 from draspeed.api.slice_schema import SLICE_DECODER
 from draspeed.api.text import DEFAULT_MAX_DEPTH, Limits
 

@@ -217,4 +217,4 @@ def check_attribute_version(value: str) -> str | None:
 
 
 # Imported last: the compiled decoder reads this module's limits when it loads.
-from draspeed._decode import dns_subdomain_ok, pool_name_ok  # noqa: E402
+from draspeed.api._decode import dns_subdomain_ok, pool_name_ok  # noqa: E402

@@ -2,7 +2,7 @@
 
 :mod:`draspeed.api.bulk` decodes each item of a big JSON list with :data:`SLICE_DECODER`
 straight into these Structs (``gc=False``: no object here is ever part of a cycle), and
-the compiled :class:`draspeed._decode.SliceBuilder` turns them into the model. That is
+the compiled :class:`draspeed.api._decode.SliceBuilder` turns them into the model. That is
 faster than building a dict per JSON object and reading it back, but it is only a fast
 path: an item these types refuse (an unknown field, a null or a type they do not
 expect, another kind) is decoded as a plain dict and goes through the checked decoder
@@ -26,7 +26,7 @@ does not hold (``managedFields`` is the biggest part of most slices), and the de
 reads only the ones declared. They stay in the slice's ``raw`` text.
 
 msgspec checks less in what it skips or keeps as text than in what it decodes (UTF-8,
-numbers out of range): :func:`draspeed._jsontext.json_list_spans` refuses texts where
+numbers out of range): :func:`draspeed.api._jsontext.json_list_spans` refuses texts where
 that could matter, before any of this is used.
 """
 
@@ -47,7 +47,7 @@ _NULL = msgspec.Raw(b"null")
 
 class JSONDevice(Struct, gc=False, forbid_unknown_fields=True):
     name: str | UnsetType = UNSET
-    # Kept as text: the builder reads these maps itself (see draspeed._decode).
+    # Kept as text: the builder reads these maps itself (see draspeed.api._decode).
     attributes: msgspec.Raw = _NULL
     capacity: msgspec.Raw = _NULL
     consumesCounters: Any = UNSET

@@ -4,9 +4,9 @@ This is the bulk of any cluster dump, so the per-device and per-attribute loops 
 building field paths until something is wrong, and look distinct attribute names,
 attribute values and quantities up in the load's :class:`~draspeed.api.context.Caches`;
 devices of the common shape do not even come here but are built by the compiled
-:func:`draspeed._decode.decode_common_devices` from those caches, and the node and
+:func:`draspeed.api._decode.decode_common_devices` from those caches, and the node and
 pool names (unique per slice) pass compiled syntax predicates before the checks.
-Slices of bulk JSON lists are built by :class:`draspeed._decode.SliceBuilder` from
+Slices of bulk JSON lists are built by :class:`draspeed.api._decode.SliceBuilder` from
 typed Structs; the devices it does not build come here through :class:`CheckedDevices`.
 
 Version differences handled here:
@@ -24,13 +24,13 @@ from typing import Any
 
 import msgspec
 
-from draspeed._decode import (
+from draspeed.api import limits, names
+from draspeed.api._decode import (
     SliceBuilder,
     decode_common_devices,
     dns_subdomain_ok,
     pool_name_ok,
 )
-from draspeed.api import limits, names
 from draspeed.api.common import decode_metadata, decode_node_selector, decode_taint, object_name
 from draspeed.api.context import (
     Caches,
@@ -277,7 +277,7 @@ def _decode_devices(
     bare_capacity: bool,
 ) -> list[Device]:
     """The device list: the common shape from the load's caches
-    (:func:`draspeed._decode.decode_common_devices`), anything else through
+    (:func:`draspeed.api._decode.decode_common_devices`), anything else through
     :func:`_decode_device`."""
     key_names = ctx.caches.attribute_names.get(driver)
     if key_names is None:
@@ -301,7 +301,7 @@ def _decode_device(
 ) -> Device:
     """Device ``i``, every field checked (errors name its path). Distinct attribute
     names, attribute values and quantities are memoised in the load's caches, which is
-    what lets :func:`~draspeed._decode.decode_common_devices` take the next
+    what lets :func:`~draspeed.api._decode.decode_common_devices` take the next
     device of the same shape without this function."""
     caches = ctx.caches
     validate = ctx.validate
@@ -445,7 +445,7 @@ def _decode_device(
 
 class CheckedDevices:
     """The devices of one typed slice that the compiled builder leaves to the checked
-    decoder (:class:`draspeed._decode.SliceBuilder`): the slice's text is decoded once
+    decoder (:class:`draspeed.api._decode.SliceBuilder`): the slice's text is decoded once
     to the dict the checked path reads, and that dict becomes the slice's ``raw``.
     Called as ``(i, driver)`` for device ``i``; errors are the checked path's own."""
 

@@ -7,7 +7,7 @@ exhausted memory, so every text is parsed within :class:`Limits`:
   libyaml's recursive composer and exhausts recursion in JSON decoders and in the
   copies and dumps made of the objects later). YAML is composed here, iteratively,
   with a depth counter; JSON is measured with a compiled scan of its bytes
-  (:mod:`draspeed._jsontext`) after the fast decode.
+  (:mod:`draspeed.api._jsontext`) after the fast decode.
 - ``max_alias_expansion``: what YAML aliases add to a document once expanded (nodes
   plus scalar characters). Aliases load as shared references, but every consumer
   that echoes the objects (encoders, the CLI's output) expands them: nine levels of
@@ -17,7 +17,7 @@ exhausted memory, so every text is parsed within :class:`Limits`:
   server do in strict field validation (a YAML or JSON library keeps the last value
   silently).
 
-The byte-size limit of files and standard input is checked by :mod:`draspeed.load`
+The byte-size limit of files and standard input is checked by :mod:`draspeed.api.loader`
 before reading; texts given in memory are already in memory.
 
 Errors are :class:`TextError`: the 1-based document (``None`` for the whole text), a
@@ -46,7 +46,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-from draspeed._jsontext import json_text_check
+from draspeed.api._jsontext import json_text_check
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB per file or standard input
 # Kubernetes objects nest about 10 levels deep, opaque driver parameters a few more;
@@ -58,7 +58,7 @@ DEFAULT_MAX_ALIAS_EXPANSION = 10_000_000  # nodes + scalar characters added by a
 
 @dataclass(frozen=True)
 class Limits:
-    """Input limits of :func:`draspeed.load.load` (its keyword arguments)."""
+    """Input limits of :func:`draspeed.api.loader.load` (its keyword arguments)."""
 
     max_bytes: int = DEFAULT_MAX_BYTES
     max_depth: int = DEFAULT_MAX_DEPTH
@@ -361,12 +361,12 @@ _DocumentLoader.yaml_implicit_resolvers = {
 
 def _yaml_documents(text: str | bytes, limits: Limits) -> Iterator[Any]:
     loader = _DocumentLoader(text, limits)
+    count = 0
     try:
         if _HAS_LIBYAML and _libyaml_composer_is_safe(text, limits.max_depth):
             roots = _libyaml_roots(loader)
         else:
             roots = _limited_roots(loader)
-        count = 0
         for root in roots:
             try:
                 doc = loader.construct_document(root)
@@ -377,6 +377,16 @@ def _yaml_documents(text: str | bytes, limits: Limits) -> Iterator[Any]:
             if doc is not None:
                 count += 1
                 yield doc
+    except yaml.MarkedYAMLError as exc:
+        # libyaml's scanner may read ahead of the composer and refuse deep flow
+        # collections itself (PyYAML 6.0.4 and later, at 1,000 levels) before the
+        # composer counts them: the document nests too deep either way, and the user
+        # gets one error naming the document, whichever check fires first.
+        if "nesting depth" not in (exc.problem or ""):
+            raise
+        mark = exc.problem_mark
+        where = _at(mark) if mark is not None else ""
+        raise TextError(count + 1, "", _too_deep(limits.max_depth, where)) from None
     finally:
         loader.dispose()
 

@@ -30,7 +30,7 @@ from draspeed.cel.values import (
     no_such_overload,
     type_name,
 )
-from draspeed.gotext import GO_ESCAPES
+from draspeed.golang import GO_ESCAPES
 
 COST_LIMIT = 1_000_000
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from draspeed.api.model import Node, ResourceClaim
+from draspeed.engine.snapshot import Snapshot
 from draspeed.explain.constraint_blockers import constraint_blockers
 from draspeed.explain.counter_blockers import counter_blockers, relaxed_counter_blockers
 from draspeed.explain.facts import NodeFacts
 from draspeed.explain.results import Blocker, Funnel
 from draspeed.explain.together_blockers import together_blockers
 from draspeed.explain.verdict import Verdict
-from draspeed.snapshot import Snapshot
 
 
 def find_blockers(

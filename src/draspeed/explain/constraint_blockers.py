@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from draspeed.api.model import DeviceConstraint, Node, ResourceClaim
+from draspeed.engine.snapshot import Snapshot
 from draspeed.explain.results import Blocker
 from draspeed.explain.verdict import ask
-from draspeed.snapshot import Snapshot
 
 
 def _describe(constraint: DeviceConstraint) -> tuple[str, str]:

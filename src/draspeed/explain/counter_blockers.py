@@ -15,12 +15,12 @@ from draspeed.api.model import (
     ResourceClaim,
     ResourceSlice,
 )
+from draspeed.engine.snapshot import NodeView, Snapshot
 from draspeed.explain.facts import ZERO, NodeFacts, consumption
 from draspeed.explain.results import Blocker, Funnel
 from draspeed.explain.verdict import ask
 from draspeed.quantity import Quantity
 from draspeed.rules.ids import DeviceID, PoolID
-from draspeed.snapshot import NodeView, Snapshot
 
 
 def _counter_set_blocker(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from draspeed.api.model import Node, ObjectMeta, ResourceClaim
+from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError
 from draspeed.explain.alternatives import claim_alternatives
 from draspeed.explain.blockers import find_blockers
@@ -14,7 +15,6 @@ from draspeed.explain.results import Explanation, PoolNote
 from draspeed.explain.summary import summarise
 from draspeed.explain.verdict import ask
 from draspeed.features import Features
-from draspeed.snapshot import Snapshot
 
 
 def explain(

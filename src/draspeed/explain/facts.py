@@ -9,13 +9,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from draspeed.api.model import Counter, Device, DeviceSelector, DeviceToleration
+from draspeed.engine.snapshot import ERROR, TRUE, NodeView, PoolView, Snapshot
 from draspeed.explain.results import CounterShort
 from draspeed.quantity import Quantity
 from draspeed.rules.capacity import UnknownCapacityError, request_fits
 from draspeed.rules.ids import DeviceID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
 from draspeed.rules.tolerations import taint_blocks
-from draspeed.snapshot import ERROR, TRUE, NodeView, PoolView, Snapshot
 
 ZERO = Quantity.from_int(0)
 

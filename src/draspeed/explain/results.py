@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
-from draspeed.feasibility import Status
+from draspeed.engine.feasibility import Status
 from draspeed.quantity import Quantity
 from draspeed.rules.ids import PoolID
 
@@ -213,7 +213,7 @@ class Blocker:
 class Explanation:
     """Whether one pod's claims fit on one node, and why (not).
 
-    ``status`` is the allocator's answer (as in :class:`~draspeed.feasibility.NodeOutcome`);
+    ``status`` is the allocator's answer (as in :class:`~draspeed.engine.feasibility.NodeOutcome`);
     ``summary`` one line with the main reason; ``requests`` the funnels; ``pools`` the
     pools that cannot be searched; ``blockers`` every reason found, the main one first.
     """

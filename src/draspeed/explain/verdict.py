@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from draspeed.allocator import Allocator
 from draspeed.api.model import AllocationResult, Node, ResourceClaim
+from draspeed.engine.allocator import Allocator
+from draspeed.engine.feasibility import Status
+from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
-from draspeed.feasibility import Status
-from draspeed.snapshot import Snapshot
 
 
 @dataclass(slots=True)

@@ -2,7 +2,7 @@
 
 Every kind returns a :class:`Cluster` of plain ``resource.k8s.io/v1`` dicts (Nodes,
 DeviceClasses, ResourceSlices, ResourceClaimTemplates and already-allocated
-ResourceClaims) that pass ``draspeed.load.load(..., validate=True)``. The same
+ResourceClaims) that pass ``draspeed.api.loader.load(..., validate=True)``. The same
 arguments and seed always give the same objects; node ``i`` does not depend on how
 many nodes follow it. Kinds:
 
@@ -33,8 +33,8 @@ from draspeed.generate.nvidia import nvidia_gpu, nvidia_mig
 from draspeed.generate.scheduler_perf import scheduler_perf
 
 if TYPE_CHECKING:
+    from draspeed.api.loader import Objects
     from draspeed.api.model import ResourceClaim
-    from draspeed.load import Objects
 
 KINDS: dict[str, Callable[..., Cluster]] = {
     "nvidia-gpu": nvidia_gpu,
@@ -63,7 +63,7 @@ def generate_objects(
 
 def decoded_claim(cluster: Cluster, template: str, name: str | None = None) -> ResourceClaim:
     """A pending claim made from one of the cluster's templates, decoded."""
-    from draspeed.load import load
+    from draspeed.api.loader import load
 
     [claim] = load(cluster.claim(template, name)).claims
     return claim

@@ -22,7 +22,7 @@ import numpy as np
 from draspeed.api import limits
 
 if TYPE_CHECKING:
-    from draspeed.load import Objects
+    from draspeed.api.loader import Objects
 
 Obj = dict[str, Any]
 
@@ -75,8 +75,8 @@ class Cluster:
         return claim_from_template(self.template(template), name)
 
     def decoded(self, *, validate: bool = False) -> Objects:
-        """Every object decoded to draspeed's model (``draspeed.load.load``)."""
-        from draspeed.load import load
+        """Every object decoded to draspeed's model (``draspeed.api.loader.load``)."""
+        from draspeed.api.loader import load
 
         return load(self.items(), validate=validate)
 

@@ -21,10 +21,10 @@ from draspeed.generate.example import CLASS as EXAMPLE_CLASS
 from draspeed.generate.example import DRIVER as EXAMPLE_DRIVER
 
 if TYPE_CHECKING:
+    from draspeed.api.loader import Objects
     from draspeed.api.model import Node, ResourceClaim
     from draspeed.features import Features
     from draspeed.jobs import AllocatorLike, Engine
-    from draspeed.load import Objects
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Scenario:
     def load(self, seed: int = 0) -> Loaded:
         """Decode the cluster and the pod's claims (no validation: generated input is
         valid, see tests/test_generate.py)."""
-        from draspeed.load import load
+        from draspeed.api.loader import load
 
         cluster = self.cluster(seed)
         claims = []

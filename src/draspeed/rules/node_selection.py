@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from draspeed.api.model import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from draspeed.errors import DraspeedError
-from draspeed.gotext import go_quote
+from draspeed.golang import go_quote
 
 _LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _FIELD_OPERATORS = ("In", "NotIn")

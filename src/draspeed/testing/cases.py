@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
+from draspeed.api.loader import load
 from draspeed.features import Features
-from draspeed.load import load
 from draspeed.testing.engines import Inputs
 
 

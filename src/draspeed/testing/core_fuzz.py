@@ -51,15 +51,15 @@ POINTERS = {
 def load_core(path: str | None) -> ModuleType:
     """The extension to fuzz: the installed one, or a build at ``path``."""
     if path is None:
-        from draspeed import _core
+        from draspeed.engine import _core
 
         return _core
     import draspeed
 
-    spec = importlib.util.spec_from_file_location("draspeed._core", path)
+    spec = importlib.util.spec_from_file_location("draspeed.engine._core", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["draspeed._core"] = module
+    sys.modules["draspeed.engine._core"] = module
     spec.loader.exec_module(module)
     setattr(draspeed, "_core", module)  # noqa: B010 - the package imports it lazily
     return module

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from draspeed.api import encode_allocation
+from draspeed.api.loader import Objects
 from draspeed.api.model import AllocationResult, DeviceClass, Node, ResourceClaim, ResourceSlice
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 from draspeed.features import Features
 from draspeed.jobs import Engine, find_node, make_allocator, split_claims
-from draspeed.load import Objects
 from draspeed.rules.taint_rules import apply_taint_rules
 
 SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"

@@ -8,14 +8,14 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 
-from draspeed.console import Progress
+from draspeed.cli.render import Progress
 
 if TYPE_CHECKING:
     from draspeed.analysis.shapes import ShapeSource
     from draspeed.analysis.sweep import ClusterSource
     from draspeed.analysis.whatif import Change
-    from draspeed.load import Objects
-    from draspeed.snapshot import Snapshot
+    from draspeed.api.loader import Objects
+    from draspeed.engine.snapshot import Snapshot
 
 
 class UsageError(Exception):
@@ -23,7 +23,7 @@ class UsageError(Exception):
 
 
 def read_cluster(args: argparse.Namespace, err: TextIO) -> Objects:
-    from draspeed.load import load
+    from draspeed.api.loader import load
 
     if args.from_cluster:
         if args.filename:
@@ -47,7 +47,7 @@ def read_cluster(args: argparse.Namespace, err: TextIO) -> Objects:
 
 
 def parse_shapes(args: argparse.Namespace, objects: Objects) -> list[ShapeSource]:
-    from draspeed.load import load
+    from draspeed.api.loader import load
 
     shapes: list[ShapeSource] = []
     by_name = {t.metadata.name: t for t in objects.templates}
@@ -134,8 +134,8 @@ def parse_add_nodes(spec: str, snapshot: Snapshot) -> Change:
 
 def _file_template(path: str) -> Any:
     from draspeed.analysis.whatif import NodeTemplate
+    from draspeed.api.loader import load
     from draspeed.api.model import Node, ObjectMeta
-    from draspeed.load import load
 
     found = load(path)
     names = {s.spec.node_name for s in found.slices if s.spec.node_name}

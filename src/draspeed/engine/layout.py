@@ -4,7 +4,7 @@ A :class:`NodeBlock` is everything the search needs of one node that no claim
 changes: its searchable devices in upstream's order (*positions*), which of them are
 in use, their counter consumption resolved to the node's counter slots (each slot in
 its own exact unit), the capacity of shareable devices.  A :class:`Layout` lays the
-blocks of many nodes end to end, so one problem (``draspeed.claimset``) covers all
+blocks of many nodes end to end, so one problem (``draspeed.engine.claim_arrays``) covers all
 of them and the core walks from node to node without coming back to Python.  A
 one-node layout is the same thing with one block.
 """
@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from draspeed.api.model import Device, DeviceAttribute, Node
+from draspeed.engine.slice_facts import SliceFacts, entries_of
 from draspeed.errors import AllocationError
 from draspeed.rules.ids import DeviceID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
-from draspeed.slicefacts import SliceFacts, entries_of
 
 if TYPE_CHECKING:
-    from draspeed.snapshot import NodeView, Snapshot
+    from draspeed.engine.snapshot import NodeView, Snapshot
 
 _NANOS_PER_UNIT = 10**9
 _WHOLE_LIMIT = 10**9 * 2**40  # whole values below this: per-slot sums stay far inside int64

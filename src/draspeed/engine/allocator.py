@@ -8,8 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from draspeed import _core
-from draspeed._model_tree import clone
+from draspeed.api._model_tree import clone
 from draspeed.api.model import (
     AllocationResult,
     DeviceClass,
@@ -18,22 +17,29 @@ from draspeed.api.model import (
     ResourceClaim,
 )
 from draspeed.cel import check_deadline
-from draspeed.claimset import MAX_RESULTS, ClaimArrays, claim_arrays, claims_signature, render
+from draspeed.engine import _core
+from draspeed.engine.claim_arrays import (
+    MAX_RESULTS,
+    ClaimArrays,
+    claim_arrays,
+    claims_signature,
+    render,
+)
+from draspeed.engine.feasibility import DOES_NOT_FIT as F_DOES_NOT_FIT
+from draspeed.engine.feasibility import ERROR as F_ERROR
+from draspeed.engine.feasibility import FITS as F_FITS
+from draspeed.engine.feasibility import NODE_ERROR as F_NODE_ERROR
+from draspeed.engine.feasibility import TIMEOUT as F_TIMEOUT
+from draspeed.engine.feasibility import Feasibility
+from draspeed.engine.layout import Layout
+from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
-from draspeed.feasibility import DOES_NOT_FIT as F_DOES_NOT_FIT
-from draspeed.feasibility import ERROR as F_ERROR
-from draspeed.feasibility import FITS as F_FITS
-from draspeed.feasibility import NODE_ERROR as F_NODE_ERROR
-from draspeed.feasibility import TIMEOUT as F_TIMEOUT
-from draspeed.feasibility import Feasibility
-from draspeed.layout import Layout
 from draspeed.rules.results import (
     ChosenDevice,
     ResultError,
     build_allocation_result,
     merge_config,
 )
-from draspeed.snapshot import Snapshot
 
 _OUT = _core.OUTCOME
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import yaml
 
-from draspeed.console import format_table
+from draspeed.cli.render import format_table
 
 if TYPE_CHECKING:
     from draspeed.analysis.capacity import CapacityReport

@@ -108,7 +108,7 @@ cdef Py_ssize_t _offset(object cls, str name) except -1:
     descr = vars(cls).get(name)
     cdef Py_ssize_t offset = -1 if descr is None else draspeed_slot_offset(descr)
     if offset < 0:
-        raise RuntimeError(f"draspeed._decode: {cls.__name__}.{name} is not a plain slot")
+        raise RuntimeError(f"draspeed.api._decode: {cls.__name__}.{name} is not a plain slot")
     return offset
 
 
@@ -120,7 +120,7 @@ cdef void _plain_dataclass(type cls) except *:
         or cls.__new__ is not object.__new__
         or (not frozen and cls.__setattr__ is not object.__setattr__)
     ):
-        raise RuntimeError(f"draspeed._decode: {cls.__name__} is not a plain slots dataclass")
+        raise RuntimeError(f"draspeed.api._decode: {cls.__name__} is not a plain slots dataclass")
 
 
 @cython.final
@@ -164,7 +164,7 @@ cdef _Layout _layout(type cls, tuple arguments):
     given = set()
     for f in fields(cls):
         if layout.n == MAX_SLOTS:
-            raise RuntimeError(f"draspeed._decode: {cls.__name__} has too many fields")
+            raise RuntimeError(f"draspeed.api._decode: {cls.__name__} has too many fields")
         if f.name in arguments:
             layout.source[layout.n] = arguments.index(f.name)
             given.add(f.name)
@@ -178,11 +178,11 @@ cdef _Layout _layout(type cls, tuple arguments):
         elif f.default_factory is dict:
             layout.source[layout.n] = FROM_DICT
         else:
-            raise RuntimeError(f"draspeed._decode: no way to default {cls.__name__}.{f.name}")
+            raise RuntimeError(f"draspeed.api._decode: no way to default {cls.__name__}.{f.name}")
         layout.offset[layout.n] = _offset(cls, f.name)
         layout.n += 1
     if len(given) != len(arguments):
-        raise RuntimeError(f"draspeed._decode: {cls.__name__} lacks one of {arguments}")
+        raise RuntimeError(f"draspeed.api._decode: {cls.__name__} lacks one of {arguments}")
     return layout
 
 
@@ -518,7 +518,7 @@ cdef void _read_struct_slots() except *:
     for name in JSONDevice.__struct_fields__:
         if name not in ("name", "attributes", "capacity"):
             if _device_extras == MAX_SLOTS:
-                raise RuntimeError("draspeed._decode: JSONDevice has too many fields")
+                raise RuntimeError("draspeed.api._decode: JSONDevice has too many fields")
             _device_extra_at[_device_extras] = _offset(JSONDevice, name)
             _device_extras += 1
 
@@ -542,7 +542,7 @@ cdef inline bint _int64(object value) except -1:
 # the caches and drop it, was half of all the decoding. Here the text is read directly
 # and its parts are looked up by their bytes in a memo in front of the caches. The text
 # is JSON (msgspec checked its syntax while skipping it; the list scan of
-# draspeed._jsontext its UTF-8, numbers and keys), so this reader only has to recognise
+# draspeed.api._jsontext its UTF-8, numbers and keys), so this reader only has to recognise
 # the common shape and answer None to anything else: a string with escapes, a value
 # kind other than int/bool/string/version, a fraction, a null ...
 
@@ -576,7 +576,7 @@ cdef struct MemoEntry:
 
 # Seeded per process, as str hashes are: crafted input cannot make the memo's probes
 # long without knowing it.
-cdef uint64_t _SEED = hash("draspeed._decode memo") & 0xFFFFFFFFFFFFFFFF
+cdef uint64_t _SEED = hash("draspeed.api._decode memo") & 0xFFFFFFFFFFFFFFFF
 
 
 cdef inline uint64_t _hash_bytes(const char *p, Py_ssize_t n, int space, void *tag) noexcept nogil:

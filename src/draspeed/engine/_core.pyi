@@ -10,7 +10,7 @@ SEL: dict[str, int]
 CAP: dict[str, int]
 
 class Problem:
-    """One Allocate question over one or many nodes, as flat arrays (draspeed.claimset)."""
+    """One Allocate question over one or many nodes, as flat arrays (see claim_arrays)."""
 
     n_claims: int
     n_nodes: int

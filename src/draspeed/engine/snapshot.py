@@ -7,13 +7,13 @@ counters still available -- is computed the first time that node is asked about
 and kept (:class:`NodeView`), so asking again for the same node costs nothing.
 Selector outcomes are kept per expression and device, so a selector is evaluated
 at most once per device for the snapshot's lifetime.  Per-call scratch state
-lives in :mod:`draspeed.claimset` and the compiled core, never here.
+lives in :mod:`draspeed.engine.claim_arrays` and the compiled core, never here.
 
 Updates return new versions that share nearly everything with the old one: the
 slices, their facts, CEL tables and selector verdicts live in an append-only store
-shared by the whole family of versions (:class:`~draspeed.versions.SliceStore`); the
+shared by the whole family of versions (:class:`~draspeed.engine.committed.SliceStore`); the
 indexes, node views, holds and one-node layouts are persistent maps
-(:mod:`draspeed.persistent`), so an update costs what it changes, not the cluster.
+(:mod:`draspeed.engine.persistent`), so an update costs what it changes, not the cluster.
 """
 
 from __future__ import annotations
@@ -36,19 +36,19 @@ from draspeed.api.model import (
     ResourceSlice,
 )
 from draspeed.cel import check_deadline, compile_selector
+from draspeed.engine.committed import EXCLUSIVE, ClaimLog, Holds, SliceStore, claim_holds
+from draspeed.engine.layout import node_key
+from draspeed.engine.persistent import PersistentMap, Trail
+from draspeed.engine.slice_facts import SliceFacts
 from draspeed.errors import AllocationError, CELCompileError
 from draspeed.features import Features
-from draspeed.layout import node_key
-from draspeed.persistent import PersistentMap, Trail
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
-from draspeed.slicefacts import SliceFacts
-from draspeed.versions import EXCLUSIVE, ClaimLog, Holds, SliceStore, claim_holds
 
 if TYPE_CHECKING:
     from draspeed.cel import DeviceTable, Selector
-    from draspeed.layout import Layout
+    from draspeed.engine.layout import Layout
     from draspeed.quantity import Quantity
 
 _LAYOUTS_KEPT = 64  # multi-node layouts remembered per snapshot (and one-node ones, at least)
@@ -89,7 +89,7 @@ class NodeView:
     # (in nanos: committed allocations' consumption subtracted).
     pool_slots: list[list[tuple[str, str]]]
     pool_available: list[list[int]]
-    # The node's block (draspeed.layout), filled lazily.
+    # The node's block (draspeed.engine.layout), filled lazily.
     cache: dict[object, Any] = field(default_factory=dict)
 
 
@@ -343,7 +343,7 @@ class Snapshot:
 
     def layout(self, nodes: Sequence[Node]) -> Layout:
         """The layout of these nodes (in this order), built once per node list."""
-        from draspeed.layout import Layout
+        from draspeed.engine.layout import Layout
 
         key = tuple(node_key(n) for n in nodes)
         if len(key) == 1:  # never the cluster layout, even of a one-node cluster: its
@@ -365,7 +365,7 @@ class Snapshot:
         """One node's layout (under the lock): an earlier version's if this version sees
         the node as it did (the very same view) -- the same object while the classes
         are the same too, else a copy without claim arrays -- or a new one."""
-        from draspeed.layout import Layout
+        from draspeed.engine.layout import Layout
 
         found = self._node_layouts.get(key)
         if found is not None:
@@ -426,7 +426,7 @@ class Snapshot:
                         stale=pending.stale.all(),
                     )
                 else:
-                    from draspeed.layout import Layout
+                    from draspeed.engine.layout import Layout
 
                     found = Layout(self, nodes, keys)
                 self._cluster = found
@@ -535,7 +535,7 @@ class Snapshot:
 
     def node_view(self, node: Node, key: Any = None) -> NodeView:
         """What ``node`` sees: gathered once per node name and labels, then reused
-        (``key``: the node's :func:`~draspeed.layout.node_key`, if the caller has it)."""
+        (``key``: the node's :func:`~draspeed.engine.layout.node_key`, if the caller has it)."""
         key = key if key is not None else node_key(node)
         with self._lock:
             found = self._nodes.get(key)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
 
-from draspeed.console import Progress, Style, format_table
+from draspeed.cli.render import Progress, Style, format_table
 from draspeed.errors import AllocationError, AllocationTimeout, DraspeedError, InputError
 from draspeed.features import Features
 from draspeed.jobs import ENGINES, AllocateOutcome, Engine, allocate_objects, find_node
@@ -31,11 +31,11 @@ from draspeed.jobs import ENGINES, AllocateOutcome, Engine, allocate_objects, fi
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from draspeed.api.loader import Objects
     from draspeed.api.model import Node, ResourceClaim, ResourceSlice
+    from draspeed.engine.feasibility import Feasibility, NodeOutcome, Status
+    from draspeed.engine.snapshot import Snapshot
     from draspeed.explain import Explanation
-    from draspeed.feasibility import Feasibility, NodeOutcome, Status
-    from draspeed.load import Objects
-    from draspeed.snapshot import Snapshot
 
 EXIT_OK, EXIT_UNSUITABLE, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 
@@ -267,7 +267,7 @@ def _add_demo(sub: Any) -> None:
 
 
 def _add_generate(sub: Any) -> None:
-    from draspeed.generate.cli import add_generate_parser
+    from draspeed.cli.generate import add_generate_parser
 
     add_generate_parser(sub)
     parser: argparse.ArgumentParser = sub.choices["generate"]
@@ -297,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explain(sub)
     _add_demo(sub)
     _add_generate(sub)
-    from draspeed.analysis.cli import add_capacity_parser
+    from draspeed.cli.capacity import add_capacity_parser
 
     add_capacity_parser(sub)
     return parser
@@ -360,7 +360,7 @@ def _report(outcome: AllocateOutcome, output: str, out: TextIO, err: TextIO) -> 
 
 
 def _run_allocate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from draspeed.load import load
+    from draspeed.api.loader import load
 
     objects = load(*args.filename, validate=args.validate)
     outcome = allocate_objects(
@@ -394,7 +394,7 @@ class ClusterInput:
     features: Features
 
     def snapshot(self) -> Snapshot:
-        from draspeed.snapshot import Snapshot
+        from draspeed.engine.snapshot import Snapshot
 
         return Snapshot.build(
             self.slices,
@@ -431,7 +431,7 @@ def cluster_input(
 
 
 def _read_input(args: argparse.Namespace, err: TextIO) -> ClusterInput:
-    from draspeed.load import load
+    from draspeed.api.loader import load
 
     sources = len(args.filename) + len(args.claims or [])
     with Progress(f"loading {sources} input{'s' if sources != 1 else ''}", stream=err):
@@ -462,12 +462,12 @@ def feasibility(
 ) -> Feasibility:
     """``Allocator.feasible_nodes`` for the fast engine (one pass over the nodes); the
     reference engine is asked node by node, advancing ``progress`` per node."""
-    from draspeed.feasibility import Feasibility
+    from draspeed.engine.feasibility import Feasibility
 
     deadline = None if timeout is None else time.monotonic() + timeout
     if engine == "reference":
         return Feasibility.from_outcomes(_reference_outcomes(job, nodes, deadline, progress))
-    from draspeed.allocator import Allocator
+    from draspeed.engine.allocator import Allocator
 
     return Allocator(job.snapshot()).feasible_nodes(job.pending, list(nodes), deadline=deadline)
 
@@ -475,7 +475,7 @@ def feasibility(
 def _reference_outcomes(
     job: ClusterInput, nodes: Sequence[Node], deadline: float | None, progress: Progress | None
 ) -> list[NodeOutcome]:
-    from draspeed.feasibility import NodeOutcome
+    from draspeed.engine.feasibility import NodeOutcome
     from draspeed.reference import ReferenceAllocator
 
     allocator = ReferenceAllocator(job.slices, job.objects.classes, job.allocated, job.features)
@@ -643,7 +643,7 @@ def _run_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from draspeed.demo import run_demo
+    from draspeed.cli.demo import run_demo
 
     return run_demo(args.output, args.engine, out, err)
 

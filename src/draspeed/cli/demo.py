@@ -22,19 +22,19 @@ from draspeed.features import Features
 from draspeed.jobs import Engine
 
 if TYPE_CHECKING:
+    from draspeed.api.loader import Objects
     from draspeed.api.model import Node, ResourceClaim
     from draspeed.cli import ClusterInput
     from draspeed.explain import Explanation, Funnel
-    from draspeed.load import Objects
 
 
 def demo_cluster_text() -> str:
     """The demo cluster as YAML (what ``kubectl get -o yaml`` would print)."""
-    return resources.files(__package__).joinpath("cluster.yaml").read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("demo-cluster.yaml").read_text(encoding="utf-8")
 
 
 def demo_objects() -> Objects:
-    from draspeed.load import load
+    from draspeed.api.loader import load
 
     return load(demo_cluster_text())
 
@@ -129,7 +129,7 @@ def demo_report(engine: Engine = "fast") -> dict[str, Any]:
 
 def run_demo(output: str, engine: Engine, out: TextIO, err: TextIO) -> int:
     from draspeed.cli import STATUS_COLOURS, render_explanation
-    from draspeed.console import Progress, Style, format_table
+    from draspeed.cli.render import Progress, Style, format_table
     from draspeed.explain import Explanation
 
     with Progress("demo", stream=err):
@@ -182,7 +182,7 @@ def run_demo(output: str, engine: Engine, out: TextIO, err: TextIO) -> int:
         out.write("\n" + style.paint(title, "bold") + "\n")
         out.write(render_explanation(explanation, style))
     out.write(
-        f'\nengine: {engine}; the cluster: `python -c "import draspeed.demo as d; '
+        f'\nengine: {engine}; the cluster: `python -c "import draspeed.cli.demo as d; '
         f'print(d.demo_cluster_text())"`\n'
     )
     return 0

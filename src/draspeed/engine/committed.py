@@ -1,6 +1,6 @@
 """Building blocks of snapshot versions: what changes between them, kept cheaply.
 
-A :class:`~draspeed.snapshot.Snapshot` update returns a new version and leaves the
+A :class:`~draspeed.engine.snapshot.Snapshot` update returns a new version and leaves the
 old one as it was (a scheduling cycle keeps seeing one consistent state).  The
 pieces here let a version share almost everything with its parent:
 
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from draspeed.api.model import ResourceClaim, ResourceSlice
-from draspeed.persistent import GrowingArray, PersistentMap
+from draspeed.engine.persistent import GrowingArray, PersistentMap
+from draspeed.engine.slice_facts import SliceFacts
 from draspeed.rules.ids import DeviceID
-from draspeed.slicefacts import SliceFacts
 
 if TYPE_CHECKING:
     from draspeed.cel import DeviceTable
-    from draspeed.snapshot import SelectorResults
+    from draspeed.engine.snapshot import SelectorResults
 
 _FLATTEN_DEPTH = 32  # chain links kept before a version holds its own flat copy
 

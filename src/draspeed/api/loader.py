@@ -9,7 +9,7 @@ of the Kubernetes Python clients (``kubernetes`` models, lightkube and kr8s obje
 JSON takes a fast path (msgspec, with the cyclic garbage collector paused while the
 object trees are built: it would otherwise rescan millions of young containers), and
 ResourceSlice devices of the common shape are built from per-load caches
-(the compiled ``draspeed._decode``). A JSON ``List`` or ``ResourceSliceList`` goes
+(the compiled ``draspeed.api._decode``). A JSON ``List`` or ``ResourceSliceList`` goes
 faster still: its ResourceSlices are decoded item by item into typed Structs and built
 in compiled code, keeping their text for ``raw`` (:mod:`draspeed.api.bulk`). YAML is
 not tuned for bulk input: even libyaml parses it ~40x slower than msgspec parses the

@@ -1,4 +1,4 @@
-"""One pod's claims turned into arrays over a :class:`~draspeed.layout.Layout`.
+"""One pod's claims turned into arrays over a :class:`~draspeed.engine.layout.Layout`.
 
 The pre-flight runs here, in upstream's order, and yields upstream's errors:
 feature checks per request, request validation (selectors, admin access, class),
@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from draspeed import _core
-from draspeed._model_tree import signature as tree_signature
+from draspeed.api._model_tree import signature as tree_signature
 from draspeed.api.model import (
     AllocationResult,
     CapacityRequirements,
@@ -34,11 +33,12 @@ from draspeed.api.model import (
     DeviceToleration,
     ResourceClaim,
 )
+from draspeed.engine import _core
+from draspeed.engine.layout import PDN_ERROR, PDN_NO, Layout, unit_of
+from draspeed.engine.snapshot import ERROR, FALSE
 from draspeed.errors import AllocationError, AllocationTimeout
-from draspeed.layout import PDN_ERROR, PDN_NO, Layout, unit_of
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
 from draspeed.rules.tolerations import taint_blocks
-from draspeed.snapshot import ERROR, FALSE
 
 if TYPE_CHECKING:
     from draspeed.quantity import Quantity

@@ -2,7 +2,7 @@
 
 Wire it into a parser with :func:`add_capacity_parser` (its runner is
 :func:`run_capacity`, ``run(args, out, err) -> exit status``), or run this module:
-``python -m draspeed.analysis.cli capacity ...``. Exit status: 0 done, 2 bad
+``python -m draspeed.cli.capacity capacity ...``. Exit status: 0 done, 2 bad
 input or usage (the error on stderr).
 """
 
@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from draspeed.analysis.cli_inputs import (
+from draspeed.cli.capacity_inputs import (
     UsageError,
     cluster_source,
     parse_add_nodes,
@@ -24,16 +24,16 @@ from draspeed.analysis.cli_inputs import (
     read_cluster,
     shape_name,
 )
-from draspeed.analysis.cli_output import print_result
-from draspeed.console import Progress
+from draspeed.cli.capacity_report import print_result
+from draspeed.cli.render import Progress
 from draspeed.errors import DraspeedError
 
 if TYPE_CHECKING:
     from draspeed.analysis.capacity import CapacityReport
     from draspeed.analysis.shapes import ShapeSource
     from draspeed.analysis.whatif import Change
-    from draspeed.load import Objects
-    from draspeed.snapshot import Snapshot
+    from draspeed.api.loader import Objects
+    from draspeed.engine.snapshot import Snapshot
 
 __all__ = [
     "EXIT_OK",
@@ -344,7 +344,7 @@ def _curve(
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """``python -m draspeed.analysis.cli capacity ...`` (same as ``draspeed capacity``)."""
+    """``python -m draspeed.cli.capacity capacity ...`` (same as ``draspeed capacity``)."""
     out, err = out or sys.stdout, err or sys.stderr
     parser = argparse.ArgumentParser(prog="draspeed")
     add_capacity_parser(parser.add_subparsers(dest="command", required=True))

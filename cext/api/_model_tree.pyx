@@ -74,16 +74,16 @@ cdef list _kept = []  # strong references to the classes above
 cdef void _register(type cls) except *:
     global _n_classes
     if "__post_init__" in vars(cls) or "__slots__" not in vars(cls):
-        raise RuntimeError(f"draspeed._model_tree: {cls.__name__} is not a plain slots dataclass")
+        raise RuntimeError(f"draspeed.api._model_tree: {cls.__name__} is not a plain slots dataclass")
     found = dataclasses.fields(cls)
     if _n_classes == MAX_CLASSES or len(found) > MAX_FIELDS:
-        raise RuntimeError("draspeed._model_tree: the model outgrew the copier's tables")
+        raise RuntimeError("draspeed.api._model_tree: the model outgrew the copier's tables")
     cdef Py_ssize_t k = _n_classes, i = 0
     for f in found:
         descr = vars(cls).get(f.name)
         offset = -1 if descr is None else draspeed_slot_offset(descr)
         if offset < 0:
-            raise RuntimeError(f"draspeed._model_tree: {cls.__name__}.{f.name} is not a plain slot")
+            raise RuntimeError(f"draspeed.api._model_tree: {cls.__name__}.{f.name} is not a plain slot")
         _field_offset[k][i] = offset
         i += 1
     _n_fields[k] = i

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """The compiled search: upstream's depth-first allocation over flat integer arrays.
 
-The Python layer (``draspeed.claimset``) turns one ``Allocate`` question, over one
+The Python layer (``draspeed.engine.claim_arrays``) turns one ``Allocate`` question, over one
 node or many, into a :class:`Problem`: each node's devices as *positions* in
 upstream's search order
 (pools, then slices, then devices; incomplete and invalid pools left out), the
@@ -129,7 +129,7 @@ cdef struct View:
 
 
 cdef class Problem:
-    """One Allocate question over one or many nodes, as arrays (``draspeed.claimset``).
+    """One Allocate question over one or many nodes, as arrays (``draspeed.engine.claim_arrays``).
 
     Positions of all nodes are concatenated, node by node (``node_ptr``); an array
     indexed by (row, position) holds rows of all positions, so a node's part of every
@@ -186,7 +186,7 @@ cdef class Problem:
     cdef const uint8_t[::1] con_present       # q * n_positions + p: the device has the attribute
     cdef const uint8_t[::1] con_first_needs_value  # matchAttribute in list mode
     cdef public int n_codes
-    # Exact Python-integer sums when values do not fit int64 (draspeed.claimset), or None.
+    # Exact Python-integer sums when values do not fit int64 (draspeed.engine.claim_arrays), or None.
     cdef public object exact
     # Raw pointers into the arrays above (kept alive by this object), for the search.
     cdef View v
@@ -381,7 +381,7 @@ cdef class Problem:
         if self.exact is not None and not all(
                 callable(getattr(self.exact, m, None))
                 for m in ("reset", "charge", "release", "fits", "take")):
-            raise TypeError("Problem.exact must be None or a draspeed.claimset.ExactSums")
+            raise TypeError("Problem.exact must be None or a draspeed.engine.claim_arrays.ExactSums")
         for n in range(N):
             for a in range(A):
                 k = n * A + a
@@ -410,7 +410,7 @@ cdef struct Scratch:
     # bookkeeping
     int64_t work
     int64_t deadline_ns      # CLOCK_MONOTONIC; 0 = none
-    PyObject *exact          # draspeed.claimset.ExactSums, or NULL for int64 sums
+    PyObject *exact          # draspeed.engine.claim_arrays.ExactSums, or NULL for int64 sums
     int32_t err_alt
     int32_t err_pos
 
