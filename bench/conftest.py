@@ -18,7 +18,7 @@ from draspeed.generate.scenarios import Loaded, Scenario
 if TYPE_CHECKING:
     from draspeed.api.loader import Objects
     from draspeed.api.model import Node
-    from draspeed.jobs import Engine
+    from draspeed.cluster import Engine
 
 SLICES = 12_500
 DEVICES_PER_SLICE = 8

@@ -35,10 +35,10 @@ from draspeed.analysis import (
     FitReport,
     GeneratedCluster,
     fit,
-    snapshot_from_objects,
     sweep,
 )
 from draspeed.api.loader import Objects
+from draspeed.cluster import Cluster
 from draspeed.engine.snapshot import Snapshot
 from draspeed.generate import generate
 
@@ -73,7 +73,7 @@ def _single_gpu(objects: Objects) -> Any:
 
 def test_fit_gpu_until_full(benchmark: BenchmarkFixture) -> None:
     objects = generate("nvidia-gpu", GPU_NODES).decoded()
-    snapshot = snapshot_from_objects(objects)
+    snapshot = Cluster.from_objects(objects).snapshot()
     template = _single_gpu(objects)
     reports: list[FitReport] = []
 

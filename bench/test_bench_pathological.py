@@ -26,7 +26,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from draspeed.generate.scenarios import Loaded, Scenario, identical_devices
 
 if TYPE_CHECKING:
-    from draspeed.jobs import Engine
+    from draspeed.cluster import Engine
 
 pytestmark = pytest.mark.benchmark(group="pathological")
 

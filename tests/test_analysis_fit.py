@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from draspeed.analysis import PodShape, fit, snapshot_from_objects
+from draspeed.analysis import PodShape, fit
 from draspeed.analysis.shapes import ShapeOrder, as_shapes, normalise_ratios
 from draspeed.api.loader import Objects, load
 from draspeed.api.model import Node, ResourceClaim, ResourceClaimTemplate
+from draspeed.cluster import Cluster
 from draspeed.engine.allocator import Allocator
 from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError
@@ -25,7 +26,7 @@ from draspeed.generate import generate
 
 def _cluster(kind: str, nodes: int, **options: object) -> tuple[Snapshot, Objects]:
     objects = generate(kind, nodes, **options).decoded()
-    return snapshot_from_objects(objects), objects
+    return Cluster.from_objects(objects).snapshot(), objects
 
 
 def _template(objects: Objects, name: str) -> ResourceClaimTemplate:

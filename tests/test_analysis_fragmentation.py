@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from draspeed.analysis import Cordon, fragmentation, snapshot_from_objects
+from draspeed.analysis import Cordon, fragmentation
 from draspeed.analysis.accounting import Accounting
 from draspeed.api.loader import Objects, load
+from draspeed.cluster import Cluster
 from draspeed.engine.snapshot import Snapshot
 from draspeed.generate import generate
 from draspeed.quantity import Quantity
@@ -47,7 +48,7 @@ def _taken(name: str, node: str, *devices: str) -> dict[str, Any]:
 def _mig(nodes: int = 1, *claims: dict[str, Any]) -> tuple[Snapshot, Objects]:
     objects = generate("nvidia-mig", nodes, gpus_per_node=1).decoded()
     objects.extend(load(list(claims)))
-    return snapshot_from_objects(objects), objects
+    return Cluster.from_objects(objects).snapshot(), objects
 
 
 def test_an_empty_gpu_offers_every_placement() -> None:
@@ -148,7 +149,7 @@ def test_full_gpus_by_node_and_cluster() -> None:
             }
         )
     )
-    snap = snapshot_from_objects(objects)
+    snap = Cluster.from_objects(objects).snapshot()
     report = fragmentation(snap)
     assert [n.free_whole_devices for n in report.nodes] == [2, 1, 2]
     assert report.cluster.free_whole_devices == 5
@@ -178,7 +179,7 @@ def test_shared_pools_count_once_in_the_cluster() -> None:
     objects = generate(
         "network-attached", 4, nodes_per_rack=2, gpus_per_rack=2, volumes=3
     ).decoded()
-    snap = snapshot_from_objects(objects)
+    snap = Cluster.from_objects(objects).snapshot()
     report = fragmentation(snap)
     published = sum(len(s.spec.devices) for s in objects.slices)
     assert report.cluster.usage.devices.total == published
@@ -199,7 +200,7 @@ def test_profile_attribute_and_classes_are_selectable() -> None:
 def test_accounting_of_an_incomplete_pool() -> None:
     objects = generate("nvidia-gpu", 1, gpus_per_node=1).decoded()
     objects.slices[0].spec.pool.resource_slice_count = 2  # one slice is missing
-    snap = snapshot_from_objects(objects)
+    snap = Cluster.from_objects(objects).snapshot()
     usage = Accounting(snap).node_usage(snap.nodes[0])
     assert usage.devices.total == 0
     assert usage.unusable_pools == {f"{DRIVER}/node-00000": "incomplete"}

@@ -20,9 +20,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from draspeed.analysis import fit, snapshot_from_objects
+from draspeed.analysis import fit
 from draspeed.analysis.live import ClusterReadError, ListStats, list_cluster
-from draspeed.cli.capacity import main
+from draspeed.cli import main
+from draspeed.cluster import Cluster
 
 RECORDS = Path(__file__).parent / "data" / "analysis" / "apiserver"
 TOKEN = "recorded-token"
@@ -150,7 +151,7 @@ def test_lists_every_kind_page_by_page(kubeconfig: Path, server: tuple[str, list
 
 def test_the_listed_cluster_is_analysed(kubeconfig: Path) -> None:
     objects = list_cluster("recorded", kubeconfig=str(kubeconfig), page_size=2)
-    snapshot = snapshot_from_objects(objects)
+    snapshot = Cluster.from_objects(objects).snapshot()
     single = next(t for t in objects.templates if t.metadata.name == "single-gpu")
     report = fit(snapshot, single)
     # 6 GPUs, 3 taken by allocated claims, node-00002 tainted by the DeviceTaintRule.

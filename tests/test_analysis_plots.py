@@ -9,7 +9,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
-from draspeed.analysis import AddNodes, FragmentationReport, fragmentation, snapshot_from_objects
+from draspeed.analysis import AddNodes, FragmentationReport, fragmentation
 from draspeed.analysis.plots import (
     capacity_figure,
     fit_curve,
@@ -17,6 +17,7 @@ from draspeed.analysis.plots import (
     save,
     utilisation_heatmap,
 )
+from draspeed.cluster import Cluster
 from draspeed.generate import generate
 
 
@@ -24,7 +25,7 @@ from draspeed.generate import generate
 def report() -> FragmentationReport:
     objects = generate("nvidia-mig", 2, gpus_per_node=2, allocated=0.5).decoded()
     snap = AddNodes(1, kind="nvidia-gpu", options={"gpus_per_node": 2}).apply(
-        snapshot_from_objects(objects)
+        Cluster.from_objects(objects).snapshot()
     )
     return fragmentation(snap)
 

@@ -14,7 +14,6 @@ from draspeed.analysis import (
     apply_changes,
     fit,
     fragmentation,
-    snapshot_from_objects,
     what_if,
 )
 from draspeed.api.loader import Objects
@@ -25,13 +24,14 @@ from draspeed.api.model import (
     ObjectMeta,
     ResourceClaimTemplate,
 )
+from draspeed.cluster import Cluster
 from draspeed.engine.snapshot import Snapshot
 from draspeed.generate import generate
 
 
 def _gpu_cluster(nodes: int = 2, gpus: int = 2) -> tuple[Snapshot, Objects]:
     objects = generate("nvidia-gpu", nodes, gpus_per_node=gpus).decoded()
-    return snapshot_from_objects(objects), objects
+    return Cluster.from_objects(objects).snapshot(), objects
 
 
 def _single(objects: Objects) -> ResourceClaimTemplate:

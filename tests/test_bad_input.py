@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from draspeed.api.loader import load
+from draspeed.cluster import Cluster
 from draspeed.errors import InputError
-from draspeed.jobs import allocate_objects
 
 HERE = Path(__file__).parent / "bad_input"
 INDEX: dict[str, dict[str, Any]] = yaml.safe_load((HERE / "expected.yaml").read_text())
@@ -84,7 +84,7 @@ def test_bad_input(name: str, tmp_path: Path, request: pytest.FixtureRequest) ->
     if case["stage"] == "allocate":
         objects = load(str(path), validate=case.get("validate", True))
         for engine in ("fast", "reference"):
-            outcome = allocate_objects(objects, "node-1", engine=engine, timeout=30)
+            outcome = Cluster.from_objects(objects).allocate("node-1", engine=engine, timeout=30)
             assert outcome.error == case["error"], engine
             assert outcome.error_is_node_local == (case["kind"] == "node"), engine
         return

@@ -31,9 +31,9 @@ from typing import Any
 import pytest
 
 from draspeed.api.loader import load
+from draspeed.cluster import Engine, make_allocator
 from draspeed.errors import AllocationError, AllocationTimeout
 from draspeed.features import Features
-from draspeed.jobs import Engine, make_allocator
 from draspeed.testing.engines import Inputs, results_json
 
 SLACK = 0.010  # the contract: the timeout is raised within 10 ms of the deadline
@@ -126,7 +126,7 @@ import sys, time
 sys.path[:0] = {paths!r}
 from draspeed.errors import AllocationTimeout
 from draspeed.features import Features
-from draspeed.jobs import make_allocator
+from draspeed.cluster import make_allocator
 from draspeed.api.loader import load
 if {preimport!r}:
     import draspeed.cel

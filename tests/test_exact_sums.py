@@ -8,10 +8,10 @@ import pytest
 
 import draspeed
 from draspeed.api import encode_allocation
+from draspeed.cluster import Cluster, split_claims
 from draspeed.engine.allocator import Allocator
 from draspeed.engine.claim_arrays import ClaimArrays, claim_arrays
 from draspeed.engine.snapshot import Snapshot
-from draspeed.jobs import find_node, split_claims
 from draspeed.reference import ReferenceAllocator
 
 
@@ -91,7 +91,7 @@ def _cluster(
 def _both(docs: list[dict[str, Any]]) -> tuple[Any, Any, ClaimArrays]:
     objs = draspeed.load(docs)
     allocated, pending = split_claims(objs.claims)
-    node = find_node(objs, "node-1")
+    node = Cluster.from_objects(objs).node("node-1")
     snapshot = Snapshot.build(objs.slices, objs.classes, allocated)
     fast = Allocator(snapshot).allocate(pending, node)
     ref = ReferenceAllocator(objs.slices, objs.classes, allocated).allocate(pending, node)

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from draspeed.api.loader import load
+from draspeed.cluster import split_claims
 from draspeed.engine.snapshot import Snapshot
 from draspeed.explain import Explanation, explain
 from draspeed.features import Features
-from draspeed.jobs import split_claims
 from draspeed.rules.taint_rules import apply_taint_rules
 
 DRIVER = "gpu.example.com"

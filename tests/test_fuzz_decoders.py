@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 
 from draspeed.api import decode
 from draspeed.api.loader import load
+from draspeed.cluster import Cluster
 from draspeed.errors import DraspeedError
-from draspeed.jobs import allocate_objects
 from draspeed.testing.fuzz import only_draspeed_errors, seed_documents, seed_texts, time_budget
 from draspeed.testing.strategies import mutated_documents, mutated_texts
 
@@ -54,7 +54,7 @@ def _allocate_anything(objects: Any) -> None:
     nodes = [n.name for n in objects.nodes] or ["node-1"]
     for engine in ("fast", "reference"):
         for node in nodes[:2]:
-            allocate_objects(objects, node, engine=engine, timeout=2.0)
+            Cluster.from_objects(objects).allocate(node, engine=engine, timeout=2.0)
 
 
 def decode_contract(doc: Any) -> None:

@@ -14,12 +14,12 @@ import yaml
 
 from draspeed.api import limits
 from draspeed.api.loader import load
-from draspeed.cli.generate import add_generate_parser
+from draspeed.cli.generate import add_parser as add_generate_parser
+from draspeed.cluster import make_allocator
 from draspeed.features import Features
 from draspeed.generate import KINDS, Cluster, decoded_claim, generate
 from draspeed.generate.nvidia import PROFILES
 from draspeed.generate.scenarios import SCENARIOS, identical_devices
-from draspeed.jobs import make_allocator
 
 # (kind, options): every kind, and the options that change its shape.
 VARIANTS: list[tuple[str, dict[str, Any]]] = [

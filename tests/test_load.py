@@ -496,7 +496,7 @@ def test_depth_limit_default_and_deep_inputs() -> None:
 
 def test_deep_parameters_within_the_limit_survive_encoding() -> None:
     """What load accepts, the encoders copy: opaque parameters at the depth limit."""
-    from draspeed.jobs import allocate_objects
+    from draspeed.cluster import Cluster
 
     claim = {
         "apiVersion": "resource.k8s.io/v1",
@@ -512,7 +512,7 @@ def test_deep_parameters_within_the_limit_survive_encoding() -> None:
     slice_ = dict(_slice("node-1"), apiVersion="resource.k8s.io/v1", kind="ResourceSlice")
     slice_["spec"]["driver"] = "gpu"
     text = json.dumps([_node("node-1"), slice_, _class("gpu"), claim])
-    outcome = allocate_objects(load(text), "node-1", engine="fast", timeout=30)
+    outcome = Cluster.from_objects(load(text)).allocate("node-1", engine="fast", timeout=30)
     assert outcome.error is None and outcome.results, outcome
 
 

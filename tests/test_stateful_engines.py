@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from draspeed.api import encode_allocation
+from draspeed.cluster import make_allocator
 from draspeed.features import Features
-from draspeed.jobs import make_allocator
 from draspeed.testing.cases import Scenario
 from draspeed.testing.engines import Inputs, check_engines, results_json
 from draspeed.testing.strategies import Cluster, claim_sets, clusters, features

@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from draspeed.api.loader import Objects, load
+    from draspeed.cluster import Cluster
     from draspeed.engine.allocator import Allocator, PreparedClaims
     from draspeed.engine.feasibility import Feasibility, NodeOutcome
     from draspeed.engine.snapshot import Snapshot
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Objects": "draspeed.api.loader",
     "load": "draspeed.api.loader",
+    "Cluster": "draspeed.cluster",
     "Allocator": "draspeed.engine.allocator",
     "PreparedClaims": "draspeed.engine.allocator",
     "AllocationError": "draspeed.errors",
@@ -46,6 +48,7 @@ __all__ = [
     "AllocationError",
     "AllocationTimeout",
     "Allocator",
+    "Cluster",
     "DraspeedError",
     "Feasibility",
     "Features",

@@ -19,11 +19,11 @@ would give, pod by pod.
 
 Usage::
 
-    from draspeed import load
-    from draspeed.analysis import analyze, fit, snapshot_from_objects
+    import draspeed
+    from draspeed.analysis import fit
 
-    objects = load("cluster.yaml")
-    snapshot = snapshot_from_objects(objects)
+    objects = draspeed.load("cluster.yaml")
+    snapshot = draspeed.Cluster.from_objects(objects).snapshot()
     report = fit(snapshot, objects.templates[0])
     print(report.placed, report.node("node-00003").first_failure)
 """
@@ -31,7 +31,7 @@ Usage::
 from __future__ import annotations
 
 from draspeed.analysis.accounting import Accounting, CounterUse, DeviceCounts, NodeUsage
-from draspeed.analysis.capacity import CapacityReport, analyze, snapshot_from_objects
+from draspeed.analysis.capacity import CapacityReport, analyze
 from draspeed.analysis.fit import (
     STRATEGIES,
     Failure,
@@ -96,7 +96,6 @@ __all__ = [
     "fit",
     "fragmentation",
     "run_scenario",
-    "snapshot_from_objects",
     "sweep",
     "what_if",
 ]

@@ -1,8 +1,8 @@
 """One capacity report: fragmentation of the cluster as it is, then how many pods fit.
 
 :func:`analyze` is what ``draspeed capacity`` prints for one cluster state and
-what every what-if and sweep scenario computes; :func:`snapshot_from_objects`
-builds the state from a cluster dump the way kube-scheduler sees it.
+what every what-if and sweep scenario computes (the state of a dump:
+``draspeed.Cluster.from_objects(objects).snapshot()``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ from draspeed.analysis.fragmentation import FragmentationReport, fragmentation
 from draspeed.analysis.shapes import ShapeSource
 
 if TYPE_CHECKING:
-    from draspeed.api.loader import Objects
     from draspeed.api.model import Node
     from draspeed.engine.snapshot import Snapshot
-    from draspeed.features import Features
 
 
 @dataclass
@@ -66,18 +64,3 @@ def analyze(
         progress=progress,
     )
     return CapacityReport(frag, report)
-
-
-def snapshot_from_objects(objects: Objects, features: Features | None = None) -> Snapshot:
-    """The cluster state of a dump: DeviceTaintRules applied to the slices (as the
-    scheduler's slice tracker does), claims with ``status.allocation`` committed, the
-    Node objects known. Pending claims of the dump are not placed (they are someone
-    else's pods); pass them as shapes to place them."""
-    from draspeed.engine.snapshot import Snapshot
-    from draspeed.rules.taint_rules import apply_taint_rules
-
-    slices = apply_taint_rules(objects.slices, objects.taint_rules, objects.classes)
-    allocated = [c for c in objects.claims if c.status.allocation is not None]
-    return Snapshot.build(
-        slices, objects.classes, allocated, features=features, nodes=objects.nodes
-    )

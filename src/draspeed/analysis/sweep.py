@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from draspeed.analysis.capacity import CapacityReport, analyze, snapshot_from_objects
+from draspeed.analysis.capacity import CapacityReport, analyze
 from draspeed.analysis.fit import Strategy
 from draspeed.analysis.shapes import ShapeSource
 from draspeed.analysis.whatif import Change, apply_changes
+from draspeed.cluster import Cluster
 
 if TYPE_CHECKING:
     from draspeed.api.loader import Objects
@@ -164,7 +165,7 @@ def _base(source: ClusterSource) -> tuple[Snapshot, Objects]:
             _CACHE.move_to_end(key)
             return hit
     objects = source.load()
-    built = (snapshot_from_objects(objects), objects)
+    built = (Cluster.from_objects(objects).snapshot(), objects)
     with _CACHE_LOCK:
         _CACHE[key] = built
         while len(_CACHE) > _CACHE_SIZE:

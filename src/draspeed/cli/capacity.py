@@ -1,17 +1,12 @@
 """``draspeed capacity``: how many more pods of a shape fit, where, and what blocks the rest.
 
-Wire it into a parser with :func:`add_capacity_parser` (its runner is
-:func:`run_capacity`, ``run(args, out, err) -> exit status``), or run this module:
-``python -m draspeed.cli.capacity capacity ...``. Exit status: 0 done, 2 bad
-input or usage (the error on stderr).
+Exit status: 0 done, 2 bad input or usage (the error on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import textwrap
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from draspeed.cli.capacity_inputs import (
@@ -25,7 +20,9 @@ from draspeed.cli.capacity_inputs import (
     shape_name,
 )
 from draspeed.cli.capacity_report import print_result
+from draspeed.cli.options import EXIT_OK, EXIT_USAGE
 from draspeed.cli.render import Progress
+from draspeed.cluster import Cluster
 from draspeed.errors import DraspeedError
 
 if TYPE_CHECKING:
@@ -35,16 +32,7 @@ if TYPE_CHECKING:
     from draspeed.api.loader import Objects
     from draspeed.engine.snapshot import Snapshot
 
-__all__ = [
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "add_capacity_parser",
-    "main",
-    "parse_add_nodes",
-    "run_capacity",
-]
-
-EXIT_OK, EXIT_USAGE = 0, 2
+__all__ = ["add_parser", "parse_add_nodes", "run"]
 
 _EXAMPLES = """\
 examples:
@@ -74,8 +62,8 @@ of the input, or FILE:N for a file holding one node's ResourceSlices (and Node).
 """
 
 
-def add_capacity_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``capacity`` subcommand; its ``run`` default is :func:`run_capacity`."""
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``capacity`` command."""
     p = subparsers.add_parser(
         "capacity",
         help="how many more pods of a shape fit, where, and what blocks the rest",
@@ -182,39 +170,39 @@ def add_capacity_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="with --add-nodes: pods that fit at K+1 evenly spaced node counts "
         "(default 5 when --plot is given, else no curve)",
     )
-    run = p.add_argument_group("output and execution")
-    run.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
-    run.add_argument(
+    execution = p.add_argument_group("output and execution")
+    execution.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    execution.add_argument(
         "--placements",
         action="store_true",
         help="list every placement (pod, node, devices) in json/yaml output",
     )
-    run.add_argument(
+    execution.add_argument(
         "--plot",
         metavar="FILE",
         help="write utilisation, free placements and the fit curve (png, svg, pdf)",
     )
-    run.add_argument(
+    execution.add_argument(
         "--scheduler",
         metavar="ADDRESS",
         help="run the curve's scenarios on a Dask cluster (tcp://host:8786)",
     )
-    run.add_argument(
+    execution.add_argument(
         "--workers",
         type=int,
         default=None,
         metavar="N",
         help="local worker processes for the curve (default: CPU count)",
     )
-    p.set_defaults(run=run_capacity)
+    p.set_defaults(run=run)
     return p
 
 
 # --------------------------------------------------------------------------------- run
 
 
-def run_capacity(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """The ``capacity`` subcommand (``args`` from :func:`add_capacity_parser`)."""
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """The ``capacity`` command."""
     try:
         return _run(args, out, err)
     except UsageError as exc:
@@ -231,7 +219,7 @@ def run_capacity(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from draspeed.analysis.capacity import analyze, snapshot_from_objects
+    from draspeed.analysis.capacity import analyze
     from draspeed.analysis.live import ClusterReadError
     from draspeed.analysis.whatif import WhatIfReport, apply_changes
 
@@ -241,7 +229,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError(str(exc)) from exc
     for warning in objects.warnings:
         err.write(f"warning: {warning}\n")
-    base = snapshot_from_objects(objects)
+    base = Cluster.from_objects(objects).snapshot()
     shapes = parse_shapes(args, objects)
     ratios = parse_ratios(args)
     changes = parse_changes(args, base)
@@ -336,28 +324,3 @@ def _curve(
         if client is not None:
             client.close()
     return added, [r.placed for r in results]
-
-
-# ------------------------------------------------------------------------- standalone
-
-
-def main(
-    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
-) -> int:
-    """``python -m draspeed.cli.capacity capacity ...`` (same as ``draspeed capacity``)."""
-    out, err = out or sys.stdout, err or sys.stderr
-    parser = argparse.ArgumentParser(prog="draspeed")
-    add_capacity_parser(parser.add_subparsers(dest="command", required=True))
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
-        return int(args.run(args, out, err))
-    except (DraspeedError, OSError) as exc:
-        err.write(f"error: {exc}\n")
-        return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, TextIO
 
-import yaml
-
-from draspeed.cli.render import format_table
+from draspeed.cli.render import dump_document, format_table
 
 if TYPE_CHECKING:
     from draspeed.analysis.capacity import CapacityReport
@@ -34,11 +31,7 @@ def print_result(
             doc["after"] = result.after.to_dict(placements=True)
         if curve is not None:
             doc["curve"] = [{"nodesAdded": a, "pods": p} for a, p in zip(*curve, strict=True)]
-        if args.output == "json":
-            json.dump(doc, out, indent=2)
-            out.write("\n")
-        else:
-            yaml.safe_dump(doc, out, sort_keys=False, default_flow_style=False)
+        dump_document(doc, args.output, out)
         return
     if isinstance(result, WhatIfReport):
         out.write("Before\n======\n")

@@ -11,21 +11,46 @@ The demo asks what a scheduler and an operator would ask of the cluster:
 
 from __future__ import annotations
 
-import json
+import argparse
 from dataclasses import replace
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TextIO
 
-import yaml
-
-from draspeed.features import Features
-from draspeed.jobs import Engine
+from draspeed.cli.explain import render_explanation
+from draspeed.cli.feasible import feasibility
+from draspeed.cli.options import EXIT_OK, add_engine, command_parser
+from draspeed.cli.render import STATUS_COLOURS, Progress, Style, dump_document, format_table
+from draspeed.cluster import Cluster, Engine
 
 if TYPE_CHECKING:
     from draspeed.api.loader import Objects
     from draspeed.api.model import Node, ResourceClaim
-    from draspeed.cli import ClusterInput
     from draspeed.explain import Explanation, Funnel
+
+EXAMPLES = """\
+examples:
+  draspeed demo              # tables: feasibility, scheduling, one explanation
+  draspeed demo -o json      # the same, machine-readable
+"""
+
+
+def add_parser(sub: Any) -> None:
+    p = command_parser(
+        sub,
+        "demo",
+        "the built-in demo cluster: feasibility, scheduling and one explanation",
+        "Runs the built-in demo cluster (two nodes with 8 example GPUs each, one 2x H100 "
+        "node in dynamic-MIG mode): every pending claim on every node, the claims "
+        "scheduled one after another, and why one claim does not fit on a node.",
+        EXAMPLES,
+    )
+    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    add_engine(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return run_demo(args.output, args.engine, out, err)
 
 
 def demo_cluster_text() -> str:
@@ -64,7 +89,7 @@ def _closeness(e: Explanation) -> tuple[int, int, int]:
     return (0, depth, count)
 
 
-def _closest(job: ClusterInput, nodes: list[Node]) -> Explanation | None:
+def _closest(job: Cluster, nodes: list[Node]) -> Explanation | None:
     """The explanation of the node where the pod's claims came closest to fitting."""
     from draspeed.explain import explain
 
@@ -75,10 +100,7 @@ def _closest(job: ClusterInput, nodes: list[Node]) -> Explanation | None:
 
 def demo_report(engine: Engine = "fast") -> dict[str, Any]:
     """The demo's three parts as JSON-ready data (what ``draspeed demo -o json`` prints)."""
-    from draspeed.cli import cluster_input, feasibility
-
-    objects = demo_objects()
-    base = cluster_input(objects, Features())
+    base = Cluster.from_objects(demo_objects())
     nodes = base.known_nodes()
     by_name = {n.name: n for n in nodes}
 
@@ -128,19 +150,13 @@ def demo_report(engine: Engine = "fast") -> dict[str, Any]:
 
 
 def run_demo(output: str, engine: Engine, out: TextIO, err: TextIO) -> int:
-    from draspeed.cli import STATUS_COLOURS, render_explanation
-    from draspeed.cli.render import Progress, Style, format_table
     from draspeed.explain import Explanation
 
     with Progress("demo", stream=err):
         report = demo_report(engine)
-    if output == "json":
-        json.dump(report, out, indent=2)
-        out.write("\n")
-        return 0
-    if output == "yaml":
-        yaml.safe_dump(report, out, sort_keys=False)
-        return 0
+    if output in ("json", "yaml"):
+        dump_document(report, output, out)
+        return EXIT_OK
 
     style = Style.for_stream(out)
     out.write(style.paint("Feasibility: each pending claim alone, on every node", "bold") + "\n")
@@ -185,4 +201,4 @@ def run_demo(output: str, engine: Engine, out: TextIO, err: TextIO) -> int:
         f'\nengine: {engine}; the cluster: `python -c "import draspeed.cli.demo as d; '
         f'print(d.demo_cluster_text())"`\n'
     )
-    return 0
+    return EXIT_OK

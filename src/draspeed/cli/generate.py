@@ -14,14 +14,17 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-import msgspec
-import yaml
-
+from draspeed.cli.options import EXIT_OK, EXIT_USAGE, command_parser
+from draspeed.cli.render import dump_document
 from draspeed.generate import KINDS, generate
 from draspeed.generate._base import parse_fill
 from draspeed.generate.scheduler_perf import SHAPES
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXAMPLES = """\
+examples:
+  draspeed generate nvidia-mig --nodes 4 --allocated half --claim mig-3g40gb > cluster.yaml
+  draspeed generate example --nodes 2 --claim single-gpu | draspeed feasible -f -
+"""
 
 _HELP = {
     "nvidia-gpu": "8x H100 80GB full-GPU nodes (gpu.nvidia.com)",
@@ -88,18 +91,20 @@ def _namespace(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_generate_parser(subparsers: Any) -> None:
-    """Add the ``generate`` subcommand (one sub-subcommand per kind)."""
-    parser = subparsers.add_parser(
+def add_parser(subparsers: Any) -> None:
+    """Add the ``generate`` command (one subcommand per kind)."""
+    parser = command_parser(
+        subparsers,
         "generate",
-        help="print a realistic generated cluster (seeded, deterministic)",
-        description="Generate a cluster of resource.k8s.io/v1 objects as real DRA drivers "
+        "print a realistic generated cluster (seeded, deterministic)",
+        "Generate a cluster of resource.k8s.io/v1 objects as real DRA drivers "
         "publish them, with matching DeviceClasses and claim templates.",
+        EXAMPLES,
     )
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     common = _common()
     for kind in KINDS:
-        p = kinds.add_parser(kind, parents=[common], help=_HELP[kind], description=_HELP[kind])
+        p = command_parser(kinds, kind, _HELP[kind], _HELP[kind], EXAMPLES, parents=[common])
         if kind in ("nvidia-gpu", "nvidia-mig", "example"):
             p.add_argument(
                 "--gpus-per-node",
@@ -173,14 +178,6 @@ _OPTIONS = {
 }
 
 
-class _NoAliasDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """Generated objects share identical sub-dicts; YAML must spell each one out
-    (an ``&id001`` anchor is valid YAML but not what kubectl users expect)."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = {name: getattr(args, name) for name in _OPTIONS[args.kind]}
     try:
@@ -195,16 +192,5 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except KeyError as exc:
         err.write(f"error: {exc.args[0]}\n")
         return EXIT_USAGE
-    if args.output == "json":
-        out.write(msgspec.json.format(msgspec.json.encode(document), indent=2).decode())
-        out.write("\n")
-    else:
-        yaml.dump(
-            document,
-            out,
-            Dumper=_NoAliasDumper,
-            sort_keys=False,
-            default_flow_style=False,
-            width=120,
-        )
+    dump_document(document, args.output, out)
     return EXIT_OK

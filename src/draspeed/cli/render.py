@@ -1,4 +1,4 @@
-"""Terminal niceties for the ``draspeed`` command: colours, tables, a progress line.
+"""What the ``draspeed`` command prints: documents, tables, colours, a progress line.
 
 Colours only when writing to a terminal, and never with ``NO_COLOR`` set
 (https://no-color.org) or ``TERM=dumb``; the progress line only on a terminal's
@@ -14,9 +14,41 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TextIO
+from typing import Any, TextIO
+
+import msgspec
+import yaml
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+# What each status of a node or explanation is painted with in tables.
+STATUS_COLOURS = {
+    "fits": "green",
+    "does-not-fit": "yellow",
+    "error": "red",
+    "node-error": "red",
+    "timeout": "red",
+}
+
+
+class _NoAliasDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Documents share identical sub-dicts; YAML must spell each one out (an
+    ``&id001`` anchor is valid YAML but not what kubectl users expect)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_document(doc: Any, output: str, out: TextIO) -> None:
+    """``doc`` as ``-o json`` (two-space indent, UTF-8 as written) or ``-o yaml``."""
+    if output == "json":
+        out.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        out.write("\n")
+    else:
+        yaml.dump(
+            doc, out, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=120
+        )
 
 
 def is_terminal(stream: TextIO) -> bool:

@@ -23,8 +23,8 @@ from draspeed.generate.example import DRIVER as EXAMPLE_DRIVER
 if TYPE_CHECKING:
     from draspeed.api.loader import Objects
     from draspeed.api.model import Node, ResourceClaim
+    from draspeed.cluster import AllocatorLike, Engine
     from draspeed.features import Features
-    from draspeed.jobs import AllocatorLike, Engine
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,8 @@ class Loaded:
 
     def allocator(self, engine: Engine, features: Features | None = None) -> AllocatorLike:
         """A fresh allocator of either engine over the cluster (fast: a new snapshot)."""
+        from draspeed.cluster import make_allocator
         from draspeed.features import Features
-        from draspeed.jobs import make_allocator
 
         o = self.objects
         return make_allocator(

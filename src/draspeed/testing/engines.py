@@ -17,10 +17,9 @@ from typing import Any, Literal
 from draspeed.api import encode_allocation
 from draspeed.api.loader import Objects
 from draspeed.api.model import AllocationResult, DeviceClass, Node, ResourceClaim, ResourceSlice
+from draspeed.cluster import Cluster, Engine, make_allocator
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 from draspeed.features import Features
-from draspeed.jobs import Engine, find_node, make_allocator, split_claims
-from draspeed.rules.taint_rules import apply_taint_rules
 
 SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 
@@ -41,20 +40,13 @@ class Inputs:
     @classmethod
     def from_objects(cls, objects: Objects, node_name: str, features: Features) -> Inputs:
         """As kube-scheduler sees a dump: claims with an allocation are committed state."""
-        allocated, pending = split_claims(objects.claims)
-        slices = apply_taint_rules(
-            objects.slices,
-            objects.taint_rules,
-            objects.classes,
-            list_type_attributes=features.list_type_attributes,
-            consumable_capacity=features.consumable_capacity,
-        )
+        cluster = Cluster.from_objects(objects, features=features)
         return cls(
-            slices,
-            list(objects.classes),
-            allocated,
-            pending,
-            find_node(objects, node_name),
+            cluster.slices,
+            cluster.classes,
+            cluster.allocated,
+            cluster.pending,
+            cluster.node(node_name),
             features,
         )
 
