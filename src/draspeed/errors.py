@@ -47,4 +47,10 @@ class NodeAllocationError(AllocationError):
 
 
 class AllocationTimeout(AllocationError):
-    """The deadline passed before the search ended (upstream: filter operation aborted)."""
+    """The deadline passed before the allocation ended; ``str()`` is upstream's text."""
+
+    # What upstream's allocator returns when the scheduler's Filter context times out.
+    TEXT = "filter operation aborted: context deadline exceeded"
+
+    def __init__(self, message: str = TEXT) -> None:
+        super().__init__(message)

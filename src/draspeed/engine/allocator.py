@@ -34,6 +34,7 @@ from draspeed.engine.feasibility import Feasibility
 from draspeed.engine.layout import Layout
 from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
+from draspeed.rules import texts
 from draspeed.rules.results import (
     ChosenDevice,
     ResultError,
@@ -369,11 +370,10 @@ class _Outcome:
             alt = plan.alternatives[a]
             device = arrays.snap.device_id(int(arrays.layout.g[lp]))
             return AllocationError(
-                f"claim {self.claims[alt.claim].key}, request {alt.name}: cannot add device "
-                f"{device} because a claim constraint would not be satisfied"
+                texts.constraint_not_satisfied(self.claims[alt.claim].key, alt.name, device)
             )
         if code == _DEADLINE:
-            return AllocationTimeout("filter operation aborted: context deadline exceeded")
+            return AllocationTimeout()
         if code == _OVERFLOW:
             # The builder switches to exact sums before int64 could overflow; reaching
             # this means that bound is wrong, and guessing would be worse than stopping.
@@ -383,7 +383,7 @@ class _Outcome:
             )
         view = arrays.layout.entries[self.n].view
         if view is not None and view.any_invalid:
-            return NodeAllocationError("invalid resource pools were encountered")
+            return NodeAllocationError(texts.INVALID_POOLS)
         return None
 
     def raise_or_results(self, share_id: Callable[[], str]) -> list[AllocationResult] | None:

@@ -16,34 +16,33 @@ searches one after the other.
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from draspeed.api._model_tree import signature as tree_signature
+from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
-    CapacityRequirements,
     DeviceAllocationConfiguration,
-    DeviceClass,
-    DeviceSelector,
-    DeviceToleration,
     ResourceClaim,
 )
 from draspeed.engine import _core
 from draspeed.engine.layout import PDN_ERROR, PDN_NO, Layout, unit_of
 from draspeed.engine.snapshot import ERROR, FALSE
 from draspeed.errors import AllocationError, AllocationTimeout
+from draspeed.rules import texts
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
+from draspeed.rules.preflight import ClaimPlan, preflight
+from draspeed.rules.preflight import RequestSpec as Alternative
 from draspeed.rules.tolerations import taint_blocks
 
 if TYPE_CHECKING:
     from draspeed.quantity import Quantity
 
-MAX_RESULTS = 32  # resource.k8s.io AllocationResultsMaxSize
+MAX_RESULTS = ALLOCATION_RESULTS_MAX_SIZE
 SEL_NO, SEL_YES, SEL_ERROR = _core.SEL["no"], _core.SEL["yes"], _core.SEL["error"]
 CAP_FAIL, CAP_OK, CAP_DYNAMIC = _core.CAP["fail"], _core.CAP["ok"], _core.CAP["dynamic"]
 _INT64_LIMIT = 2**62  # headroom: sums of two in-range terms cannot wrap before the check
@@ -51,25 +50,6 @@ _CLAIM_SETS_PER_LAYOUT = 32  # distinct claim sets remembered per layout
 
 # (from_class, selector index, compile error, runtime error): formatted when raised.
 SelectorFailure = tuple[bool, int, str | None, str | None]
-
-
-@dataclass(slots=True)
-class Alternative:
-    """A request without subrequests, or one subrequest of a firstAvailable list."""
-
-    claim: int
-    request: int  # index in the claim
-    sub: int | None  # subrequest index, or None
-    name: str  # as upstream's errors name it (the subrequest's own name for a subrequest)
-    parent: str | None  # the request name, for a subrequest
-    device_class: DeviceClass
-    selectors: list[DeviceSelector]
-    all_mode: bool
-    count: int
-    admin: bool
-    tolerations: list[DeviceToleration]
-    capacity: dict[str, Quantity] = field(default_factory=dict)
-    row: int = -1  # index of its selector row in the claim set's rows
 
 
 @dataclass(slots=True)
@@ -81,6 +61,29 @@ class Plan:
     request_has_subs: list[bool]
     claim_requests: list[list[int]]  # claim -> global request indices
     all_positions: list[list[int]]  # per alternative: its All-mode list (node-local)
+    rows: list[int]  # per alternative: its selector verdict row
+
+    @classmethod
+    def of(
+        cls, claims: list[ClaimPlan], rows: dict[int, int], listed: dict[int, list[int]]
+    ) -> Plan:
+        """The claims' plans flattened: alternatives in order, requests numbered across
+        claims (``rows`` and ``listed``: by ``id`` of each alternative)."""
+        plan = cls([], [], [], [], [], [])
+        for claim in claims:
+            requests_of_claim = []
+            for alternatives, has_subs in zip(claim.requests, claim.has_subrequests, strict=True):
+                requests_of_claim.append(len(plan.request_alts))
+                plan.request_alts.append(
+                    list(range(len(plan.alternatives), len(plan.alternatives) + len(alternatives)))
+                )
+                plan.request_has_subs.append(has_subs)
+                for alt in alternatives:
+                    plan.alternatives.append(alt)
+                    plan.rows.append(rows[id(alt)])
+                    plan.all_positions.append(listed.get(id(alt), []))
+            plan.claim_requests.append(requests_of_claim)
+        return plan
 
 
 def claims_signature(claims: list[ResourceClaim]) -> bytes:
@@ -208,183 +211,37 @@ class ClaimArrays:
     # ----------------------------------------------------------------------------------
 
     def _preflight(self, node: int | None) -> Plan:
-        f = self.features
-        plan = Plan([], [], [], [], [])
-        for c, claim in enumerate(self.claims):
-            requests_of_claim: list[int] = []
-            min_devices = 0
-            for r, request in enumerate(claim.spec.devices.requests):
-                subs = request.first_available
-                if subs and not f.prioritized_list:
-                    raise AllocationError(
-                        f"claim {claim_token(c)}, request {request.name}: has subrequests, "
-                        "but the DRAPrioritizedList feature is disabled"
-                    )
-                if not f.consumable_capacity:
-                    if request.exactly is not None and request.exactly.capacity is not None:
-                        raise AllocationError(
-                            f"claim {claim_token(c)}, request {request.name}: has capacity "
-                            "requests, but the DRAConsumableCapacity feature is disabled"
-                        )
-                    for sub in subs:
-                        if sub.capacity is not None:
-                            raise AllocationError(
-                                f"claim {claim_token(c)}, subrequest {sub.name}: has capacity "
-                                "requests, but the DRAConsumableCapacity feature is disabled"
-                            )
-                alt_ids: list[int] = []
-                if subs:
-                    fewest = math.inf
-                    for i, sub in enumerate(subs):
-                        alt = self._validate(
-                            plan,
-                            node,
-                            c,
-                            claim,
-                            r,
-                            i,
-                            sub.name,
-                            request.name,
-                            sub.device_class_name,
-                            sub.selectors,
-                            sub.allocation_mode,
-                            sub.count,
-                            None,
-                            sub.tolerations,
-                            sub.capacity,
-                        )
-                        alt_ids.append(alt)
-                        fewest = min(fewest, plan.alternatives[alt].count)
-                    min_devices += int(fewest)
-                else:
-                    ex = request.exactly
-                    alt = self._validate(
-                        plan,
-                        node,
-                        c,
-                        claim,
-                        r,
-                        None,
-                        request.name,
-                        None,
-                        ex.device_class_name if ex else "",
-                        ex.selectors if ex else [],
-                        ex.allocation_mode if ex else "ExactCount",
-                        ex.count if ex else 1,
-                        ex.admin_access if ex else None,
-                        ex.tolerations if ex else [],
-                        ex.capacity if ex else None,
-                    )
-                    alt_ids.append(alt)
-                    min_devices += plan.alternatives[alt].count
-                requests_of_claim.append(len(plan.request_alts))
-                plan.request_alts.append(alt_ids)
-                plan.request_has_subs.append(bool(subs))
-            if min_devices > MAX_RESULTS:
-                raise AllocationError(
-                    f"claim {claim_token(c)}: number of requested devices {min_devices} exceeds "
-                    f"the claim limit of {MAX_RESULTS}"
-                )
-            for i, constraint in enumerate(claim.spec.devices.constraints):
-                if constraint.match_attribute is None and constraint.distinct_attribute is None:
-                    raise AllocationError(
-                        f"claim {claim_token(c)}, constraint #{i}: empty constraint "
-                        "(unsupported constraint type?)"
-                    )
-            plan.claim_requests.append(requests_of_claim)
-        return plan
+        """upstream's pre-flight (on ``node``, for All-mode requests), as a Plan."""
+        rows: dict[int, int] = {}
+        listed: dict[int, list[int]] = {}
 
-    def _validate(
-        self,
-        plan: Plan,
-        node: int | None,
-        c: int,
-        claim: ResourceClaim,
-        r: int,
-        sub: int | None,
-        name: str,
-        parent: str | None,
-        class_name: str,
-        selectors: list[DeviceSelector],
-        mode: str,
-        count: int,
-        admin_access: bool | None,
-        tolerations: list[DeviceToleration],
-        capacity: CapacityRequirements | None,
-    ) -> int:
-        for i, selector in enumerate(selectors):
-            if selector.cel is None:
-                raise AllocationError(
-                    f"claim {claim_token(c)}, request {name}, selector #{i}: CEL expression "
-                    "empty (unsupported selector type?)"
-                )
-        if not self.features.admin_access and admin_access is not None:
-            raise AllocationError(
-                f"claim {claim_token(c)}, request {name}: admin access is requested, "
-                "but the feature is disabled"
-            )
-        if class_name == "":
-            raise AllocationError(
-                f"claim {claim_token(c)}, request {name}: missing device class name "
-                "(unsupported request type?)"
-            )
-        device_class = self.snap.classes.get(class_name)
-        if device_class is None:
-            raise AllocationError(
-                f"claim {claim_token(c)}, request {name}: could not retrieve device class "
-                f'{class_name}: deviceclass.resource.k8s.io "{class_name}" not found'
-            )
-        alt = Alternative(
-            claim=c,
-            request=r,
-            sub=sub,
-            name=name,
-            parent=parent,
-            device_class=device_class,
-            selectors=selectors,
-            all_mode=False,
-            count=0,
-            admin=bool(admin_access),
-            tolerations=tolerations,
-            capacity=dict(capacity.requests) if capacity else {},
-        )
-        index = len(plan.alternatives)
-        plan.alternatives.append(alt)
-        alt.row = self._selector_row(alt)
-        positions: list[int] = []
-        if mode == "ExactCount":
-            alt.count = count
-        elif mode == "All":
-            alt.all_mode = True
-            assert node is not None  # All-mode claim sets are planned node by node
-            positions = self._all_devices(alt, node)
-            alt.count = len(positions)
-        else:
-            raise AllocationError(
-                f"claim {claim_token(c)}, request {name}: unsupported count mode {mode}"
-            )
-        plan.all_positions.append(positions)
-        return index
+        def on_request(alt: Alternative) -> None:
+            rows[id(alt)] = self._selector_row(alt)
+            if alt.all_mode:
+                assert node is not None  # All-mode claim sets are planned node by node
+                listed[id(alt)] = self._all_devices(alt, rows[id(alt)], node)
+                alt.count = len(listed[id(alt)])
 
-    def _all_devices(self, alt: Alternative, n: int) -> list[int]:
+        claims = preflight(self.claims, claim_token, self.features, self.snap.classes, on_request)
+        return Plan.of(claims, rows, listed)
+
+    def _all_devices(self, alt: Alternative, row_index: int, n: int) -> list[int]:
         """upstream's All-mode device list on node n: every selectable device of every pool."""
         layout = self.layout
         entry = layout.entries[n]
         assert entry.view is not None
-        row, failures = self._rows[alt.row]
+        row, failures = self._rows[row_index]
         off = int(layout.node_ptr[n])
         cursor = 0
         out: list[int] = []
         for pool in entry.view.pools:
             if pool.incomplete:
                 raise AllocationError(
-                    f"claim {claim_token(alt.claim)}, request {alt.name}: asks for all "
-                    f"devices, but resource pool {pool.id} is currently being updated"
+                    texts.all_devices_pool_incomplete(claim_token(alt.claim), alt.name, pool.id)
                 )
             if pool.invalid:
                 raise AllocationError(
-                    f"claim {claim_token(alt.claim)}, request {alt.name}: asks for all "
-                    f"devices, but resource pool {pool.id} is currently invalid"
+                    texts.all_devices_pool_invalid(claim_token(alt.claim), alt.name, pool.id)
                 )
             for p in range(cursor, cursor + len(pool.devices)):
                 verdict = row[off + p]
@@ -435,10 +292,8 @@ class ClaimArrays:
             if not len(pending):
                 break
             if selector.cel is None:  # only a class can get here; upstream would crash
-                raise AllocationError(
-                    f"class {alt.device_class.metadata.name}: selector #{i}: "
-                    "CEL expression empty (unsupported selector type?)"
-                )
+                owner = texts.selector_owner("", alt.device_class.metadata.name, from_class=True)
+                raise AllocationError(texts.selector_empty(owner, i))
             results = snap.selector_results(selector.cel.expression, self.deadline)
             verdict = snap.evaluate(results, layout.g[pending], self.deadline)
             row[pending[verdict == FALSE]] = SEL_NO
@@ -502,9 +357,9 @@ class ClaimArrays:
         N, L, A = len(layout.entries), layout.L, len(alts)
         claims_n = max(len(self.claims), 1)
         rows = self._rows
-        self.alt_failures = [rows[alt.row][1] for alt in alts]
+        self.alt_failures = [rows[row][1] for row in plan.rows]
         selectable = (
-            np.stack([rows[alt.row][0] for alt in alts]) if A else np.zeros((0, L), np.uint8)
+            np.stack([rows[row][0] for row in plan.rows]) if A else np.zeros((0, L), np.uint8)
         )
         capacity = (
             np.stack([self._capacity_row(alt) for alt in alts]) if A else np.zeros((0, L), np.uint8)
@@ -736,16 +591,15 @@ class ClaimArrays:
     def selector_error_text(self, alt: Alternative, failure: SelectorFailure, lp: int) -> str:
         """Upstream's message for the selector that failed on layout position lp for ``alt``."""
         from_class, index, compile_error, runtime_error = failure
-        if from_class:
-            who = f"class {alt.device_class.metadata.name}"
-        else:
-            who = f"claim {claim_token(alt.claim)}"
-        if compile_error is not None:
-            return f"{who}: selector #{index}: CEL compile error: {compile_error}"
         if index < 0:  # per-device node selection failed to parse: upstream returns it bare
             return runtime_error or ""
+        owner = texts.selector_owner(
+            claim_token(alt.claim), alt.device_class.metadata.name, from_class=from_class
+        )
+        if compile_error is not None:
+            return texts.selector_compile_error(owner, index, compile_error)
         device = self.snap.device_id(int(self.layout.g[lp]))
-        return f"{who}: selector #{index} on device {device}: CEL runtime error: {runtime_error}"
+        return texts.selector_runtime_error(owner, index, device, runtime_error or "")
 
 
 def _i32(values: Any) -> np.ndarray:

@@ -42,6 +42,7 @@ from draspeed.engine.persistent import PersistentMap, Trail
 from draspeed.engine.slice_facts import SliceFacts
 from draspeed.errors import AllocationError, CELCompileError
 from draspeed.features import Features
+from draspeed.rules import texts
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
@@ -565,13 +566,13 @@ class Snapshot:
                             return True
                     except NodeSelectorError as exc:
                         raise AllocationError(
-                            f"gather pool information: failed to perform node selection for device "
-                            f"{device.name} in slice {rs.metadata.name}: {exc}"
+                            texts.gather_pools(
+                                texts.device_node_selection(device.name, rs.metadata.name, exc)
+                            )
                         ) from exc
         except NodeSelectorError as exc:
             raise AllocationError(
-                f"gather pool information: failed to perform node selection for slice "
-                f"{rs.metadata.name}: {exc}"
+                texts.gather_pools(texts.slice_node_selection(rs.metadata.name, exc))
             ) from exc
         return False
 
@@ -661,7 +662,7 @@ class Snapshot:
             for cs in self._slice_at[s_idx].spec.shared_counters:
                 if cs.name in pool.counter_sets:
                     return PoolView(
-                        pid, invalid=True, invalid_reason=f"duplicate counter set name {cs.name}"
+                        pid, invalid=True, invalid_reason=texts.duplicate_counter_set(cs.name)
                     )
                 pool.counter_sets[cs.name] = {n: c.value for n, c in cs.counters.items()}
         for s_idx in other_slices:
@@ -749,7 +750,7 @@ def _first_duplicate(snap: Snapshot, device_slices: list[int]) -> str:
     for s_idx in device_slices:
         for device in snap._slice_at[s_idx].spec.devices:
             if device.name in seen:
-                return f"duplicate device name {device.name}"
+                return texts.duplicate_device_name(device.name)
             seen.add(device.name)
     raise AssertionError("no duplicate device name")  # the caller saw one
 
@@ -760,10 +761,10 @@ def _missing_counter(snap: Snapshot, pool: PoolView, devices: list[int]) -> str:
         for use in snap.device(g).consumes_counters:
             counters = pool.counter_sets.get(use.counter_set)
             if counters is None:
-                return f"counter set {use.counter_set} not found"
+                return texts.counter_set_not_found(use.counter_set)
             for name in use.counters:
                 if name not in counters:
-                    return f"counter {name} not found in counter set {use.counter_set}"
+                    return texts.counter_not_found(name, use.counter_set)
     raise AssertionError("no unknown counter")  # the caller saw one
 
 

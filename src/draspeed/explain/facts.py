@@ -12,6 +12,7 @@ from draspeed.api.model import Counter, Device, DeviceSelector, DeviceToleration
 from draspeed.engine.snapshot import ERROR, TRUE, NodeView, PoolView, Snapshot
 from draspeed.explain.results import CounterShort
 from draspeed.quantity import Quantity
+from draspeed.rules import texts
 from draspeed.rules.capacity import UnknownCapacityError, request_fits
 from draspeed.rules.ids import DeviceID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
@@ -148,9 +149,7 @@ class NodeFacts:
             if not len(pending):
                 break
             if selector.cel is None:
-                message = (
-                    f"{owner}: selector #{i}: CEL expression empty (unsupported selector type?)"
-                )
+                message = texts.selector_empty(owner, i)
                 errors += len(pending)
                 keep[pending] = False
                 first = _earlier(first, (int(pending[0]), message))
@@ -163,12 +162,12 @@ class NodeFacts:
                 errors += len(failed)
                 p = int(failed[0])
                 if results.compile_error is not None:
-                    message = f"{owner}: selector #{i}: CEL compile error: {results.compile_error}"
+                    message = texts.selector_compile_error(owner, i, results.compile_error)
                 else:
                     g = int(candidates[p])
-                    message = (
-                        f"{owner}: selector #{i} on device {self.snap.device_id(g)}: "
-                        f"CEL runtime error: {results.messages.get(g, '')}"
+                    device = self.snap.device_id(g)
+                    message = texts.selector_runtime_error(
+                        owner, i, device, results.messages.get(g, "")
                     )
                 first = _earlier(first, (p, message))
         return candidates[keep], errors, first

@@ -8,6 +8,6 @@ the allocation-state fixes merged upstream after the spec's snapshot.
 
 from __future__ import annotations
 
-from draspeed.reference.allocator import MAX_DEVICES_PER_CLAIM, ReferenceAllocator, Stats
+from draspeed.reference.allocator import ReferenceAllocator, Stats
 
-__all__ = ["MAX_DEVICES_PER_CLAIM", "ReferenceAllocator", "Stats"]
+__all__ = ["ReferenceAllocator", "Stats"]

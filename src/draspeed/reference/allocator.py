@@ -33,14 +33,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
     Device,
     DeviceClass,
-    DeviceRequest,
     DeviceSelector,
-    DeviceSubRequest,
-    DeviceToleration,
     Node,
     ResourceClaim,
     ResourceSlice,
@@ -57,18 +55,17 @@ from draspeed.features import Features
 from draspeed.quantity import Quantity
 from draspeed.reference.constraints import Constraint, DistinctAttribute, MatchAttribute
 from draspeed.reference.counters import CounterBook
+from draspeed.rules import texts
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
 from draspeed.rules.ids import DeviceID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
 from draspeed.rules.pools import Pool, PoolGatheringError, gather_pools
+from draspeed.rules.preflight import RequestSpec, preflight
 from draspeed.rules.results import ChosenDevice, ResultError, build_allocation_result
 from draspeed.rules.tolerations import taint_blocks
 
 # resource.k8s.io/v1 AllocationResultsMaxSize: devices per claim.
-MAX_DEVICES_PER_CLAIM = 32
-
-TIMEOUT_MESSAGE = "filter operation aborted: context deadline exceeded"
 
 
 @dataclass(slots=True)
@@ -88,55 +85,6 @@ class _Step(enum.Enum):
     TOO_MANY = "too many devices"
 
 
-@dataclass(frozen=True, slots=True)
-class _Request:
-    """A request or a subrequest, seen through the fields the allocator needs."""
-
-    name: str
-    class_name: str
-    mode: str
-    count: int
-    admin_access: bool
-    admin_access_set: bool
-    selectors: list[DeviceSelector]
-    tolerations: list[DeviceToleration]
-    capacity_set: bool
-    capacity: dict[str, Quantity]
-
-    @classmethod
-    def of_request(cls, request: DeviceRequest) -> _Request:
-        exact = request.exactly
-        if exact is None:  # neither exactly nor firstAvailable: a shape this version lacks
-            return cls(request.name, "", "ExactCount", 0, False, False, [], [], False, {})
-        return cls(
-            request.name,
-            exact.device_class_name,
-            exact.allocation_mode,
-            exact.count,
-            bool(exact.admin_access),
-            exact.admin_access is not None,
-            exact.selectors,
-            exact.tolerations,
-            exact.capacity is not None,
-            dict(exact.capacity.requests) if exact.capacity is not None else {},
-        )
-
-    @classmethod
-    def of_subrequest(cls, sub: DeviceSubRequest) -> _Request:
-        return cls(
-            sub.name,
-            sub.device_class_name,
-            sub.allocation_mode,
-            sub.count,
-            False,
-            False,
-            sub.selectors,
-            sub.tolerations,
-            sub.capacity is not None,
-            dict(sub.capacity.requests) if sub.capacity is not None else {},
-        )
-
-
 @dataclass(slots=True)
 class _Candidate:
     """A device together with where it lives."""
@@ -151,12 +99,14 @@ class _Candidate:
 class _RequestData:
     """What pre-flight learned about one request or subrequest."""
 
-    request: _Request
-    parent: str | None  # name of the request owning this subrequest
-    device_class: DeviceClass
-    num_devices: int = 0
+    request: RequestSpec
     all_devices: list[_Candidate] | None = None  # allocationMode All: the devices to take
     selected_subrequest: int = 0  # on the entry of subrequest 0: which one was used
+
+    @property
+    def parent(self) -> str | None:
+        """The name of the request owning this subrequest."""
+        return self.request.parent
 
 
 RequestKey = tuple[int, int, int]  # claim, request, subrequest
@@ -240,13 +190,12 @@ class _Allocation:
         try:
             self.pools = gather_pools(self.all_slices, self.node, self.features)
         except PoolGatheringError as err:
-            raise AllocationError(f"gather pool information: {err}") from err
-        for claim_index in range(len(self.claims)):
-            self._prepare_claim(claim_index)
+            raise AllocationError(texts.gather_pools(str(err))) from err
+        self._preflight()
 
         if self._allocate_one((0, 0, 0, 0), False, (0, 0, 0)) is not _Step.FOUND:
             if any(pool.invalid for pool in self.pools):
-                raise NodeAllocationError("invalid resource pools were encountered")
+                raise NodeAllocationError(texts.INVALID_POOLS)
             return None
         return [self._claim_result(i) for i in range(len(self.claims))]
 
@@ -258,10 +207,12 @@ class _Allocation:
             data = self.request_data[(claim_index, request_index, 0)]
             if data.parent is not None:
                 index = data.selected_subrequest
-                classes.append(self.request_data[(claim_index, request_index, index)].device_class)
+                classes.append(
+                    self.request_data[(claim_index, request_index, index)].request.device_class
+                )
                 selected.append(index)
             else:
-                classes.append(data.device_class)
+                classes.append(data.request.device_class)
                 selected.append(None)
         try:
             return build_allocation_result(
@@ -274,108 +225,32 @@ class _Allocation:
     # Pre-flight: validate requests, count devices, build constraints
     # ----------------------------------------------------------------------------------
 
-    def _prepare_claim(self, claim_index: int) -> None:
-        claim = self.claims[claim_index]
-        key = claim.key
-        min_devices = 0
-        for request_index, request in enumerate(claim.spec.devices.requests):
-            subrequests = request.first_available
-            if subrequests and not self.features.prioritized_list:
-                raise AllocationError(
-                    f"claim {key}, request {request.name}: has subrequests, "
-                    "but the DRAPrioritizedList feature is disabled"
-                )
-            if not self.features.consumable_capacity:
-                if request.exactly is not None and request.exactly.capacity is not None:
-                    raise AllocationError(
-                        f"claim {key}, request {request.name}: has capacity requests, "
-                        "but the DRAConsumableCapacity feature is disabled"
+    def _preflight(self) -> None:
+        """upstream's pre-flight (rules.preflight), this engine's All-mode device lists."""
+
+        def on_request(spec: RequestSpec) -> None:
+            key = (spec.claim, spec.request, spec.sub or 0)
+            data = self.request_data[key] = _RequestData(spec)
+            if spec.all_mode:
+                data.all_devices = self._all_devices(spec.claim, key, data)
+                spec.count = len(data.all_devices)
+
+        preflight(
+            self.claims, lambda c: self.claims[c].key, self.features, self.classes, on_request
+        )
+        list_mode = self.features.list_type_attributes
+        for claim_index, claim in enumerate(self.claims):
+            constraints: list[Constraint] = []
+            for spec in claim.spec.devices.constraints:
+                if spec.match_attribute is not None:
+                    constraints.append(
+                        MatchAttribute(spec.match_attribute, spec.requests, list_mode)
                     )
-                for sub in subrequests:
-                    if sub.capacity is not None:
-                        raise AllocationError(
-                            f"claim {key}, subrequest {sub.name}: has capacity requests, "
-                            "but the DRAConsumableCapacity feature is disabled"
-                        )
-            if subrequests:
-                fewest = None
-                for sub_index, sub in enumerate(subrequests):
-                    data = self._validate_request(
-                        claim_index,
-                        (claim_index, request_index, sub_index),
-                        _Request.of_subrequest(sub),
-                        request.name,
+                elif spec.distinct_attribute is not None:
+                    constraints.append(
+                        DistinctAttribute(spec.distinct_attribute, spec.requests, list_mode)
                     )
-                    self.request_data[(claim_index, request_index, sub_index)] = data
-                    fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
-                min_devices += fewest or 0
-            else:
-                data = self._validate_request(
-                    claim_index, (claim_index, request_index, 0), _Request.of_request(request), None
-                )
-                self.request_data[(claim_index, request_index, 0)] = data
-                min_devices += data.num_devices
-        if min_devices > MAX_DEVICES_PER_CLAIM:
-            raise AllocationError(
-                f"claim {key}: number of requested devices {min_devices} "
-                f"exceeds the claim limit of {MAX_DEVICES_PER_CLAIM}"
-            )
-
-        constraints: list[Constraint] = []
-        for index, spec in enumerate(claim.spec.devices.constraints):
-            list_mode = self.features.list_type_attributes
-            if spec.match_attribute is not None:
-                constraints.append(MatchAttribute(spec.match_attribute, spec.requests, list_mode))
-            elif spec.distinct_attribute is not None:
-                constraints.append(
-                    DistinctAttribute(spec.distinct_attribute, spec.requests, list_mode)
-                )
-            else:
-                raise AllocationError(
-                    f"claim {key}, constraint #{index}: "
-                    "empty constraint (unsupported constraint type?)"
-                )
-        self.constraints[claim_index] = constraints
-
-    def _validate_request(
-        self, claim_index: int, request_key: RequestKey, request: _Request, parent: str | None
-    ) -> _RequestData:
-        key = self.claims[claim_index].key
-        for index, selector in enumerate(request.selectors):
-            if selector.cel is None:
-                raise AllocationError(
-                    f"claim {key}, request {request.name}, selector #{index}: "
-                    "CEL expression empty (unsupported selector type?)"
-                )
-        if not self.features.admin_access and request.admin_access_set:
-            raise AllocationError(
-                f"claim {key}, request {request.name}: "
-                "admin access is requested, but the feature is disabled"
-            )
-        if not request.class_name:
-            raise AllocationError(
-                f"claim {key}, request {request.name}: "
-                "missing device class name (unsupported request type?)"
-            )
-        device_class = self.classes.get(request.class_name)
-        if device_class is None:
-            raise AllocationError(
-                f"claim {key}, request {request.name}: could not retrieve device class "
-                f"{request.class_name}: "
-                f'deviceclass.resource.k8s.io "{request.class_name}" not found'
-            )
-        data = _RequestData(request, parent, device_class)
-
-        if request.mode == "ExactCount":
-            data.num_devices = request.count
-        elif request.mode == "All":
-            data.all_devices = self._all_devices(claim_index, request_key, data)
-            data.num_devices = len(data.all_devices)
-        else:
-            raise AllocationError(
-                f"claim {key}, request {request.name}: unsupported count mode {request.mode}"
-            )
-        return data
+            self.constraints[claim_index] = constraints
 
     def _all_devices(
         self, claim_index: int, request_key: RequestKey, data: _RequestData
@@ -386,15 +261,9 @@ class _Allocation:
         devices: list[_Candidate] = []
         for pool in self.pools:
             if pool.incomplete:
-                raise AllocationError(
-                    f"claim {key}, request {name}: asks for all devices, "
-                    f"but resource pool {pool.id} is currently being updated"
-                )
+                raise AllocationError(texts.all_devices_pool_incomplete(key, name, pool.id))
             if pool.invalid:
-                raise AllocationError(
-                    f"claim {key}, request {name}: asks for all devices, "
-                    f"but resource pool {pool.id} is currently invalid"
-                )
+                raise AllocationError(texts.all_devices_pool_invalid(key, name, pool.id))
             for slice_ in pool.slices:
                 for device in slice_.spec.devices:
                     device_id = DeviceID(slice_.spec.driver, slice_.spec.pool.name, device.name)
@@ -437,7 +306,7 @@ class _Allocation:
         if cached is not None:
             return cached
         selectable = (
-            self._selectors_match(request_key[0], device, device_id, data.device_class)
+            self._selectors_match(request_key[0], device, device_id, data.request.device_class)
             and self._selectors_match(
                 request_key[0], device, device_id, None, data.request.selectors
             )
@@ -465,28 +334,24 @@ class _Allocation:
         selectors: Sequence[DeviceSelector] | None = None,
     ) -> bool:
         if device_class is not None:
-            owner = f"class {device_class.metadata.name}"
+            owner = texts.selector_owner("", device_class.metadata.name, from_class=True)
             selectors = device_class.spec.selectors
         else:
-            owner = f"claim {self.claims[claim_index].key}"
+            owner = texts.selector_owner(self.claims[claim_index].key, "", from_class=False)
         for index, selector in enumerate(selectors or ()):
             if selector.cel is None:
                 # Requests were checked in pre-flight; a class cannot get here through
                 # API validation. Upstream would crash, so say what is wrong instead.
-                raise AllocationError(
-                    f"{owner}: selector #{index}: CEL expression empty (unsupported selector type?)"
-                )
+                raise AllocationError(texts.selector_empty(owner, index))
             try:
                 compiled = compile_selector(selector.cel.expression)
             except CELCompileError as err:
-                raise AllocationError(
-                    f"{owner}: selector #{index}: CEL compile error: {err}"
-                ) from err
+                raise AllocationError(texts.selector_compile_error(owner, index, str(err))) from err
             try:
                 matches = compiled.matches(self._cel_input(device, device_id))
             except CELRuntimeError as err:
                 raise AllocationError(
-                    f"{owner}: selector #{index} on device {device_id}: CEL runtime error: {err}"
+                    texts.selector_runtime_error(owner, index, device_id, str(err))
                 ) from err
             if not matches:
                 return False
@@ -531,7 +396,7 @@ class _Allocation:
                 totals[name] = totals[name].add(amount) if name in totals else amount
         return totals
 
-    def _capacity_fits(self, request: _Request, device: Device, device_id: DeviceID) -> bool:
+    def _capacity_fits(self, request: RequestSpec, device: Device, device_id: DeviceID) -> bool:
         """Upstream's CmpRequestOverCapacity; a request for an unknown capacity does not fit."""
         try:
             return request_fits(
@@ -556,7 +421,7 @@ class _Allocation:
         device) so that one request tries combinations, not permutations."""
         self.invocations += 1
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise AllocationTimeout(TIMEOUT_MESSAGE)
+            raise AllocationTimeout()
 
         claim_index, request_index, sub_index, device_index = position
         if claim_index >= len(self.claims):
@@ -574,12 +439,15 @@ class _Allocation:
             return self._try_subrequests(claim_index, request_index)
 
         request = data.request
-        take_all = request.mode == "All"
+        take_all = request.all_mode
         if take_all and not data.all_devices:
             return _Step.NOT_FOUND
-        if device_index >= data.num_devices:
+        if device_index >= request.count:
             return self._allocate_one((claim_index, request_index + 1, 0, 0), False, (0, 0, 0))
-        if len(self.results[claim_index]) + data.num_devices - device_index > MAX_DEVICES_PER_CLAIM:
+        if (
+            len(self.results[claim_index]) + request.count - device_index
+            > ALLOCATION_RESULTS_MAX_SIZE
+        ):
             return _Step.TOO_MANY
 
         next_position = (claim_index, request_index, sub_index, device_index + 1)
@@ -607,7 +475,7 @@ class _Allocation:
                     device = devices[index]
                     device_id = DeviceID(pool.driver, pool.name, device.name)
                     # Being in use is cheap to check, so it comes first.
-                    if request.admin_access:
+                    if request.admin:
                         if self._allocating_for_claim(device_id, claim_index):
                             continue
                     elif self._in_use(device_id):
@@ -666,11 +534,11 @@ class _Allocation:
 
         if (
             not allow_multiple
-            and request.admin_access
+            and request.admin
             and self._allocating_for_claim(device_id, claim_index)
         ):
             return None
-        if not request.admin_access:
+        if not request.admin:
             if self._in_use(device_id):
                 return None
             if not allow_multiple and self._shared(device_id):
@@ -707,8 +575,9 @@ class _Allocation:
             give_back_counters()
             if must:
                 raise AllocationError(
-                    f"claim {self.claims[claim_index].key}, request {request.name}: cannot add "
-                    f"device {device_id} because a claim constraint would not be satisfied"
+                    texts.constraint_not_satisfied(
+                        self.claims[claim_index].key, request.name, device_id
+                    )
                 )
             return None
 
@@ -742,7 +611,7 @@ class _Allocation:
                 slice=candidate.slice,
                 share_id=share_id,
                 consumed_capacity=consumed or None,
-                admin_access=request.admin_access,
+                admin_access=request.admin,
             )
         )
         previous_length = len(results) - 1
@@ -760,4 +629,4 @@ class _Allocation:
         return undo
 
 
-__all__ = ["MAX_DEVICES_PER_CLAIM", "TIMEOUT_MESSAGE", "ReferenceAllocator", "Stats"]
+__all__ = ["ReferenceAllocator", "Stats"]

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from draspeed.api.model import CounterSet, Device, Node, ResourceSlice
+from draspeed.api.model import CounterSet, Node, ResourceSlice
 from draspeed.errors import DraspeedError
 from draspeed.features import Features
+from draspeed.rules import texts
 from draspeed.rules.ids import PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
 
@@ -58,12 +59,6 @@ class Pool:
         return str(self.id)
 
 
-def _device_summary(device: Device) -> str:
-    # Upstream prints the whole v1 Device with its generated String(); only the
-    # name is reproduced here (the case needs a selector that API validation rejects).
-    return f"&Device{{Name:{device.name},...}}"
-
-
 def _is_relevant(slice_: ResourceSlice, node: Node) -> bool | None:
     """True/False for a known node selection, None for one this version does not know."""
     spec = slice_.spec
@@ -73,9 +68,7 @@ def _is_relevant(slice_: ResourceSlice, node: Node) -> bool | None:
         try:
             return node_matches(node, node_name, all_nodes, spec.node_selector)
         except NodeSelectorError as err:
-            raise PoolGatheringError(
-                f"failed to perform node selection for slice {slice_.metadata.name}: {err}"
-            ) from err
+            raise PoolGatheringError(texts.slice_node_selection(slice_.metadata.name, err)) from err
     if spec.per_device_node_selection:
         for device in spec.devices:
             try:
@@ -85,8 +78,7 @@ def _is_relevant(slice_: ResourceSlice, node: Node) -> bool | None:
                     return True
             except NodeSelectorError as err:
                 raise PoolGatheringError(
-                    f"failed to perform node selection for device {_device_summary(device)} "
-                    f"in slice {slice_.metadata.name}: {err}"
+                    texts.device_node_selection(device.name, slice_.metadata.name, err)
                 ) from err
         return False
     return None
@@ -151,7 +143,7 @@ def _build_pool(
     for slice_ in device_slices:
         for device in slice_.spec.devices:
             if device.name in names:
-                return invalid(f"duplicate device name {device.name}")
+                return invalid(texts.duplicate_device_name(device.name))
             names.add(device.name)
 
     if not features.partitionable_devices:
@@ -161,7 +153,7 @@ def _build_pool(
     for slice_ in counter_slices:
         for counter_set in slice_.spec.shared_counters:
             if counter_set.name in counter_sets:
-                return invalid(f"duplicate counter set name {counter_set.name}")
+                return invalid(texts.duplicate_counter_set(counter_set.name))
             counter_sets[counter_set.name] = counter_set
 
     for slice_ in device_slices + other_slices:
@@ -169,12 +161,10 @@ def _build_pool(
             for consumption in device.consumes_counters:
                 counter_set_ = counter_sets.get(consumption.counter_set)
                 if counter_set_ is None:
-                    return invalid(f"counter set {consumption.counter_set} not found")
+                    return invalid(texts.counter_set_not_found(consumption.counter_set))
                 for counter in consumption.counters:
                     if counter not in counter_set_.counters:
-                        return invalid(
-                            f"counter {counter} not found in counter set {counter_set_.name}"
-                        )
+                        return invalid(texts.counter_not_found(counter, counter_set_.name))
 
     return Pool(
         pool_id.driver,

@@ -23,6 +23,7 @@ from draspeed.api.model import (
 )
 from draspeed.cel import compile_selector, device_input
 from draspeed.errors import CELCompileError, CELRuntimeError, DraspeedError
+from draspeed.rules import texts
 
 
 class TaintRuleError(DraspeedError):
@@ -74,13 +75,10 @@ def _device_matches(
             try:
                 compiled = compile_selector(expression)
             except CELCompileError as err:
-                where = (
-                    f"class {selector.device_class_name}: " if label == "class" and selector else ""
-                )
-                raise TaintRuleError(
-                    f"DeviceTaintRule {rule.metadata.name}: {where}"
-                    f"selector #{index}: CEL compile error: {err}"
-                ) from err
+                owner = f"DeviceTaintRule {rule.metadata.name}"
+                if label == "class" and selector:
+                    owner += f": class {selector.device_class_name}"
+                raise TaintRuleError(texts.selector_compile_error(owner, index, str(err))) from err
             try:
                 if not compiled.matches(dev):
                     return False

@@ -20,6 +20,7 @@ from draspeed.api.model import AllocationResult, DeviceClass, Node, ResourceClai
 from draspeed.cluster import Cluster, Engine, make_allocator
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 from draspeed.features import Features
+from draspeed.rules import texts
 
 SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 
@@ -132,7 +133,7 @@ def answer_from_expected(expected: dict[str, Any]) -> Answer:
     if "error" in expected:
         kind = expected.get("errorKind")
         if kind is None:
-            node_local = expected["error"] == "invalid resource pools were encountered"
+            node_local = expected["error"] == texts.INVALID_POOLS
             kind = "node" if node_local else "fatal"
         return Answer("error", error=expected["error"], error_kind=kind)
     raise ValueError("expected.json has no answer")

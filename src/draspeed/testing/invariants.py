@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
     CapacityRequestPolicy,
@@ -70,7 +71,6 @@ from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import node_matches, node_selector_matches
 from draspeed.rules.pools import Pool, gather_pools
 
-MAX_DEVICES_PER_CLAIM = 32
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 SCALAR_KINDS = ("int", "bool", "string", "version")
 
@@ -176,8 +176,8 @@ class _Checker:
     ) -> list[_Placed]:
         key = claim.key
         items = result.devices.results
-        if len(items) > MAX_DEVICES_PER_CLAIM:
-            self.fail(f"claim {key}: {len(items)} devices, more than {MAX_DEVICES_PER_CLAIM}")
+        if len(items) > ALLOCATION_RESULTS_MAX_SIZE:
+            self.fail(f"claim {key}: {len(items)} devices, more than {ALLOCATION_RESULTS_MAX_SIZE}")
         by_name: dict[str, list[DeviceRequestAllocationResult]] = defaultdict(list)
         for item in items:
             by_name[item.request].append(item)
