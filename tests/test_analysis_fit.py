@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from draspeed.errors import AllocationError
 from draspeed.generate import generate
 
 
-def _cluster(kind: str, nodes: int, **options: object) -> tuple[Snapshot, Objects]:
+def _cluster(kind: str, nodes: int, **options: Any) -> tuple[Snapshot, Objects]:
     objects = generate(kind, nodes, **options).decoded()
     return Cluster.from_objects(objects).snapshot(), objects
 
@@ -98,7 +99,7 @@ def test_fit_places_what_allocating_by_hand_places(
 ) -> None:
     snap, objects = _cluster(kind, nodes, **options)
     templates = [_template(objects, n) for n in names]
-    report = fit(snap, templates, strategy, ratios, explain_failures=False)
+    report = fit(snap, templates, strategy, ratios, explain_failures=False)  # type: ignore[arg-type]
     shapes = as_shapes(templates)
     expected = by_hand(
         snap, shapes, normalise_ratios(shapes, ratios), round_robin=strategy == "round-robin"
@@ -226,7 +227,7 @@ def test_bad_arguments() -> None:
     snap, objects = _cluster("example", 1, gpus_per_node=1)
     single = _template(objects, "single-gpu")
     with pytest.raises(ValueError, match="strategy"):
-        fit(snap, single, "best-fit")
+        fit(snap, single, "best-fit")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="ratios"):
         fit(snap, [single], ratios=[1, 2])
     with pytest.raises(ValueError, match="unknown shapes"):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from matplotlib.image import imread
+from matplotlib.patches import Rectangle
 
 from draspeed.analysis import AddNodes, FragmentationReport, fragmentation
 from draspeed.analysis.plots import (
@@ -43,17 +44,18 @@ def test_each_figure_has_labelled_axes(report: FragmentationReport) -> None:
     assert title == "utilisation per node" and x == "device class / counter"
     assert y == "node (3)"
     image = heat.axes[0].images[0].get_array()
+    assert image is not None
     assert image.shape == (3, 2 + len(report.cluster.usage.counters))
     assert np.nanmax(image) > 0  # the half-allocated MIG nodes show up
     bars = free_placements_chart(report)
     [(title, x, y)] = _labelled(bars)
     assert x.startswith("MIG profile") and y.startswith("free placements")
-    heights = [p.get_height() for p in bars.axes[0].patches]
+    heights = [p.get_height() for p in bars.axes[0].patches if isinstance(p, Rectangle)]
     assert heights == [report.cluster.free_whole_devices, *report.cluster.free_by_profile.values()]
     curve = fit_curve([0, 5, 10], [4, 44, 84])
     [(title, x, y)] = _labelled(curve)
     assert (x, y) == ("nodes added", "pods that fit")
-    assert list(curve.axes[0].lines[0].get_ydata()) == [4, 44, 84]
+    assert list(np.asarray(curve.axes[0].lines[0].get_ydata())) == [4, 44, 84]
 
 
 def test_capacity_figure_is_written(report: FragmentationReport, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from draspeed.analysis import (
     AddNodes,
+    Change,
     Cordon,
     NodeTemplate,
     RemoveNodes,
@@ -123,7 +124,7 @@ def test_cordon_pools_nodes_and_rules() -> None:
 
 def test_what_if_reports_before_after_and_delta() -> None:
     snap, objects = _gpu_cluster(2, 2)
-    changes = [
+    changes: list[Change] = [
         AddNodes(2, kind="nvidia-gpu", options={"gpus_per_node": 2}),
         RemoveNodes(("node-00000",)),
         Cordon(nodes=("node-00001",)),

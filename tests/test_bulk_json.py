@@ -43,11 +43,11 @@ _LOAD_MODULE = sys.modules["draspeed.api.loader"]
 def _ordinary_path() -> Iterator[None]:
     """``load`` without the bulk path: every text is parsed whole."""
     original = _LOAD_MODULE.read_list
-    _LOAD_MODULE.read_list = lambda *args: None
+    _LOAD_MODULE.read_list = lambda *args: None  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        _LOAD_MODULE.read_list = original
+        _LOAD_MODULE.read_list = original  # type: ignore[attr-defined]
 
 
 def _outcome(text: bytes, validate: bool) -> tuple[Any, ...]:

@@ -38,7 +38,7 @@ def make_device(spec: dict[str, Any]) -> tuple[str, Device]:
             raw = tuple(str(v) for v in raw)
         elif kind in ("string", "version"):
             raw = str(raw)
-        attributes[qualified] = DeviceAttribute(kind, raw)  # type: ignore[arg-type]
+        attributes[qualified] = DeviceAttribute(kind, raw)
     capacity = {
         (name if "/" in name else f"{spec['driver']}/{name}"): DeviceCapacity(
             Quantity.parse(str(v))

@@ -29,8 +29,7 @@ from draspeed.cli import build_parser, main
 from draspeed.cli.demo import demo_cluster_text
 from draspeed.cli.render import Progress, Style, format_table
 from draspeed.generate import generate
-
-SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+from draspeed.testing.engines import normalise
 
 
 def _command() -> list[str]:
@@ -383,14 +382,6 @@ def test_every_command_is_there() -> None:
 # --------------------------------------------------------------------------------------
 
 
-def _normalise(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: (SHARE_ID if k == "shareID" else _normalise(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normalise(v) for v in value]
-    return value
-
-
 def _check_feasible_equals_allocate(path: Path, engine: str = "fast") -> dict[str, int]:
     code, out, err = _in_process("feasible", "-f", str(path), "-o", "json", "--engine", engine)
     assert code in (0, 1, 3), err
@@ -405,8 +396,8 @@ def _check_feasible_equals_allocate(path: Path, engine: str = "fast") -> dict[st
         if status == "fits":
             assert a_code == 0, (node, a_err)
             items = json.loads(a_out)["items"]
-            allocations = [_normalise(i["status"]["allocation"]) for i in items]
-            assert allocations == _normalise(entry["allocations"]), node
+            allocations = [normalise(i["status"]["allocation"]) for i in items]
+            assert allocations == normalise(entry["allocations"]), node
         elif status == "does-not-fit":
             assert a_code == 1 and "do not fit on node" in a_err, (node, a_err)
         elif status == "node-error":
@@ -461,7 +452,7 @@ def test_reference_engine_agrees(tmp_path: Path) -> None:
     path.write_text(json.dumps(document))
     fast = json.loads(_in_process("feasible", "-f", str(path), "-o", "json")[1])
     ref = _in_process("feasible", "-f", str(path), "-o", "json", "--engine", "reference")
-    assert _normalise(json.loads(ref[1])) == _normalise(fast)
+    assert normalise(json.loads(ref[1])) == normalise(fast)
     _check_feasible_equals_allocate(path, engine="reference")
 
 

@@ -1,9 +1,9 @@
 """Conformance: upstream's answers, as data, through the ``draspeed allocate`` command.
 
 Two corpora share one format (``<case>.yaml`` objects in, ``<case>.expected.json``
-answer out; see shared/differential/README.md):
+answer out; see tests/data/differential/README.md):
 
-- ``shared/differential``: 300 random scenarios answered by the real upstream allocator;
+- ``tests/data/differential``: 300 random scenarios answered by the real upstream allocator;
 - ``tests/conformance/upstream``: upstream's own allocator test table, ported to data.
 
 Every case runs through the CLI in-process for each engine and must give the same
@@ -25,12 +25,13 @@ import pytest
 import yaml
 
 from draspeed.cli import main
+from draspeed.rules import texts
+from draspeed.testing.engines import normalise
 
 HERE = Path(__file__).parent
-DIFFERENTIAL = HERE.parent.parent / "shared" / "differential"
+DIFFERENTIAL = HERE / "data" / "differential"
 UPSTREAM = HERE / "conformance" / "upstream"
 OVERRIDES = HERE / "conformance" / "overrides.yaml"
-SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 ENGINES = ("fast", "reference")
 
 
@@ -42,15 +43,6 @@ def _overrides() -> dict[str, dict[str, Any]]:
     if not OVERRIDES.exists():
         return {}
     return yaml.safe_load(OVERRIDES.read_text()) or {}
-
-
-def _normalise(value: Any) -> Any:
-    """Share IDs are random per allocation; compare them by presence only."""
-    if isinstance(value, dict):
-        return {k: (SHARE_ID if k == "shareID" else _normalise(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normalise(v) for v in value]
-    return value
 
 
 def run_case(expected_path: Path, engine: str, *, validate: bool = True) -> None:
@@ -80,12 +72,12 @@ def run_case(expected_path: Path, engine: str, *, validate: bool = True) -> None
     if "results" in expected:
         assert status == 0, f"{case}: expected an allocation, got exit {status}: {stderr}"
         items = json.loads(out.getvalue())["items"]
-        got = [_normalise(item["status"]["allocation"]) for item in items]
-        assert got == _normalise(expected["results"]), case
+        got = [normalise(item["status"]["allocation"]) for item in items]
+        assert got == normalise(expected["results"]), case
     elif expected.get("unsuitable"):
         assert status == 1, f"{case}: expected 'does not fit', got exit {status}: {stderr}"
     elif "error" in expected or "errorContains" in expected:
-        node_local = expected.get("error") == "invalid resource pools were encountered"
+        node_local = expected.get("error") == texts.INVALID_POOLS
         assert status == (1 if node_local else 3), f"{case}: exit {status}: {stderr}"
         message = "\n".join(lines)
         if "error" in expected:
@@ -118,7 +110,6 @@ def test_upstream_table(case: Path, engine: str) -> None:
 
 
 def test_corpora_present() -> None:
-    """The differential corpus sits beside the project (shared/); the port is in-tree."""
-    if not DIFFERENTIAL.is_dir():
-        pytest.skip("shared/differential is not beside this checkout")
+    """Both corpora are in the repository: a clean clone runs every case."""
     assert len(_cases(DIFFERENTIAL)) == 300
+    assert len(_cases(UPSTREAM)) == 223

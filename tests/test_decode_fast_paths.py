@@ -24,7 +24,13 @@ from hypothesis import strategies as st
 from draspeed.api import _decode, names, slices
 from draspeed.api.context import Caches
 from draspeed.api.decode import decode_object
-from draspeed.api.model import Device, DeviceAttribute, DeviceCapacity, DeviceTaint
+from draspeed.api.model import (
+    Device,
+    DeviceAttribute,
+    DeviceCapacity,
+    DeviceTaint,
+    ResourceSlice,
+)
 from draspeed.errors import InputError
 from draspeed.quantity import Quantity
 
@@ -120,6 +126,7 @@ def _outcome(version: str, devices: list[Any], validate: bool) -> tuple[Any, lis
             )
         except InputError as exc:
             return ("error", str(exc)), sink
+    assert isinstance(decoded, ResourceSlice)
     return decoded.spec.devices, sink
 
 
@@ -151,6 +158,7 @@ def test_common_devices_take_the_fast_path(version: str, monkeypatch: Any) -> No
     devices = [_common_device(i, node=1) for i in range(4)]
     decoded = decode_object(_slice(version, devices, 1), caches=caches)
     assert calls == []
+    assert isinstance(decoded, ResourceSlice)
     got = decoded.spec.devices
     assert [d.name for d in got] == [f"gpu-{i}" for i in range(4)]
     assert got[1].attributes[f"{DRIVER}/uuid"] == DeviceAttribute(
@@ -354,7 +362,7 @@ def test_devices_built_slot_by_slot_equal_the_dataclasses() -> None:
     assert attr == DeviceAttribute("string", "v")
     assert hash(attr) == hash(DeviceAttribute("string", "v"))
     with pytest.raises(AttributeError):
-        attr.value = "w"
+        attr.value = "w"  # type: ignore[misc]
 
 
 # ------------------------------------------------------------------------- names

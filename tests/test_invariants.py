@@ -3,7 +3,7 @@
 The table below feeds hand-written results for a small cluster to
 ``check_allocation``: every row breaks one invariant (or none) and names the text of
 the violation it must produce. Then the checker runs on every result both
-conformance corpora produce (shared/differential and the upstream table), which
+conformance corpora produce (tests/data/differential and the upstream table), which
 must all be sound.
 """
 
@@ -24,7 +24,7 @@ from draspeed.testing.invariants import check_allocation
 
 HERE = Path(__file__).parent
 CORPORA = {
-    "differential": HERE.parent.parent / "shared" / "differential",
+    "differential": HERE / "data" / "differential",
     "upstream": HERE / "conformance" / "upstream",
 }
 GPU = "gpu.example.com"

@@ -1,7 +1,7 @@
-"""Type stubs for the compiled decoding fast paths (cext/_decode.pyx)."""
+"""Type stubs for the compiled decoding fast paths (cext/api/_decode.pyx)."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, final
 
 import msgspec
 
@@ -19,6 +19,7 @@ def decode_common_devices(
     """The devices of one slice; ``checked(i, raw)`` decodes device ``i`` with every
     check when it is not of the common shape."""
 
+@final
 class SliceBuilder:
     """The model of typed slices (draspeed.api.slice_schema), built from and into one
     load's caches."""

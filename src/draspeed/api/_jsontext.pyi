@@ -1,4 +1,4 @@
-"""Type stubs for the compiled JSON text checks (cext/_jsontext.pyx)."""
+"""Type stubs for the compiled JSON text checks (cext/api/_jsontext.pyx)."""
 
 def json_text_check(data: bytes, max_depth: int) -> tuple[bool, bool]:
     """``(too_deep, duplicate)`` of a JSON text msgspec decoded."""

@@ -1,4 +1,4 @@
-"""Model object trees in compiled code: copies and signatures (cext/_model_tree.pyx)."""
+"""Model object trees in compiled code: copies and signatures (cext/api/_model_tree.pyx)."""
 
 from typing import TypeVar
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 from typing import Any
 
 from draspeed.cel.functions import declare, string_cost
@@ -441,10 +440,6 @@ def dyn(v: Any) -> Any:
 
 
 CONVERSION_HOOKS: dict[tuple[type, str], Any] = {}
-
-
-def double_bits_equal(a: float, b: float) -> bool:
-    return struct.pack("<d", a) == struct.pack("<d", b)
 
 
 # ---- declarations ----------------------------------------------------------------

@@ -144,11 +144,6 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def is_number(value: Any) -> bool:
-    t = type(value)
-    return t is int or t is float or t is UInt
-
-
 def cel_equal(a: Any, b: Any) -> bool:
     """CEL heterogeneous equality (cel-go ``types.Equal``).
 

@@ -1,6 +1,8 @@
-"""Type stubs for the compiled search core (cext/_core.pyx)."""
+"""Type stubs for the compiled search core (cext/engine/_core.pyx)."""
 
-from typing import Any
+from typing import Any, TypeAlias
+
+from typing_extensions import disjoint_base
 
 import numpy.typing as npt
 
@@ -9,6 +11,7 @@ OUTCOME_NAMES: dict[int, str]
 SEL: dict[str, int]
 CAP: dict[str, int]
 
+@disjoint_base
 class Problem:
     """One Allocate question over one or many nodes, as flat arrays (see claim_arrays)."""
 
@@ -20,6 +23,7 @@ class Problem:
     n_codes: int
     taints_enabled: bool
     consumable_enabled: bool
+    exact: Any  # ExactSums (draspeed.engine.claim_arrays) when sums may leave int64, else None
     def __init__(
         self,
         a: dict[str, npt.NDArray[Any] | int],
@@ -31,13 +35,13 @@ class Problem:
         """Where each node's positions start, and the end."""
         ...
 
-State = tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]
+_State: TypeAlias = tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]
 
 def search_nodes(
     pb: Problem,
     deadline: float = 0.0,
     nodes: npt.ArrayLike | None = None,
-    state: State | None = None,
+    state: _State | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
     """Search the nodes (all, or these indices, in this order) one after the other.
 
@@ -47,18 +51,8 @@ def search_nodes(
     ...
 
 def search_node(
-    pb: Problem, n: int, deadline: float = 0.0, state: State | None = None
+    pb: Problem, n: int, deadline: float = 0.0, state: _State | None = None
 ) -> tuple[int, int, tuple[tuple[tuple[int, int], ...], ...], tuple[int, ...], int, int]:
     """Node n alone: (outcome, work, picks per claim as (alternative, node-local position),
     chosen subrequest per request, erroring alternative, erroring position)."""
     ...
-
-__all__ = [
-    "CAP",
-    "OUTCOME",
-    "OUTCOME_NAMES",
-    "SEL",
-    "Problem",
-    "search_node",
-    "search_nodes",
-]

@@ -271,7 +271,9 @@ class PreparedClaims:
         return self.allocator.feasible_nodes(self.claims, nodes, deadline=deadline)
 
 
-def _state(arrays: ClaimArrays, layout: Layout) -> _core.State | None:
+def _state(
+    arrays: ClaimArrays, layout: Layout
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The committed state to search with: the layout's, if the claim arrays were built
     on an earlier version of it (they do not depend on that state)."""
     return None if arrays.layout is layout else layout.state

@@ -1,6 +1,6 @@
 """NVIDIA ``gpu.nvidia.com`` nodes: 8× H100 80GB as full GPUs, or in dynamic-MIG mode.
 
-Shapes follow what NVIDIA's DRA driver publishes (spec/driver-shapes.md):
+Shapes follow what NVIDIA's DRA driver (NVIDIA/k8s-dra-driver-gpu) publishes:
 
 - full GPUs ``gpu-<minor>`` with the driver's attribute set (``type``, ``uuid``,
   ``productName``, ``brand``, ``architecture``, ``cudaComputeCapability``,

@@ -7,7 +7,7 @@ inputs, so figures compare like with like.
 
 The shapes are those of issue 4 and upstream's scheduler_perf; ``upstream_us`` is
 upstream's own per-node ``Allocate`` time for the shape where it was measured
-(spec/upstream-allocator.md §9: one core, experimental allocator, selectors cached).
+(measured with the upstream allocator on one core: experimental variant, selectors cached).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """A plain-Python DRA allocator that decides exactly as upstream's newest allocator.
 
 It follows ``structured/internal/experimental/allocator_experimental.go`` of
-kubernetes/dynamic-resource-allocation (the snapshot described in
-spec/upstream-allocator.md §2) step by step, so that a reader can check it
-against the spec, with the allocation-state fixes merged upstream after the
-snapshot (spec §6.3):
+kubernetes/dynamic-resource-allocation (master at 3d03671, 2026-07-01, with its
+``pools_experimental.go``, ``constraint.go`` and ``consumable_capacity.go``) step by
+step, so that a reader can check it against that code, with the allocation-state
+fixes merged upstream after that commit:
 
 * kubernetes#140431: a candidate rejected by a taint, a constraint or its
   capacity gives back the counters it reserved; backtracking over an

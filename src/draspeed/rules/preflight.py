@@ -53,11 +53,6 @@ class RequestSpec:
     tolerations: list[DeviceToleration]
     capacity: dict[str, Quantity] = field(default_factory=dict)
 
-    @property
-    def result_name(self) -> str:
-        """The name a result and a config's ``requests`` use: ``req`` or ``req/sub``."""
-        return self.name if self.parent is None else f"{self.parent}/{self.name}"
-
 
 @dataclass(slots=True)
 class ClaimPlan:

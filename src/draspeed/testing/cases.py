@@ -9,7 +9,6 @@ answer (``results`` / ``unsuitable`` / ``error``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,30 +42,6 @@ class Scenario:
         """Decoded (``validate``: with the API's checks) and split as the scheduler would."""
         objects = load(self.documents, validate=validate)
         return Inputs.from_objects(objects, self.node, self.features)
-
-    def claim_names(self) -> list[str]:
-        return [
-            d["metadata"]["name"]
-            for d in self.documents
-            if d.get("kind") == "ResourceClaim" and "status" not in d
-        ]
-
-
-def write_case(
-    folder: Path,
-    case_id: str,
-    scenario: Scenario,
-    expected: dict[str, Any],
-    comment: Sequence[str] = (),
-) -> tuple[Path, Path]:
-    """Write ``<id>.yaml`` (with ``comment`` lines on top) and ``<id>.expected.json``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    objects = folder / f"{case_id}.yaml"
-    answer = folder / f"{case_id}.expected.json"
-    header = "".join(f"# {line}\n" for line in comment)
-    objects.write_text(header + scenario.yaml_text(), encoding="utf-8")
-    answer.write_text(json.dumps(expected, indent=1) + "\n", encoding="utf-8")
-    return objects, answer
 
 
 def read_case(expected_path: Path) -> tuple[Inputs, dict[str, Any]]:

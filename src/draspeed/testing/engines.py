@@ -64,20 +64,6 @@ class Answer:
     seconds: float = field(default=0.0, compare=False)
     raw: list[AllocationResult] | None = field(default=None, compare=False, repr=False)
 
-    def expected_json(self, node: str, features: Features) -> dict[str, Any]:
-        """This answer as a differential ``<id>.expected.json`` document."""
-        out: dict[str, Any] = {"featureGates": features.gates(), "node": node}
-        if self.outcome == "results":
-            out["results"] = self.results
-        elif self.outcome == "unsuitable":
-            out["unsuitable"] = True
-        elif self.outcome == "error":
-            out["error"] = self.error
-            out["errorKind"] = self.error_kind
-        else:
-            raise ValueError("a timeout is no answer to record")
-        return out
-
 
 def normalise(value: Any) -> Any:
     """Share IDs are random per allocation: compare them by presence only."""

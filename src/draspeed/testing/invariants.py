@@ -34,8 +34,9 @@ The properties (issue 5):
    node when a chosen device is node-local or binds to the node.
 
 Where the allocator's rules are subtle (which devices pay counters, admin access),
-the checker follows upstream as described in spec/upstream-allocator.md §2.6-2.9 with
-the fixes of §6.3.
+the checker follows upstream's experimental allocator (allocateDevice, the counter and
+capacity checks, constraints) with the fixes merged after 2026-07-01 (kubernetes#140431,
+#140437, #140326, #140438, #140769).
 """
 
 from __future__ import annotations
