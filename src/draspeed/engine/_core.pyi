@@ -2,9 +2,8 @@
 
 from typing import Any, TypeAlias
 
-from typing_extensions import disjoint_base
-
 import numpy.typing as npt
+from typing_extensions import disjoint_base
 
 OUTCOME: dict[str, int]
 OUTCOME_NAMES: dict[int, str]
