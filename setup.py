@@ -40,4 +40,10 @@ extensions = [
     if os.environ.get("DRASPEED_ONLY", pyx.stem) == pyx.stem
 ]
 
-setup(ext_modules=cythonize(extensions, compiler_directives=directives, quiet=True))
+# cext/api/model_slots.pxd (slot access to the model's dataclasses) is cimported by
+# modules of several packages.
+setup(
+    ext_modules=cythonize(
+        extensions, compiler_directives=directives, include_path=["cext/api"], quiet=True
+    )
+)

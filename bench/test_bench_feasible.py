@@ -118,7 +118,7 @@ def _record(benchmark: BenchmarkFixture, snapshot: Snapshot, feasible: Any) -> N
     layout = snapshot.cluster_layout()
     benchmark.extra_info.update(
         {
-            "nodes": len(layout.entries),
+            "nodes": len(layout.nodes),
             "devices": int(layout.L),
             "nodes_fit": len(feasible.feasible),
             "work": feasible.work,
@@ -261,4 +261,4 @@ def test_incremental(benchmark: BenchmarkFixture, kind: str, nodes: int, step: s
 
         benchmark.pedantic(run, setup=setup, rounds=8)
     layout = snapshot.cluster_layout()
-    benchmark.extra_info.update({"nodes": len(layout.entries), "devices": int(layout.L)})
+    benchmark.extra_info.update({"nodes": len(layout.nodes), "devices": int(layout.L)})

@@ -31,9 +31,10 @@ from draspeed.engine.committed import (
     SHARE_WITH_CAPACITY,
     ClaimLog,
     Holds,
-    SliceStore,
 )
 from draspeed.engine.persistent import MAX_DEPTH, GrowingArray, PersistentMap, Trail
+from draspeed.engine.store import SliceStore
+from draspeed.features import Features
 from draspeed.rules.ids import DeviceID
 
 # -- PersistentMap ---------------------------------------------------------------------
@@ -321,17 +322,16 @@ def _slice(name: str, devices: int) -> ResourceSlice:
 
 
 def test_slice_store_appends_never_overlap() -> None:
-    store = SliceStore([_slice("a", 3), _slice("b", 0), _slice("c", 2)])
-    assert store.first == [0, 3, 3] and store.n_devices == 5
+    store = SliceStore([_slice("a", 3), _slice("b", 0), _slice("c", 2)], Features())
+    assert store.table.column("s_first").tolist() == [0, 3, 3] and store.table.n_devices == 5
     assert store.chunks == [(0, 5, None)]
     # Two versions appending from the same prefix: the second lands after the first.
     assert store.append([_slice("d", 4)]) == (3, 4, 2, 9)
     assert store.append([_slice("e", 1)]) == (4, 5, 3, 10)
     assert store.append([_slice("f", 0)]) == (5, 6, 3, 10)  # no devices: no chunk
-    assert store.first_arr.view(6).tolist() == [0, 3, 3, 5, 9, 10]
+    assert store.table.column("s_first", 6).tolist() == [0, 3, 3, 5, 9, 10]
     assert store.chunks[1:] == [(5, 9, None), (9, 10, None)]
-    facts = store.facts_of(3)
-    assert facts.n == 4 and store.facts_of(3) is facts
+    assert store.table.column("s_ndev").tolist() == [3, 0, 2, 4, 1, 0]
 
 
 # -- ClaimLog ----------------------------------------------------------------------------

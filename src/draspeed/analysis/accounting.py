@@ -36,7 +36,8 @@ from draspeed.rules.node_selection import NodeSelectorError, node_matches
 from draspeed.rules.tolerations import BLOCKING_EFFECTS
 
 if TYPE_CHECKING:
-    from draspeed.engine.snapshot import NodeView, PoolView, Snapshot
+    from draspeed.engine.layout import NodeView, PoolView
+    from draspeed.engine.snapshot import Snapshot
 
 IN_USE, CORDONED, COUNTER_BLOCKED, WHOLE = 1, 2, 4, 8
 _UNAVAILABLE = IN_USE | CORDONED | COUNTER_BLOCKED

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from draspeed.api import limits, messages
-from draspeed.api.model import DeviceAttribute, DeviceCapacity
+from draspeed.api.model import DeviceAttribute, DeviceCapacity, DeviceCounterConsumption
 from draspeed.errors import InputError, QuantityError
 from draspeed.quantity import Quantity
 
@@ -45,6 +45,7 @@ class Caches:
         "attributes",
         "capacities",
         "checked",
+        "consumptions",
         "dns_labels",
         "quantities",
     )
@@ -63,6 +64,10 @@ class Caches:
         self.capacities: dict[str, DeviceCapacity] = {}
         # (check name, value) pairs that passed a syntax check
         self.checked: set[tuple[str, str]] = set()
+        # (counter set, ((counter, id of its interned Quantity), ...)) -> the one
+        # DeviceCounterConsumption: partitionable devices repeat the same few consumptions
+        # on every node, and the engine reads each distinct one once.
+        self.consumptions: dict[tuple[Any, ...], DeviceCounterConsumption] = {}
         # names that passed the DNS label check (device names: the most frequent check)
         self.dns_labels: set[str] = set()
         # quantity text -> Quantity

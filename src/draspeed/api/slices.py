@@ -761,12 +761,15 @@ def _decode_device_extras(
                 if counter_set in seen:
                     ctx.fail(jpath, duplicate(counter_set))
                 seen.add(counter_set)
-            device.consumes_counters.append(
-                DeviceCounterConsumption(
-                    counter_set=counter_set,
-                    counters=_decode_counters(ctx, c.get("counters"), f"{jpath}.counters"),
+            counters = _decode_counters(ctx, c.get("counters"), f"{jpath}.counters")
+            # Shared like capacities and quantities: equal consumptions are one object.
+            key = (counter_set, tuple((k, id(v.value)) for k, v in counters.items()))
+            use = ctx.caches.consumptions.get(key)
+            if use is None:
+                use = ctx.caches.consumptions[key] = DeviceCounterConsumption(
+                    counter_set=counter_set, counters=counters
                 )
-            )
+            device.consumes_counters.append(use)
 
     taints = ctx.array(body, "taints", prefix)
     if taints:

@@ -135,7 +135,7 @@ class Allocator:
         snap = self.snapshot
         layout = snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes))
         if not claims:
-            N = len(layout.entries)
+            N = len(layout.nodes)
             return Feasibility(
                 layout.names,
                 np.full(N, F_FITS, dtype=np.int8),
@@ -146,11 +146,11 @@ class Allocator:
         try:
             arrays = claim_arrays(layout, claims, deadline)
         except AllocationTimeout as exc:
-            N = len(layout.entries)
+            N = len(layout.nodes)
             codes = np.full(N, F_TIMEOUT, dtype=np.int8)
             errors = dict.fromkeys(range(N), str(exc))
             return Feasibility(layout.names, codes, np.zeros(N, np.int64), errors, lambda n: [])
-        N = len(layout.entries)
+        N = len(layout.nodes)
         codes = np.full(N, F_ERROR, dtype=np.int8)
         work = np.zeros(N, dtype=np.int64)
         errors = {n: render(e, claims) for n, e in arrays.node_errors.items()}
@@ -209,7 +209,7 @@ class Allocator:
         (their results, by node index)."""
         found: dict[int, list[AllocationResult]] = {}
         for n in sorted(layout.stale):
-            node = layout.entries[n].node
+            node = layout.nodes[n]
             errors.pop(n, None)
             try:
                 results = self.allocate(claims, node, deadline=deadline)
@@ -271,9 +271,7 @@ class PreparedClaims:
         return self.allocator.feasible_nodes(self.claims, nodes, deadline=deadline)
 
 
-def _state(
-    arrays: ClaimArrays, layout: Layout
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _state(arrays: ClaimArrays, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The committed state to search with: the layout's, if the claim arrays were built
     on an earlier version of it (they do not depend on that state)."""
     return None if arrays.layout is layout else layout.state
@@ -383,8 +381,7 @@ class _Outcome:
                 "draspeed internal error: an int64 counter or capacity sum "
                 "overflowed in the compiled core"
             )
-        view = arrays.layout.entries[self.n].view
-        if view is not None and view.any_invalid:
+        if arrays.layout.any_invalid[self.n] and self.n not in arrays.layout.errors:
             return NodeAllocationError(texts.INVALID_POOLS)
         return None
 
@@ -428,7 +425,7 @@ def _build_results(
 ) -> list[AllocationResult]:
     snap, layout, plan = arrays.snap, arrays.layout, arrays.plan
     assert plan is not None
-    node = layout.entries[n].node
+    node = layout.nodes[n]
     out = []
     for c, claim in enumerate(claims):
         chosen = []

@@ -30,8 +30,8 @@ from draspeed.api.model import (
     ResourceClaim,
 )
 from draspeed.engine import _core
-from draspeed.engine.layout import PDN_ERROR, PDN_NO, Layout, unit_of
-from draspeed.engine.snapshot import ERROR, FALSE
+from draspeed.engine.layout import INCOMPLETE, INVALID, PDN_ERROR, PDN_NO, Layout, unit_of
+from draspeed.engine.store import ERROR, FALSE
 from draspeed.errors import AllocationError, AllocationTimeout
 from draspeed.rules import texts
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
@@ -162,8 +162,8 @@ class ClaimArrays:
         self.snap = snap = layout.snap
         self.claims = claims
         self.features = snap.features
-        N = len(layout.entries)
-        node_error: list[str | None] = [e.error for e in layout.entries]
+        N = len(layout.nodes)
+        node_error: list[str | None] = [layout.errors.get(n) for n in range(N)]
         # Selector verdict rows, shared by alternatives with the same class and selectors.
         self._rows: list[tuple[np.ndarray, dict[int, SelectorFailure]]] = []
         self._row_of: dict[Any, int] = {}
@@ -185,8 +185,8 @@ class ClaimArrays:
                 plan = None
             plans = [plan] * N
         else:
-            for n, entry in enumerate(layout.entries):
-                if entry.error is not None:
+            for n in range(N):
+                if n in layout.errors:
                     continue
                 try:
                     plans[n] = self._preflight(n)
@@ -226,38 +226,40 @@ class ClaimArrays:
         return Plan.of(claims, rows, listed)
 
     def _all_devices(self, alt: Alternative, row_index: int, n: int) -> list[int]:
-        """upstream's All-mode device list on node n: every selectable device of every pool."""
+        """upstream's All-mode device list on node n: every selectable device of every
+        pool (node-local positions); a pool being updated, an invalid pool or a selector
+        error on the way is upstream's error."""
         layout = self.layout
-        entry = layout.entries[n]
-        assert entry.view is not None
         row, failures = self._rows[row_index]
         off = int(layout.node_ptr[n])
-        cursor = 0
+        consumable = self.features.consumable_capacity
         out: list[int] = []
-        for pool in entry.view.pools:
-            if pool.incomplete:
+        for k in layout.pools_of(n):
+            state = layout.pool_state[k]
+            if state == INCOMPLETE:
                 raise AllocationError(
-                    texts.all_devices_pool_incomplete(claim_token(alt.claim), alt.name, pool.id)
+                    texts.all_devices_pool_incomplete(
+                        claim_token(alt.claim), alt.name, layout.pool_id(k)
+                    )
                 )
-            if pool.invalid:
+            if state == INVALID:
                 raise AllocationError(
-                    texts.all_devices_pool_invalid(claim_token(alt.claim), alt.name, pool.id)
+                    texts.all_devices_pool_invalid(
+                        claim_token(alt.claim), alt.name, layout.pool_id(k)
+                    )
                 )
-            for p in range(cursor, cursor + len(pool.devices)):
-                verdict = row[off + p]
-                if verdict == SEL_ERROR:
-                    raise AllocationError(self.selector_error_text(alt, failures[off + p], off + p))
-                if verdict != SEL_YES:
-                    continue
+            lo, hi = int(layout.pool_pos_ptr[k]), int(layout.pool_pos_ptr[k + 1])
+            verdicts = row[lo:hi]
+            erring = np.flatnonzero(verdicts == SEL_ERROR)
+            if len(erring):
+                lp = lo + int(erring[0])
+                raise AllocationError(self.selector_error_text(alt, failures[lp], lp))
+            for lp in (lo + np.flatnonzero(verdicts == SEL_YES)).tolist():
                 # Collected by static capacity, ignoring what committed shares use, so a
                 # matching but used-up device makes the request fail (upstream #140769).
-                if (
-                    self.features.consumable_capacity
-                    and self._static_capacity(alt, off + p, ignore_use=True) == CAP_FAIL
-                ):
+                if consumable and self._static_capacity(alt, lp, ignore_use=True) == CAP_FAIL:
                     continue
-                out.append(p)
-            cursor += len(pool.devices)
+                out.append(lp - off)
         return out
 
     # ----------------------------------------------------------------------------------
@@ -335,12 +337,19 @@ class ClaimArrays:
             return CAP_FAIL
         return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
 
-    def _capacity_row(self, alt: Alternative) -> np.ndarray:
+    def _capacity_row(self, alt: Alternative, selectable: np.ndarray) -> np.ndarray:
+        """The static capacity verdicts of ``alt``: worked out only where its selectors
+        let a device through (the core asks nowhere else)."""
         layout = self.layout
         if not self.features.consumable_capacity:
             return np.full(layout.L, CAP_OK, dtype=np.uint8)
         row = np.where(layout.multi.astype(bool), CAP_DYNAMIC, CAP_OK).astype(np.uint8)
-        check = range(layout.L) if alt.capacity else layout.capacity_policies
+        through = selectable == SEL_YES
+        if alt.capacity:
+            check = np.flatnonzero(through).tolist()
+        else:
+            policies = np.asarray(layout.capacity_policies, dtype=np.int64)
+            check = policies[through[policies]].tolist() if len(policies) else []
         for lp in check:
             row[lp] = self._static_capacity(alt, lp)
         return row
@@ -354,7 +363,7 @@ class ClaimArrays:
         plan = self.plan
         assert plan is not None
         alts = plan.alternatives
-        N, L, A = len(layout.entries), layout.L, len(alts)
+        N, L, A = len(layout.nodes), layout.L, len(alts)
         claims_n = max(len(self.claims), 1)
         rows = self._rows
         self.alt_failures = [rows[row][1] for row in plan.rows]
@@ -362,7 +371,9 @@ class ClaimArrays:
             np.stack([rows[row][0] for row in plan.rows]) if A else np.zeros((0, L), np.uint8)
         )
         capacity = (
-            np.stack([self._capacity_row(alt) for alt in alts]) if A else np.zeros((0, L), np.uint8)
+            np.stack([self._capacity_row(alt, selectable[a]) for a, alt in enumerate(alts)])
+            if A
+            else np.zeros((0, L), np.uint8)
         )
         taint_rows = np.zeros((A, L), dtype=np.uint8)
         for a, alt in enumerate(alts):
@@ -389,20 +400,23 @@ class ClaimArrays:
                 owner = layout.node_of(erring)
                 np.maximum.at(last_error[:, a], owner, erring - layout.node_ptr[owner])
 
-        # All-mode lists and counts, per node.
-        alt_count = np.zeros((N, A), dtype=np.int32)
-        all_ptr = [0]
+        # Device counts per (node, alternative), and the All-mode lists (node by node:
+        # only All-mode claim sets have any).
+        counts = np.fromiter((alt.count for alt in alts), dtype=np.int64, count=A)
+        alt_count = np.ascontiguousarray(np.broadcast_to(counts, (N, A)), dtype=np.int32)
+        all_ptr: Any = np.zeros(N * A + 1, dtype=np.int32)
         all_pos: list[int] = []
-        for n in range(N):
-            node_plan = plans[n] if n not in self.node_errors else None
-            for a, alt in enumerate(alts):
-                if alt.all_mode:
-                    listed = node_plan.all_positions[a] if node_plan is not None else []
-                    all_pos.extend(listed)
-                    alt_count[n, a] = len(listed)
-                else:
-                    alt_count[n, a] = alt.count
-                all_ptr.append(len(all_pos))
+        if self.has_all_mode:
+            pointers = [0]
+            for n in range(N):
+                node_plan = plans[n] if n not in self.node_errors else None
+                for a, alt in enumerate(alts):
+                    if alt.all_mode:
+                        listed = node_plan.all_positions[a] if node_plan is not None else []
+                        all_pos.extend(listed)
+                        alt_count[n, a] = len(listed)
+                    pointers.append(len(all_pos))
+            all_ptr = pointers
 
         rest = self._rest_bounds(plan, possible, last_error)
 
@@ -504,7 +518,7 @@ class ClaimArrays:
     ) -> dict[str, np.ndarray]:
         """Per request: what it and the claim's later requests need at least / at most, and
         which positions any of them could use (for the core's claim-level bound)."""
-        R, L, N = len(plan.request_alts), self.layout.L, len(self.layout.entries)
+        R, L, N = len(plan.request_alts), self.layout.L, len(self.layout.nodes)
         prunable_of = np.zeros((N, R), dtype=bool)
         need_of = np.zeros(R, dtype=np.int64)
         max_of = np.zeros(R, dtype=np.int64)

@@ -9,28 +9,18 @@ pieces here let a version share almost everything with its parent:
 - :class:`Holds`: per device (global index), how many committed claims hold it
   exclusively, as a share, and as a share with consumed capacity -- arrays shared by
   versions plus a persistent overlay of the devices changed since, and the same
-  counts per device ID (what a device republished under a new index starts with);
-- :class:`SliceStore`: every slice any version of one snapshot family has seen,
-  append-only, with what is read once per slice or device (facts, the CEL tables,
-  selector verdicts); a version sees a prefix of it.
+  counts per device ID (what a device republished under a new index starts with).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from draspeed.api.model import ResourceClaim, ResourceSlice
-from draspeed.engine.persistent import GrowingArray, PersistentMap
-from draspeed.engine.slice_facts import SliceFacts
+from draspeed.api.model import ResourceClaim
+from draspeed.engine.persistent import PersistentMap
 from draspeed.rules.ids import DeviceID
-
-if TYPE_CHECKING:
-    from draspeed.cel import DeviceTable
-    from draspeed.engine.snapshot import SelectorResults
 
 _FLATTEN_DEPTH = 32  # chain links kept before a version holds its own flat copy
 
@@ -236,6 +226,22 @@ class Holds:
             else:
                 self._by_pool.pop(key, None)
 
+    def for_gather(
+        self,
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray, np.ndarray]:
+        """(base arrays, overlay devices sorted, their three counts flattened): what
+        the compiled pool gathering reads (draspeed.engine._gather)."""
+        over = self._over.flat() if len(self._over) else {}
+        keys = np.fromiter(over.keys(), dtype=np.int64, count=len(over))
+        values = np.asarray(list(over.values()), dtype=np.int32).reshape(-1, 3)
+        order = np.argsort(keys)
+        base = tuple(np.ascontiguousarray(b, dtype=np.int32) for b in self._base)
+        return (  # type: ignore[return-value]
+            base,
+            np.ascontiguousarray(keys[order]),
+            np.ascontiguousarray(values[order].ravel(), dtype=np.int32),
+        )
+
     def flags_at(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(exclusively in use, allocated in any way, holds a committed share or capacity)
         for these devices, without building arrays for all of them."""
@@ -274,54 +280,3 @@ _NO_HOLDS: dict[str, Counts] = {}
 
 def _plus(a: Counts, b: Counts) -> Counts:
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
-
-
-class SliceStore:
-    """Every slice the versions of one snapshot family have seen, append-only.
-
-    Slice s and global device g mean the same thing in every version that sees them
-    (a version sees the first ``n_slices`` slices; the ones it removed, and the ones
-    a sibling appended before it, are dead to it). What is read once per slice or
-    device is kept here, shared by all versions: slice facts, the CEL tables of the
-    device chunks (one chunk per append), and each selector's verdicts.
-
-    ``lock`` guards appends, chunk tables and selector verdicts.
-    """
-
-    def __init__(self, slices: Sequence[ResourceSlice] = ()) -> None:
-        self.lock = threading.RLock()
-        self.slices: list[ResourceSlice] = []
-        self.first: list[int] = []  # global index of each slice's first device
-        self.first_arr = GrowingArray()
-        self.facts: list[SliceFacts | None] = []
-        # [start, end) of devices -> their CEL table (built on first use).
-        self.chunks: list[tuple[int, int, DeviceTable | None]] = []
-        self.selectors: dict[str, SelectorResults] = {}
-        self.n_devices = 0
-        self.append(slices)
-
-    def append(self, slices: Sequence[ResourceSlice]) -> tuple[int, int, int, int]:
-        """Append ``slices``; (index of the first of them, then the numbers of slices,
-        chunks and devices after the append), read together under the lock."""
-        with self.lock:
-            start = len(self.slices)
-            n = self.n_devices
-            firsts = []
-            for rs in slices:
-                firsts.append(n)
-                n += len(rs.spec.devices)
-            self.first_arr.append(firsts)
-            self.first.extend(firsts)
-            self.facts.extend([None] * len(slices))
-            self.slices.extend(slices)
-            if n > self.n_devices:
-                self.chunks.append((self.n_devices, n, None))
-            self.n_devices = n
-            return start, len(self.slices), len(self.chunks), n
-
-    def facts_of(self, s: int) -> SliceFacts:
-        """Slice s's device facts, read once (a race computes them twice, harmlessly)."""
-        found = self.facts[s]
-        if found is None:
-            found = self.facts[s] = SliceFacts(self.slices[s])
-        return found

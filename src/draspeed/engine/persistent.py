@@ -243,7 +243,8 @@ def _replay(layers: list[dict[Any, Any]], *, bottom: bool) -> dict[Any, Any]:
 
 
 class GrowingArray:
-    """An append-only int64 array; a version sees ``view(n)``, the first n items.
+    """An append-only array (int64 unless ``dtype`` says otherwise); a version sees
+    ``view(n)``, the first n items.
 
     Appending writes into spare room (doubling it when full), so the views older
     versions hold keep their contents. :meth:`append` gives the index it wrote at:
@@ -252,9 +253,9 @@ class GrowingArray:
 
     __slots__ = ("_buffer", "_lock", "_n")
 
-    def __init__(self, values: Sequence[int] | np.ndarray = ()) -> None:
-        data = np.asarray(values, dtype=np.int64)
-        self._buffer = np.zeros(max(16, 2 * len(data)), dtype=np.int64)
+    def __init__(self, values: Sequence[int] | np.ndarray = (), dtype: Any = np.int64) -> None:
+        data = np.asarray(values, dtype=dtype)
+        self._buffer = np.zeros(max(16, 2 * len(data)), dtype=dtype)
         self._buffer[: len(data)] = data
         self._n = len(data)
         self._lock = threading.Lock()
@@ -262,12 +263,12 @@ class GrowingArray:
     def __len__(self) -> int:
         return self._n
 
-    def append(self, values: Sequence[int]) -> int:
+    def append(self, values: Sequence[int] | np.ndarray) -> int:
         """Append ``values``; the index of the first of them."""
         with self._lock:
             start, end = self._n, self._n + len(values)
             if end > len(self._buffer):
-                bigger = np.zeros(max(2 * len(self._buffer), end), dtype=np.int64)
+                bigger = np.zeros(max(2 * len(self._buffer), end), dtype=self._buffer.dtype)
                 bigger[:start] = self._buffer[:start]
                 self._buffer = bigger  # views of the old buffer keep it alive
             self._buffer[start:end] = values

@@ -15,7 +15,8 @@ from draspeed.api.model import (
     ResourceClaim,
     ResourceSlice,
 )
-from draspeed.engine.snapshot import NodeView, Snapshot
+from draspeed.engine.layout import NodeView
+from draspeed.engine.snapshot import Snapshot
 from draspeed.explain.facts import ZERO, NodeFacts, consumption
 from draspeed.explain.results import Blocker, Funnel
 from draspeed.explain.verdict import ask

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from draspeed.api.model import Counter, Device, DeviceSelector, DeviceToleration
-from draspeed.engine.snapshot import ERROR, TRUE, NodeView, PoolView, Snapshot
+from draspeed.engine.layout import NodeView, PoolView
+from draspeed.engine.snapshot import Snapshot
+from draspeed.engine.store import ERROR, TRUE
 from draspeed.explain.results import CounterShort
 from draspeed.quantity import Quantity
 from draspeed.rules import texts

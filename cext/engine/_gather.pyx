@@ -1,0 +1,946 @@
+# cython: language_level=3
+"""Pool gathering and node layouts for many nodes at once, in compiled code.
+
+:func:`gather` does for every node of a list what upstream's ``GatherPools`` and
+``buildPool`` do for one node in each ``Allocate`` call, over the flat arrays of the
+slice table (``draspeed.engine.slice_table``), and lays the nodes' searchable devices
+end to end as the compiled search reads them (``draspeed.engine.layout``):
+
+1. the candidate slices of a node (its own, then those without a node name) that
+   select it are grouped by pool, the newest generation of each pool kept;
+2. a pool whose slices on the node are fewer than its ``resourceSliceCount`` is
+   completed from the whole cluster, dropped when a newer generation exists anywhere,
+   or marked incomplete;
+3. a complete pool is checked -- duplicate device names, duplicate counter sets,
+   devices consuming counters no counter set of the pool has -- and marked invalid
+   with the first reason found, in upstream's order;
+4. pools are ordered by (driver, pool name), those with binding conditions last;
+   slices inside a pool by name; devices in slice order. The devices of usable pools
+   are the node's *positions*;
+5. each pool's counters become *slots*, sorted by (counter set, counter) name, with
+   what committed claims left of them, and each position's consumption is mapped to
+   slots. Amounts are whole units when every quantity involved is a small whole
+   number (``whole`` in the answer); otherwise the caller redoes the sums exactly.
+
+Everything here is integers -- ids of the slice table's strings, quantities, pools and
+consumption patterns -- and C arrays; the only Python objects touched are strings,
+when a node's pools or a pool's slices or counters must be sorted by name (and those
+sorts are remembered per counter layout). Errors come back as codes for the caller to
+put into upstream's words.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+
+# Pool states (pool_state) and why a pool is invalid (pool_reason).
+POOL_STATE = {"usable": 0, "incomplete": 1, "invalid": 2}
+POOL_REASON = {"none": 0, "duplicate_device": 1, "duplicate_counter_set": 2,
+               "counter_set_not_found": 3, "counter_not_found": 4}
+# Per-device node selection verdicts (pdn), as node_matches answers them.
+PDN = {"none": 0, "yes": 1, "no": 2, "error": 3}
+# Node errors (node_error): a node selection that does not parse.
+NODE_ERROR = {"none": 0, "slice_selector": 1, "device_selector": 2}
+# quantity_whole[q] for a quantity that is not a small whole number of units.
+NOT_WHOLE = -(1 << 63)
+
+cdef enum:
+    USABLE = 0
+    INCOMPLETE = 1
+    INVALID = 2
+    R_NONE = 0
+    R_DUP_DEVICE = 1
+    R_DUP_SET = 2
+    R_SET_NOT_FOUND = 3
+    R_COUNTER_NOT_FOUND = 4
+    PDN_NONE = 0
+    PDN_YES = 1
+    PDN_NO = 2
+    PDN_ERROR = 3
+    E_NONE = 0
+    E_SLICE = 1
+    E_DEVICE = 2
+    # draspeed.engine._read.SELECTION
+    SEL_NONE = 0
+    SEL_NODE_NAME = 1
+    SEL_ALL_NODES = 2
+    SEL_SELECTOR = 3
+    SEL_PER_DEVICE = 4
+    # draspeed.engine._read.DEVICE_FLAGS
+    F_BINDING = 4
+
+from libc.stdint cimport INT64_MIN
+cdef int64_t C_NOT_WHOLE = INT64_MIN
+# FNV-1a, to find a pool's counter layout among those seen (then compared in full).
+cdef uint64_t FNV_OFFSET = 14695981039346656037ULL
+cdef uint64_t FNV_PRIME = 1099511628211ULL
+
+
+# ------------------------------------------------------------------- growing buffers
+
+cdef struct Buf:
+    char *data
+    Py_ssize_t n, cap, size
+
+
+cdef int buf_init(Buf *b, Py_ssize_t size, Py_ssize_t cap) except -1:
+    b.size, b.n, b.cap = size, 0, max(cap, 16)
+    b.data = <char*>malloc(b.cap * size)
+    if b.data == NULL:
+        raise MemoryError()
+    return 0
+
+
+cdef int buf_grow(Buf *b) except -1:
+    cdef char *bigger = <char*>realloc(b.data, 2 * b.cap * b.size)
+    if bigger == NULL:
+        raise MemoryError()
+    b.data, b.cap = bigger, 2 * b.cap
+    return 0
+
+
+cdef inline int push32(Buf *b, int32_t v) except -1:
+    if b.n == b.cap:
+        buf_grow(b)
+    (<int32_t*>b.data)[b.n] = v
+    b.n += 1
+    return 0
+
+
+cdef inline int push64(Buf *b, int64_t v) except -1:
+    if b.n == b.cap:
+        buf_grow(b)
+    (<int64_t*>b.data)[b.n] = v
+    b.n += 1
+    return 0
+
+
+cdef inline int32_t *at32(Buf *b) noexcept:
+    return <int32_t*>b.data
+
+
+cdef inline int64_t *at64(Buf *b) noexcept:
+    return <int64_t*>b.data
+
+
+cdef object to_array(Buf *b, object dtype):
+    out = np.empty(b.n, dtype)
+    cdef char[::1] raw
+    if b.n:
+        raw = out.view(np.int8)
+        memcpy_bytes(&raw[0], b.data, b.n * b.size)
+    return out
+
+
+cdef extern from "string.h":
+    void *memcpy_bytes "memcpy"(void *dst, const void *src, size_t n)
+
+
+# ------------------------------------------------------------------ counter layouts
+#
+# A pool's counter sets, in the order its counter-set slices (sorted by name) list
+# them, are its *appearance sequence*; its slots are the same (set, counter) pairs
+# sorted by name. Nodes of one kind repeat the same sets and counters, so each
+# distinct sequence is sorted once (a *layout*), and each consumption pattern is
+# mapped to a layout's slot offsets once.
+
+cdef struct Layouts:
+    Buf seq_ptr   # layout -> [ptr, ptr+1) of seq_set/seq_counter
+    Buf seq_set
+    Buf seq_counter
+    Buf slot_of   # same indexing as seq_*: the slot offset of that entry
+    Buf n_slots   # layout -> number of distinct slots
+    Buf slot_ptr  # layout -> [ptr, ptr+1) of slot_set/slot_counter (sorted)
+    Buf slot_set
+    Buf slot_counter
+    Buf set_ptr   # layout -> [ptr, ptr+1) of sets: the counter sets of the layout
+    Buf sets
+    Buf memo      # layout * n_patterns + pattern -> offset into mapped, or code
+    Buf mapped    # slot offsets of mapped patterns
+    Buf fail_a    # failure k: (code, set, counter)
+    Buf fail_b
+    Buf fail_code
+
+
+cdef int layouts_init(Layouts *t) except -1:
+    buf_init(&t.seq_ptr, sizeof(int32_t), 16)
+    push32(&t.seq_ptr, 0)
+    buf_init(&t.seq_set, sizeof(int32_t), 64)
+    buf_init(&t.seq_counter, sizeof(int32_t), 64)
+    buf_init(&t.slot_of, sizeof(int32_t), 64)
+    buf_init(&t.n_slots, sizeof(int32_t), 16)
+    buf_init(&t.slot_ptr, sizeof(int32_t), 16)
+    push32(&t.slot_ptr, 0)
+    buf_init(&t.slot_set, sizeof(int32_t), 64)
+    buf_init(&t.slot_counter, sizeof(int32_t), 64)
+    buf_init(&t.set_ptr, sizeof(int32_t), 16)
+    push32(&t.set_ptr, 0)
+    buf_init(&t.sets, sizeof(int32_t), 16)
+    buf_init(&t.memo, sizeof(int32_t), 64)
+    buf_init(&t.mapped, sizeof(int32_t), 64)
+    buf_init(&t.fail_a, sizeof(int32_t), 16)
+    buf_init(&t.fail_b, sizeof(int32_t), 16)
+    buf_init(&t.fail_code, sizeof(int32_t), 16)
+    return 0
+
+
+cdef void layouts_free(Layouts *t) noexcept:
+    free(t.seq_ptr.data); free(t.seq_set.data); free(t.seq_counter.data)
+    free(t.slot_of.data); free(t.n_slots.data); free(t.slot_ptr.data)
+    free(t.slot_set.data); free(t.slot_counter.data); free(t.memo.data)
+    free(t.set_ptr.data); free(t.sets.data)
+    free(t.mapped.data); free(t.fail_a.data); free(t.fail_b.data); free(t.fail_code.data)
+
+
+# ----------------------------------------------------------------------- the gather
+
+cdef class _Gather:
+    """One gather call's inputs, scratch and outputs (see :func:`gather`)."""
+
+    # inputs: the slice table
+    cdef const int64_t[::1] s_first, s_gen, s_count, p_ptr
+    cdef const int32_t[::1] s_ndev, s_pool, s_node, s_selector, s_name, s_cs_ptr
+    cdef const uint8_t[::1] s_sel, s_per_device, d_flags, d_pdn, live, selector_verdict
+    cdef const int32_t[::1] cs_name, cs_c_ptr, c_name, c_quantity
+    cdef const int32_t[::1] d_name, d_pattern, d_pdn_node, d_pdn_selector
+    cdef const int32_t[::1] p_set, p_counter, p_quantity
+    cdef const int32_t[::1] pool_slice_ptr, pool_slices, node_names
+    cdef const int32_t[::1] own_slices, own_lo, own_hi, shared_slices
+    cdef const int32_t[::1] holds_exclusive, holds_shared, holds_capacity
+    cdef const int64_t[::1] overlay_keys
+    cdef const int32_t[::1] overlay_values
+    cdef const int64_t[::1] quantity_whole
+    cdef list strings, pool_keys
+    cdef dict layout_ids  # hash of an appearance sequence -> list of layout ids
+    cdef Py_ssize_t n_selectors, n_patterns, n_layouts
+    cdef bint partitionable, whole
+    # scratch
+    cdef int32_t *stamp      # string id -> stamp of the pool that saw it
+    cdef int32_t *local      # string id -> index (counter sets of the current pool)
+    cdef int32_t stamp_now
+    cdef int32_t *cand, *cand_group, *grp_pool, *grp_n
+    cdef int64_t *grp_gen
+    cdef int32_t *tgt, *everyone, *dev_sl, *cnt_sl, *oth_sl, *pools_order
+    cdef Layouts lay
+    # outputs
+    cdef Buf g, pos_pool, pdn, cons_ptr, cons_slot, cons_amount, cons_quantity
+    cdef Buf held_slot, held_quantity, node_ptr, node_pool_ptr
+    cdef Buf pool_id, pool_state, pool_reason, pool_reason_a, pool_reason_b, pool_binding
+    cdef Buf pool_slot_ptr, pool_member_ptr, pool_targeting, pool_members
+    cdef Buf pool_slices_ptr, pool_slices_out, pool_slice_kind
+    cdef Buf slot_set, slot_counter, slot_quantity, slot_available
+    cdef Buf e_kind, e_slice, e_device, e_selector
+    # per node: its pools before ordering
+    cdef Buf np_pool, np_state, np_reason, np_a, np_b, np_binding
+    cdef Buf np_slices_ptr, np_slices, np_kinds  # pool -> its slices, each with a kind
+    cdef Buf np_layout
+
+    def __dealloc__(self):
+        free(self.stamp); free(self.local); free(self.cand); free(self.cand_group)
+        free(self.grp_pool); free(self.grp_n); free(self.grp_gen); free(self.tgt)
+        free(self.everyone); free(self.dev_sl); free(self.cnt_sl); free(self.oth_sl)
+        free(self.pools_order)
+        layouts_free(&self.lay)
+        free(self.g.data); free(self.pos_pool.data); free(self.pdn.data)
+        free(self.cons_ptr.data); free(self.cons_slot.data); free(self.cons_amount.data)
+        free(self.cons_quantity.data); free(self.held_slot.data); free(self.held_quantity.data)
+        free(self.node_ptr.data); free(self.node_pool_ptr.data); free(self.pool_id.data)
+        free(self.pool_state.data); free(self.pool_reason.data); free(self.pool_reason_a.data)
+        free(self.pool_reason_b.data); free(self.pool_binding.data)
+        free(self.pool_slot_ptr.data); free(self.pool_member_ptr.data)
+        free(self.pool_targeting.data); free(self.pool_members.data)
+        free(self.pool_slices_ptr.data); free(self.pool_slices_out.data)
+        free(self.pool_slice_kind.data)
+        free(self.slot_set.data); free(self.slot_counter.data); free(self.slot_quantity.data)
+        free(self.slot_available.data); free(self.e_kind.data); free(self.e_slice.data)
+        free(self.e_device.data); free(self.e_selector.data)
+        free(self.np_pool.data); free(self.np_state.data); free(self.np_reason.data)
+        free(self.np_a.data); free(self.np_b.data); free(self.np_binding.data)
+        free(self.np_slices_ptr.data); free(self.np_slices.data); free(self.np_kinds.data)
+        free(self.np_layout.data)
+
+    cdef int setup(self, Py_ssize_t n_strings, Py_ssize_t max_cand, Py_ssize_t max_pool,
+                   Py_ssize_t n_nodes) except -1:
+        self.stamp = <int32_t*>calloc(max(n_strings, 1), sizeof(int32_t))
+        self.local = <int32_t*>calloc(max(n_strings, 1), sizeof(int32_t))
+        m = max(max_cand, 1)
+        self.cand = <int32_t*>malloc(m * sizeof(int32_t))
+        self.cand_group = <int32_t*>malloc(m * sizeof(int32_t))
+        self.grp_pool = <int32_t*>malloc(m * sizeof(int32_t))
+        self.grp_n = <int32_t*>malloc(m * sizeof(int32_t))
+        self.grp_gen = <int64_t*>malloc(m * sizeof(int64_t))
+        self.tgt = <int32_t*>malloc(m * sizeof(int32_t))
+        self.pools_order = <int32_t*>malloc(m * sizeof(int32_t))
+        p = max(max_pool, m, 1)
+        self.everyone = <int32_t*>malloc(p * sizeof(int32_t))
+        self.dev_sl = <int32_t*>malloc(p * sizeof(int32_t))
+        self.cnt_sl = <int32_t*>malloc(p * sizeof(int32_t))
+        self.oth_sl = <int32_t*>malloc(p * sizeof(int32_t))
+        if (self.stamp == NULL or self.local == NULL or self.cand == NULL
+                or self.cand_group == NULL or self.grp_pool == NULL or self.grp_n == NULL
+                or self.grp_gen == NULL or self.tgt == NULL or self.pools_order == NULL
+                or self.everyone == NULL or self.dev_sl == NULL or self.cnt_sl == NULL
+                or self.oth_sl == NULL):
+            raise MemoryError()
+        layouts_init(&self.lay)
+        cdef Py_ssize_t N = max(n_nodes, 1)
+        buf_init(&self.g, 8, 1024); buf_init(&self.pos_pool, 4, 1024)
+        buf_init(&self.pdn, 1, 1024); buf_init(&self.cons_ptr, 4, 1024)
+        buf_init(&self.cons_slot, 4, 1024); buf_init(&self.cons_amount, 8, 1024)
+        buf_init(&self.cons_quantity, 4, 1024); buf_init(&self.held_slot, 4, 256)
+        buf_init(&self.held_quantity, 4, 256)
+        buf_init(&self.node_ptr, 4, N + 1); buf_init(&self.node_pool_ptr, 4, N + 1)
+        buf_init(&self.pool_id, 4, N); buf_init(&self.pool_state, 1, N)
+        buf_init(&self.pool_reason, 1, N); buf_init(&self.pool_reason_a, 4, N)
+        buf_init(&self.pool_reason_b, 4, N); buf_init(&self.pool_binding, 1, N)
+        buf_init(&self.pool_slot_ptr, 4, N + 1); buf_init(&self.pool_member_ptr, 4, N + 1)
+        buf_init(&self.pool_targeting, 4, N); buf_init(&self.pool_members, 8, 1024)
+        buf_init(&self.pool_slices_ptr, 4, N + 1); buf_init(&self.pool_slices_out, 4, N)
+        buf_init(&self.pool_slice_kind, 1, N)
+        buf_init(&self.slot_set, 4, 256); buf_init(&self.slot_counter, 4, 256)
+        buf_init(&self.slot_quantity, 4, 256); buf_init(&self.slot_available, 8, 256)
+        buf_init(&self.e_kind, 1, N); buf_init(&self.e_slice, 4, N)
+        buf_init(&self.e_device, 8, N); buf_init(&self.e_selector, 4, N)
+        buf_init(&self.np_pool, 4, 16); buf_init(&self.np_state, 4, 16)
+        buf_init(&self.np_reason, 4, 16); buf_init(&self.np_a, 4, 16)
+        buf_init(&self.np_b, 4, 16); buf_init(&self.np_binding, 4, 16)
+        buf_init(&self.np_slices_ptr, 4, 16); buf_init(&self.np_slices, 4, 64)
+        buf_init(&self.np_kinds, 4, 64); buf_init(&self.np_layout, 4, 16)
+        push32(&self.node_ptr, 0)
+        push32(&self.node_pool_ptr, 0)
+        push32(&self.pool_slot_ptr, 0)
+        push32(&self.pool_member_ptr, 0)
+        push32(&self.pool_slices_ptr, 0)
+        push32(&self.cons_ptr, 0)
+        return 0
+
+    # ---- relevance -----------------------------------------------------------------
+
+    cdef int relevance(self, Py_ssize_t n, int32_t s) except -2:
+        """1: slice s selects node n, 0: not, -1: a node selector that does not parse
+        (recorded as the node's error)."""
+        cdef uint8_t kind = self.s_sel[s], verdict
+        cdef int64_t g
+        if kind == SEL_NODE_NAME:
+            return self.s_node[s] == self.node_names[n]
+        if kind == SEL_ALL_NODES:
+            return 1
+        if kind == SEL_SELECTOR:
+            verdict = self.selector_verdict[n * self.n_selectors + self.s_selector[s]]
+            if verdict == 2:
+                self.node_error(n, E_SLICE, s, -1, self.s_selector[s])
+                return -1
+            return verdict
+        if kind == SEL_PER_DEVICE:
+            for g in range(self.s_first[s], self.s_first[s] + self.s_ndev[s]):
+                verdict = self.device_verdict(n, g)
+                if verdict == PDN_ERROR:
+                    self.node_error(n, E_DEVICE, s, g, self.d_pdn_selector[g])
+                    return -1
+                if verdict == PDN_YES:
+                    return 1
+            return 0
+        return 0
+
+    cdef inline uint8_t device_verdict(self, Py_ssize_t n, int64_t g) noexcept:
+        """A device's own node selection on node n (upstream NodeMatches)."""
+        cdef uint8_t kind = self.d_pdn[g], verdict
+        if kind == SEL_NODE_NAME:
+            return PDN_YES if self.d_pdn_node[g] == self.node_names[n] else PDN_NO
+        if kind == SEL_ALL_NODES:
+            return PDN_YES
+        if kind == SEL_SELECTOR:
+            verdict = self.selector_verdict[n * self.n_selectors + self.d_pdn_selector[g]]
+            return PDN_ERROR if verdict == 2 else (PDN_YES if verdict == 1 else PDN_NO)
+        return PDN_NO
+
+    cdef inline bint held(self, int64_t g) noexcept:
+        """Whether committed claims hold device g in any way (base arrays, then the
+        overlay of devices changed since, a sorted array)."""
+        cdef Py_ssize_t lo = 0, hi = self.overlay_keys.shape[0], mid
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.overlay_keys[mid] < g:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self.overlay_keys.shape[0] and self.overlay_keys[lo] == g:
+            return (self.overlay_values[3 * lo] > 0 or self.overlay_values[3 * lo + 1] > 0
+                    or self.overlay_values[3 * lo + 2] > 0)
+        if g >= self.holds_exclusive.shape[0]:
+            return False
+        return (self.holds_exclusive[g] > 0 or self.holds_shared[g] > 0
+                or self.holds_capacity[g] > 0)
+
+    cdef int node_error(self, Py_ssize_t n, int kind, int32_t s, int64_t g,
+                        int32_t selector) except -1:
+        (<uint8_t*>self.e_kind.data)[n] = kind
+        at32(&self.e_slice)[n] = s
+        at64(&self.e_device)[n] = g
+        at32(&self.e_selector)[n] = selector
+        return 0
+
+    # ---- one node ------------------------------------------------------------------
+
+    cdef int node(self, Py_ssize_t n) except -1:
+        cdef Py_ssize_t i, j, n_cand = 0, n_groups = 0
+        cdef Py_ssize_t n_own = self.own_hi[n] - self.own_lo[n]
+        cdef int32_t s, p
+        cdef int rel
+        cdef int64_t gen
+        (<uint8_t*>self.e_kind.data)[n] = E_NONE
+        at32(&self.e_slice)[n] = -1
+        at64(&self.e_device)[n] = -1
+        at32(&self.e_selector)[n] = -1
+        self.e_kind.n = self.e_slice.n = self.e_device.n = self.e_selector.n = n + 1
+        for i in range(n_own + self.shared_slices.shape[0]):
+            # Candidates: the node's own slices, then those without a node name.
+            s = self.own_slices[self.own_lo[n] + i] if i < n_own else self.shared_slices[i - n_own]
+            if not self.live[s]:
+                continue
+            if not self.partitionable and (
+                    self.s_per_device[s] or self.s_cs_ptr[s + 1] > self.s_cs_ptr[s]):
+                continue
+            rel = self.relevance(n, s)
+            if rel < 0:
+                push32(&self.node_ptr, self.g.n)
+                push32(&self.node_pool_ptr, self.pool_id.n)
+                return 0
+            if not rel:
+                continue
+            p = self.s_pool[s]
+            gen = self.s_gen[s]
+            for j in range(n_groups):
+                if self.grp_pool[j] == p:
+                    break
+            else:
+                j = n_groups
+                n_groups += 1
+                self.grp_pool[j], self.grp_gen[j], self.grp_n[j] = p, gen, 0
+            if gen > self.grp_gen[j]:
+                self.grp_gen[j], self.grp_n[j] = gen, 0
+            if gen == self.grp_gen[j]:
+                self.grp_n[j] += 1
+            self.cand[n_cand] = s
+            self.cand_group[n_cand] = <int32_t>j
+            n_cand += 1
+        self.np_pool.n = self.np_state.n = self.np_reason.n = self.np_a.n = 0
+        self.np_b.n = self.np_binding.n = self.np_slices.n = self.np_kinds.n = 0
+        self.np_layout.n = 0
+        self.np_slices_ptr.n = 0
+        push32(&self.np_slices_ptr, 0)
+        for j in range(n_groups):
+            self.pool(<int32_t>j, n_cand)
+        self.emit(n)
+        return 0
+
+    cdef int pool(self, int32_t j, Py_ssize_t n_cand) except -1:
+        """Complete, check and record group j's pool (or drop it when obsolete)."""
+        cdef int32_t p = self.grp_pool[j], s
+        cdef int64_t gen = self.grp_gen[j], expected
+        cdef Py_ssize_t i, n_tgt = 0, n_all = 0, n_dev = 0, n_cnt = 0, n_oth = 0
+        cdef bint complete_from_cluster = False
+        for i in range(n_cand):
+            if self.cand_group[i] == j and self.s_gen[self.cand[i]] == gen:
+                self.tgt[n_tgt] = self.cand[i]
+                n_tgt += 1
+        expected = self.s_count[self.tgt[0]]
+        if n_tgt != expected:
+            for i in range(self.pool_slice_ptr[p], self.pool_slice_ptr[p + 1]):
+                s = self.pool_slices[i]
+                if not self.live[s]:
+                    continue
+                if self.s_gen[s] > gen:
+                    return 0  # obsolete: the driver is publishing a newer generation
+                if self.s_gen[s] == gen:
+                    self.everyone[n_all] = s
+                    n_all += 1
+            if n_all != expected:
+                self.record(p, INCOMPLETE, R_NONE, -1, -1, False, 0, 0, 0, -1)
+                return 0
+            complete_from_cluster = n_all > n_tgt
+        _sort_slices(self.tgt, n_tgt, self.s_name, self.strings)
+        for i in range(n_tgt):
+            s = self.tgt[i]
+            if self.partitionable and self.s_cs_ptr[s + 1] > self.s_cs_ptr[s]:
+                self.cnt_sl[n_cnt] = s
+                n_cnt += 1
+            else:
+                self.dev_sl[n_dev] = s
+                n_dev += 1
+        if complete_from_cluster:
+            for i in range(n_all):
+                s = self.everyone[i]
+                if _contains(self.tgt, n_tgt, s):
+                    continue
+                if self.partitionable and self.s_cs_ptr[s + 1] > self.s_cs_ptr[s]:
+                    self.cnt_sl[n_cnt] = s
+                    n_cnt += 1
+                else:
+                    self.oth_sl[n_oth] = s
+                    n_oth += 1
+        return self.check(p, n_dev, n_cnt, n_oth)
+
+    cdef int check(self, int32_t p, Py_ssize_t n_dev, Py_ssize_t n_cnt,
+                   Py_ssize_t n_oth) except -1:
+        """buildPool's checks, in upstream's order; records the pool."""
+        cdef Py_ssize_t i, k, c
+        cdef int64_t g
+        cdef int32_t s, name, layout = -1, code
+        cdef bint binding = False
+        self.stamp_now += 1
+        for i in range(n_dev):
+            s = self.dev_sl[i]
+            for g in range(self.s_first[s], self.s_first[s] + self.s_ndev[s]):
+                name = self.d_name[g]
+                if self.stamp[name] == self.stamp_now:
+                    return self.record(p, INVALID, R_DUP_DEVICE, name, -1, False,
+                                       n_dev, n_cnt, n_oth, -1)
+                self.stamp[name] = self.stamp_now
+                if self.d_flags[g] & F_BINDING:
+                    binding = True
+        if not self.partitionable:
+            return self.record(p, USABLE, R_NONE, -1, -1, binding, n_dev, n_cnt, n_oth, -1)
+        self.stamp_now += 1
+        for i in range(n_cnt):
+            s = self.cnt_sl[i]
+            for k in range(self.s_cs_ptr[s], self.s_cs_ptr[s + 1]):
+                name = self.cs_name[k]
+                if self.stamp[name] == self.stamp_now:
+                    return self.record(p, INVALID, R_DUP_SET, name, -1, False,
+                                       n_dev, n_cnt, n_oth, -1)
+                self.stamp[name] = self.stamp_now
+        layout = self.layout_of(n_cnt)
+        for i in range(n_dev + n_oth):
+            s = self.dev_sl[i] if i < n_dev else self.oth_sl[i - n_dev]
+            for g in range(self.s_first[s], self.s_first[s] + self.s_ndev[s]):
+                if self.d_pattern[g] < 0:
+                    continue
+                code = self.mapped(layout, self.d_pattern[g])
+                if code < 0:
+                    k = -code - 1
+                    return self.record(p, INVALID, at32(&self.lay.fail_code)[k],
+                                       at32(&self.lay.fail_a)[k], at32(&self.lay.fail_b)[k],
+                                       False, n_dev, n_cnt, n_oth, -1)
+        return self.record(p, USABLE, R_NONE, -1, -1, binding, n_dev, n_cnt, n_oth, layout)
+
+    cdef int record(self, int32_t p, int state, int reason, int32_t a, int32_t b,
+                    bint binding, Py_ssize_t n_dev, Py_ssize_t n_cnt, Py_ssize_t n_oth,
+                    int32_t layout) except -1:
+        """Keep a pool of the node (with its device, counter-set and other slices)."""
+        cdef Py_ssize_t i
+        push32(&self.np_pool, p)
+        push32(&self.np_state, state)
+        push32(&self.np_reason, reason)
+        push32(&self.np_a, a)
+        push32(&self.np_b, b)
+        push32(&self.np_binding, binding)
+        push32(&self.np_layout, layout)
+        if state != INCOMPLETE:
+            for i in range(n_dev):
+                push32(&self.np_slices, self.dev_sl[i])
+                push32(&self.np_kinds, 0)
+            for i in range(n_cnt):
+                push32(&self.np_slices, self.cnt_sl[i])
+                push32(&self.np_kinds, 1)
+            for i in range(n_oth):
+                push32(&self.np_slices, self.oth_sl[i])
+                push32(&self.np_kinds, 2)
+        push32(&self.np_slices_ptr, self.np_slices.n)
+        return 0
+
+    # ---- counter layouts -----------------------------------------------------------
+
+    cdef int32_t layout_of(self, Py_ssize_t n_cnt) except -2:
+        """The layout id of the current pool's counter sets (their appearance sequence)."""
+        cdef uint64_t h = FNV_OFFSET
+        cdef Py_ssize_t i, k, c, m = 0, start, length
+        cdef int32_t s
+        for i in range(n_cnt):
+            s = self.cnt_sl[i]
+            for k in range(self.s_cs_ptr[s], self.s_cs_ptr[s + 1]):
+                h = (h ^ <uint64_t>(self.cs_name[k] + 1)) * FNV_PRIME
+                m += 1  # the set's own entry (counter -1)
+                for c in range(self.cs_c_ptr[k], self.cs_c_ptr[k + 1]):
+                    h = (h ^ <uint64_t>(self.c_name[c] + 7)) * FNV_PRIME
+                    m += 1
+        candidates = self.layout_ids.get(h)
+        if candidates is not None:
+            for lid in candidates:
+                start = at32(&self.lay.seq_ptr)[<int32_t>lid]
+                length = at32(&self.lay.seq_ptr)[<int32_t>lid + 1] - start
+                if length == m and self.same_sequence(n_cnt, start):
+                    return <int32_t>lid
+        return self.new_layout(n_cnt, m, h)
+
+    cdef bint same_sequence(self, Py_ssize_t n_cnt, Py_ssize_t start) noexcept:
+        cdef Py_ssize_t i, k, c, at = start
+        cdef int32_t s
+        for i in range(n_cnt):
+            s = self.cnt_sl[i]
+            for k in range(self.s_cs_ptr[s], self.s_cs_ptr[s + 1]):
+                if (at32(&self.lay.seq_set)[at] != self.cs_name[k]
+                        or at32(&self.lay.seq_counter)[at] != -1):
+                    return False
+                at += 1
+                for c in range(self.cs_c_ptr[k], self.cs_c_ptr[k + 1]):
+                    if (at32(&self.lay.seq_set)[at] != self.cs_name[k]
+                            or at32(&self.lay.seq_counter)[at] != self.c_name[c]):
+                        return False
+                    at += 1
+        return True
+
+    cdef int32_t new_layout(self, Py_ssize_t n_cnt, Py_ssize_t m, uint64_t h) except -2:
+        cdef Py_ssize_t i, k, c
+        cdef int32_t s, lid = <int32_t>self.n_layouts
+        pairs = []
+        for i in range(n_cnt):
+            s = self.cnt_sl[i]
+            for k in range(self.s_cs_ptr[s], self.s_cs_ptr[s + 1]):
+                pairs.append((self.cs_name[k], -1))
+                push32(&self.lay.sets, self.cs_name[k])
+                for c in range(self.cs_c_ptr[k], self.cs_c_ptr[k + 1]):
+                    pairs.append((self.cs_name[k], self.c_name[c]))
+        push32(&self.lay.set_ptr, self.lay.sets.n)
+        named = sorted([
+            ((self.strings[a], self.strings[b]), a, b) for a, b in set(pairs) if b >= 0
+        ])
+        slots = [(a, b) for _, a, b in named]
+        index = {sc: i for i, sc in enumerate(slots)}
+        for set_id, counter_id in pairs:
+            push32(&self.lay.seq_set, set_id)
+            push32(&self.lay.seq_counter, counter_id)
+            push32(&self.lay.slot_of, index[(set_id, counter_id)] if counter_id >= 0 else -1)
+        push32(&self.lay.seq_ptr, self.lay.seq_set.n)
+        push32(&self.lay.n_slots, len(slots))
+        for set_id, counter_id in slots:
+            push32(&self.lay.slot_set, set_id)
+            push32(&self.lay.slot_counter, counter_id)
+        push32(&self.lay.slot_ptr, self.lay.slot_set.n)
+        for i in range(self.n_patterns):
+            push32(&self.lay.memo, -(1 << 30))
+        self.n_layouts += 1
+        self.layout_ids.setdefault(h, []).append(lid)
+        return lid
+
+    cdef int32_t mapped(self, int32_t layout, int32_t pattern) except? -2147483647:
+        """Where pattern's entries go in the layout's slots: an offset into ``mapped``
+        (one slot offset per entry), or -(k + 1) for failure k (a set or counter the
+        pool lacks)."""
+        cdef Py_ssize_t key = <Py_ssize_t>layout * self.n_patterns + pattern
+        cdef int32_t found = at32(&self.lay.memo)[key]
+        if found != -(1 << 30):
+            return found
+        cdef Py_ssize_t e, i, lo = at32(&self.lay.slot_ptr)[layout]
+        cdef Py_ssize_t hi = at32(&self.lay.slot_ptr)[layout + 1]
+        cdef Py_ssize_t start = self.lay.mapped.n
+        cdef int32_t set_id, counter_id, slot
+        cdef bint set_known
+        cdef Py_ssize_t sets_lo = at32(&self.lay.set_ptr)[layout]
+        cdef Py_ssize_t sets_hi = at32(&self.lay.set_ptr)[layout + 1]
+        for e in range(self.p_ptr[pattern], self.p_ptr[pattern + 1]):
+            set_id, counter_id = self.p_set[e], self.p_counter[e]
+            set_known = False
+            for i in range(sets_lo, sets_hi):
+                if at32(&self.lay.sets)[i] == set_id:
+                    set_known = True
+                    break
+            slot = -1
+            if set_known and counter_id < 0:
+                push32(&self.lay.mapped, -1)  # the set itself: no slot
+                continue
+            if set_known:
+                for i in range(lo, hi):
+                    if (at32(&self.lay.slot_set)[i] == set_id
+                            and at32(&self.lay.slot_counter)[i] == counter_id):
+                        slot = <int32_t>(i - lo)
+                        break
+            if slot < 0:
+                self.lay.mapped.n = start
+                push32(&self.lay.fail_code,
+                       R_COUNTER_NOT_FOUND if set_known else R_SET_NOT_FOUND)
+                push32(&self.lay.fail_a, counter_id if set_known else set_id)
+                push32(&self.lay.fail_b, set_id if set_known else -1)
+                found = -<int32_t>self.lay.fail_code.n
+                at32(&self.lay.memo)[key] = found
+                return found
+            push32(&self.lay.mapped, slot)
+        found = <int32_t>start
+        at32(&self.lay.memo)[key] = found
+        return found
+
+    # ---- output --------------------------------------------------------------------
+
+    cdef int emit(self, Py_ssize_t n) except -1:
+        """Write node n's pools (ordered), positions and slots to the outputs."""
+        cdef Py_ssize_t P = self.np_pool.n, i, j, k, e, lo, hi, first_slot, n_slots
+        cdef int32_t s, pool_index, layout, q, off, kind
+        cdef int64_t g, whole
+        for i in range(P):
+            self.pools_order[i] = <int32_t>i
+        _sort_pools(self.pools_order, P, at32(&self.np_pool), at32(&self.np_binding),
+                    self.pool_keys)
+        for k in range(P):
+            i = self.pools_order[k]
+            pool_index = <int32_t>self.pool_id.n
+            push32(&self.pool_id, at32(&self.np_pool)[i])
+            push_u8(&self.pool_state, at32(&self.np_state)[i])
+            push_u8(&self.pool_reason, at32(&self.np_reason)[i])
+            push32(&self.pool_reason_a, at32(&self.np_a)[i])
+            push32(&self.pool_reason_b, at32(&self.np_b)[i])
+            push_u8(&self.pool_binding, at32(&self.np_binding)[i])
+            lo, hi = at32(&self.np_slices_ptr)[i], at32(&self.np_slices_ptr)[i + 1]
+            layout = at32(&self.np_layout)[i]
+            # The pool's slices: device slices (targeting, sorted), counter-set slices,
+            # then slices of other nodes; pool_slice_kind says which (0, 1, 2).
+            for j in range(lo, hi):
+                push32(&self.pool_slices_out, at32(&self.np_slices)[j])
+                push_u8(&self.pool_slice_kind, at32(&self.np_kinds)[j])
+            push32(&self.pool_slices_ptr, <int32_t>self.pool_slices_out.n)
+            # Members: devices of device slices (targeting), then of other slices.
+            for j in range(lo, hi):
+                if at32(&self.np_kinds)[j] == 0:
+                    s = at32(&self.np_slices)[j]
+                    for g in range(self.s_first[s], self.s_first[s] + self.s_ndev[s]):
+                        push64(&self.pool_members, g)
+            push32(&self.pool_targeting,
+                   <int32_t>(self.pool_members.n - at32(&self.pool_member_ptr)[self.pool_member_ptr.n - 1]))
+            for j in range(lo, hi):
+                if at32(&self.np_kinds)[j] == 2:
+                    s = at32(&self.np_slices)[j]
+                    for g in range(self.s_first[s], self.s_first[s] + self.s_ndev[s]):
+                        push64(&self.pool_members, g)
+            first_slot = self.slot_set.n
+            if layout >= 0:
+                self.slots(i, layout, lo, hi, at32(&self.pool_member_ptr)[self.pool_member_ptr.n - 1])
+            push32(&self.pool_member_ptr, <int32_t>self.pool_members.n)
+            push32(&self.pool_slot_ptr, <int32_t>self.slot_set.n)
+            if at32(&self.np_state)[i] != USABLE:
+                continue
+            for j in range(lo, hi):
+                if at32(&self.np_kinds)[j] != 0:
+                    continue
+                s = at32(&self.np_slices)[j]
+                for g in range(self.s_first[s], self.s_first[s] + self.s_ndev[s]):
+                    push64(&self.g, g)
+                    push32(&self.pos_pool, pool_index)
+                    push_u8(&self.pdn, self.device_verdict(n, g) if self.s_per_device[s] else PDN_NONE)
+                    if layout >= 0 and self.d_pattern[g] >= 0:
+                        off = self.mapped(layout, self.d_pattern[g])
+                        e = self.p_ptr[self.d_pattern[g]]
+                        while e < self.p_ptr[self.d_pattern[g] + 1]:
+                            if at32(&self.lay.mapped)[off] >= 0:
+                                push32(&self.cons_slot,
+                                       <int32_t>(first_slot + at32(&self.lay.mapped)[off]))
+                                whole = self.quantity_whole[self.p_quantity[e]]
+                                if whole == C_NOT_WHOLE:
+                                    self.whole = False
+                                push64(&self.cons_amount, whole)
+                                push32(&self.cons_quantity, self.p_quantity[e])
+                            off += 1
+                            e += 1
+                    push32(&self.cons_ptr, <int32_t>self.cons_slot.n)
+        push32(&self.node_ptr, <int32_t>self.g.n)
+        push32(&self.node_pool_ptr, <int32_t>self.pool_id.n)
+        return 0
+
+    cdef int slots(self, Py_ssize_t i, int32_t layout, Py_ssize_t lo, Py_ssize_t hi,
+                   Py_ssize_t members_from) except -1:
+        """Pool i's counter slots: capacity from its counter sets, minus what the
+        committed claims' devices among its members consume."""
+        cdef Py_ssize_t j, k, c, at, first = self.slot_set.n, e, m
+        cdef Py_ssize_t a = at32(&self.lay.slot_ptr)[layout], b = at32(&self.lay.slot_ptr)[layout + 1]
+        cdef int32_t s, q, off
+        cdef int64_t whole, g
+        for j in range(a, b):
+            push32(&self.slot_set, at32(&self.lay.slot_set)[j])
+            push32(&self.slot_counter, at32(&self.lay.slot_counter)[j])
+            push32(&self.slot_quantity, -1)
+            push64(&self.slot_available, 0)
+        at = at32(&self.lay.seq_ptr)[layout]
+        for j in range(lo, hi):
+            if at32(&self.np_kinds)[j] != 1:
+                continue
+            s = at32(&self.np_slices)[j]
+            for k in range(self.s_cs_ptr[s], self.s_cs_ptr[s + 1]):
+                at += 1  # the set's own entry
+                for c in range(self.cs_c_ptr[k], self.cs_c_ptr[k + 1]):
+                    off = at32(&self.lay.slot_of)[at]
+                    q = self.c_quantity[c]
+                    at32(&self.slot_quantity)[first + off] = q
+                    whole = self.quantity_whole[q]
+                    if whole == C_NOT_WHOLE:
+                        self.whole = False
+                    at64(&self.slot_available)[first + off] = whole
+                    at += 1
+        for m in range(members_from, self.pool_members.n):
+            g = at64(&self.pool_members)[m]
+            if self.d_pattern[g] < 0:
+                continue
+            if not self.held(g):
+                continue
+            off = self.mapped(layout, self.d_pattern[g])
+            if off < 0:
+                continue  # an invalid pool has no slots; a usable one maps every pattern
+            for e in range(self.p_ptr[self.d_pattern[g]], self.p_ptr[self.d_pattern[g] + 1]):
+                if at32(&self.lay.mapped)[off] < 0:
+                    off += 1
+                    continue
+                whole = self.quantity_whole[self.p_quantity[e]]
+                if whole == C_NOT_WHOLE:
+                    self.whole = False
+                else:
+                    at64(&self.slot_available)[first + at32(&self.lay.mapped)[off]] -= whole
+                push32(&self.held_slot, <int32_t>(first + at32(&self.lay.mapped)[off]))
+                push32(&self.held_quantity, self.p_quantity[e])
+                off += 1
+        return 0
+
+
+cdef inline int push_u8(Buf *b, int v) except -1:
+    if b.n == b.cap:
+        buf_grow(b)
+    (<uint8_t*>b.data)[b.n] = <uint8_t>v
+    b.n += 1
+    return 0
+
+
+cdef bint _contains(const int32_t *items, Py_ssize_t n, int32_t x) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if items[i] == x:
+            return True
+    return False
+
+
+cdef void _sort_slices(int32_t *items, Py_ssize_t n, const int32_t[::1] s_name, list strings):
+    """Slices by name (insertion sort: a pool has a handful; Go and Python order strings
+    alike, UTF-8 bytes and code points agreeing)."""
+    cdef Py_ssize_t i, j
+    cdef int32_t x
+    for i in range(1, n):
+        x = items[i]
+        j = i - 1
+        while j >= 0 and <str>strings[s_name[x]] < <str>strings[s_name[items[j]]]:
+            items[j + 1] = items[j]
+            j -= 1
+        items[j + 1] = x
+
+
+cdef void _sort_pools(int32_t *order, Py_ssize_t n, const int32_t *pool, const int32_t *binding,
+                      list pool_keys):
+    """A node's pools: without binding conditions first, each group by (driver, name)."""
+    cdef Py_ssize_t i, j
+    cdef int32_t x
+    for i in range(1, n):
+        x = order[i]
+        j = i - 1
+        while j >= 0 and (
+            binding[x] < binding[order[j]]
+            or (binding[x] == binding[order[j]]
+                and <tuple>pool_keys[pool[x]] < <tuple>pool_keys[pool[order[j]]])
+        ):
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = x
+
+
+def gather(
+    dict table not None,
+    list strings not None,
+    list pool_keys not None,
+    const uint8_t[::1] live,
+    const int32_t[::1] node_names,
+    const int32_t[::1] own_slices,
+    const int32_t[::1] own_lo,
+    const int32_t[::1] own_hi,
+    const int32_t[::1] shared_slices,
+    const uint8_t[::1] selector_verdict,
+    Py_ssize_t n_selectors,
+    tuple holds not None,
+    const int64_t[::1] overlay_keys,
+    const int32_t[::1] overlay_values,
+    const int64_t[::1] quantity_whole,
+    bint partitionable,
+):
+    """The pools and layout of nodes 0..N-1 (see the module docstring).
+
+    ``table``: the slice table's arrays (``s_*`` per slice, ``d_*`` per device,
+    ``cs_*``/``c_*`` counter sets and their counters, ``p_*`` consumption patterns,
+    ``pool_slice_ptr``/``pool_slices`` each pool's slices in table order). ``live[s]``:
+    slice s is part of this version. Node n's candidate slices are its own,
+    ``own_slices[own_lo[n]:own_hi[n]]``, then ``shared_slices`` (those without a node
+    name), in upstream's order; ``node_names[n]`` is its name's string id.
+    ``selector_verdict[n * n_selectors + k]``: node selector k selects node n (1), not
+    (0), or does not parse (2). ``holds``: per device, committed exclusive holders,
+    shares and shares with consumed capacity (three int32 arrays), overridden for the
+    devices in ``overlay_keys`` (sorted) by ``overlay_values`` (three per key).
+    ``quantity_whole[q]``: quantity q in whole units, or ``NOT_WHOLE``.
+    """
+    cdef _Gather t = _Gather()
+    t.s_first, t.s_gen, t.s_count = table["s_first"], table["s_gen"], table["s_count"]
+    t.s_ndev, t.s_pool, t.s_node = table["s_ndev"], table["s_pool"], table["s_node"]
+    t.s_selector, t.s_name, t.s_cs_ptr = table["s_selector"], table["s_name"], table["s_cs_ptr"]
+    t.s_sel, t.s_per_device = table["s_sel"], table["s_per_device"]
+    t.cs_name, t.cs_c_ptr = table["cs_name"], table["cs_c_ptr"]
+    t.c_name, t.c_quantity = table["c_name"], table["c_quantity"]
+    t.d_name, t.d_flags, t.d_pattern = table["d_name"], table["d_flags"], table["d_pattern"]
+    t.d_pdn, t.d_pdn_node, t.d_pdn_selector = table["d_pdn"], table["d_pdn_node"], table["d_pdn_selector"]
+    t.p_ptr, t.p_set = table["p_ptr"], table["p_set"]
+    t.p_counter, t.p_quantity = table["p_counter"], table["p_quantity"]
+    t.pool_slice_ptr, t.pool_slices = table["pool_slice_ptr"], table["pool_slices"]
+    t.live, t.node_names = live, node_names
+    t.own_slices, t.own_lo, t.own_hi, t.shared_slices = own_slices, own_lo, own_hi, shared_slices
+    t.holds_exclusive, t.holds_shared, t.holds_capacity = holds
+    t.overlay_keys, t.overlay_values = overlay_keys, overlay_values
+    t.selector_verdict, t.n_selectors = selector_verdict, n_selectors
+    t.quantity_whole = quantity_whole
+    t.strings, t.pool_keys = strings, pool_keys
+    t.layout_ids = {}
+    t.n_patterns = t.p_ptr.shape[0] - 1
+    t.partitionable = partitionable
+    t.whole = True
+    cdef Py_ssize_t N = node_names.shape[0], n, max_cand = 1, max_pool = 1, p
+    for n in range(N):
+        max_cand = max(max_cand, own_hi[n] - own_lo[n] + shared_slices.shape[0])
+    for p in range(t.pool_slice_ptr.shape[0] - 1):
+        max_pool = max(max_pool, t.pool_slice_ptr[p + 1] - t.pool_slice_ptr[p])
+    t.setup(len(strings), max_cand, max_pool, N)
+    for n in range(N):
+        t.node(n)
+    return {
+        "g": to_array(&t.g, np.int64),
+        "pos_pool": to_array(&t.pos_pool, np.int32),
+        "pdn": to_array(&t.pdn, np.uint8),
+        "cons_ptr": to_array(&t.cons_ptr, np.int32),
+        "cons_slot": to_array(&t.cons_slot, np.int32),
+        "cons_amount": to_array(&t.cons_amount, np.int64),
+        "cons_quantity": to_array(&t.cons_quantity, np.int32),
+        "held_slot": to_array(&t.held_slot, np.int32),
+        "held_quantity": to_array(&t.held_quantity, np.int32),
+        "node_ptr": to_array(&t.node_ptr, np.int32),
+        "node_pool_ptr": to_array(&t.node_pool_ptr, np.int32),
+        "pool_id": to_array(&t.pool_id, np.int32),
+        "pool_state": to_array(&t.pool_state, np.uint8),
+        "pool_reason": to_array(&t.pool_reason, np.uint8),
+        "pool_reason_a": to_array(&t.pool_reason_a, np.int32),
+        "pool_reason_b": to_array(&t.pool_reason_b, np.int32),
+        "pool_binding": to_array(&t.pool_binding, np.uint8),
+        "pool_slot_ptr": to_array(&t.pool_slot_ptr, np.int32),
+        "pool_member_ptr": to_array(&t.pool_member_ptr, np.int32),
+        "pool_targeting": to_array(&t.pool_targeting, np.int32),
+        "pool_members": to_array(&t.pool_members, np.int64),
+        "pool_slices_ptr": to_array(&t.pool_slices_ptr, np.int32),
+        "pool_slices": to_array(&t.pool_slices_out, np.int32),
+        "pool_slice_kind": to_array(&t.pool_slice_kind, np.uint8),
+        "slot_set": to_array(&t.slot_set, np.int32),
+        "slot_counter": to_array(&t.slot_counter, np.int32),
+        "slot_quantity": to_array(&t.slot_quantity, np.int32),
+        "slot_available": to_array(&t.slot_available, np.int64),
+        "node_error": to_array(&t.e_kind, np.uint8),
+        "node_error_slice": to_array(&t.e_slice, np.int32),
+        "node_error_device": to_array(&t.e_device, np.int64),
+        "node_error_selector": to_array(&t.e_selector, np.int32),
+        "whole": bool(t.whole),
+    }

@@ -1,0 +1,437 @@
+# cython: language_level=3
+"""Slices read once into flat arrays: what pool gathering and node layouts need.
+
+:func:`read_slices` walks a batch of ResourceSlice model objects once, in compiled
+code, and returns per-slice and per-device arrays (``draspeed.engine.slice_table``
+appends them to the family's table). Strings become ids of one interning table
+(device names, node names, counter names ...), quantities ids of a quantity table,
+pools ids of a pool table; what a device consumes of counters becomes the id of a
+consumption *pattern* (a list of (counter set, counter, quantity) ids) shared by every
+device that consumes the same. Objects shared between devices -- the decoder shares
+equal counter consumptions, capacities, quantities and node selectors -- are read once
+and recognised by identity afterwards.
+
+Model objects of draspeed's own classes are read through their slots directly (the
+offsets come from the classes' member descriptors); anything else, e.g. a subclass,
+through ordinary attribute access. Nothing here decides anything: it only reads.
+"""
+
+import numpy as np
+
+from draspeed.api import model
+
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
+from cpython.object cimport PyObject, PyTypeObject
+
+from model_slots cimport draspeed_get_slot, draspeed_slot_offset
+
+cdef extern from "Python.h":
+    PyTypeObject *Py_TYPE(object o)
+
+# Device flags (d_flags).
+DEVICE_FLAGS = {
+    "multi": 1,  # allowMultipleAllocations: true
+    "consumes": 2,  # consumes counters
+    "binding": 4,  # has bindingConditions
+    "tainted": 8,  # has taints
+    "capacity": 16,  # has capacities
+    "policy": 32,  # some capacity has a request policy
+    "binds_to_node": 64,
+}
+cdef enum:
+    F_MULTI = 1
+    F_CONSUMES = 2
+    F_BINDING = 4
+    F_TAINTED = 8
+    F_CAPACITY = 16
+    F_POLICY = 32
+    F_BINDS = 64
+
+# How a slice, or a device of a perDeviceNodeSelection slice, selects nodes (s_sel,
+# d_pdn): upstream checks nodeName, then allNodes, then nodeSelector.
+SELECTION = {"none": 0, "node_name": 1, "all_nodes": 2, "node_selector": 3, "per_device": 4}
+cdef enum:
+    SEL_NONE = 0
+    SEL_NODE_NAME = 1
+    SEL_ALL_NODES = 2
+    SEL_SELECTOR = 3
+    SEL_PER_DEVICE = 4
+
+
+cdef Py_ssize_t _slot(object cls, str name) except -1:
+    descr = vars(cls).get(name)
+    cdef Py_ssize_t offset = -1 if descr is None else draspeed_slot_offset(descr)
+    if offset < 0:
+        raise RuntimeError(f"draspeed.engine._read: {cls.__name__}.{name} is not a plain slot")
+    return offset
+
+
+# Where the Device fields read per device are, for Device instances.
+cdef PyTypeObject *_DEVICE = <PyTypeObject*>model.Device
+cdef PyTypeObject *_CAPACITY = <PyTypeObject*>model.DeviceCapacity
+cdef Py_ssize_t _name_at = _slot(model.Device, "name")
+cdef Py_ssize_t _capacity_at = _slot(model.Device, "capacity")
+cdef Py_ssize_t _consumes_at = _slot(model.Device, "consumes_counters")
+cdef Py_ssize_t _taints_at = _slot(model.Device, "taints")
+cdef Py_ssize_t _binding_at = _slot(model.Device, "binding_conditions")
+cdef Py_ssize_t _multi_at = _slot(model.Device, "allow_multiple_allocations")
+cdef Py_ssize_t _binds_at = _slot(model.Device, "binds_to_node")
+cdef Py_ssize_t _policy_at = _slot(model.DeviceCapacity, "request_policy")
+
+
+cdef inline object _get(object obj, Py_ssize_t offset, str name, bint direct):
+    """A field of a model object: its slot when ``direct``, else getattr."""
+    cdef PyObject *value
+    if direct:
+        value = draspeed_get_slot(obj, offset)
+        if value == NULL:
+            raise AttributeError(name)
+        return <object>value
+    return getattr(obj, name)
+
+
+cdef inline bint _true(object value):
+    """Set and true (a ``bool | None`` field; a list counts when non-empty)."""
+    return value is not None and value is not False and bool(value)
+
+
+cdef inline int32_t _intern(dict table, list values, object text) except -1:
+    cdef PyObject *found = PyDict_GetItem(table, text)
+    if found != NULL:
+        return <int32_t><object>found
+    cdef int32_t sid = len(values)
+    table[text] = sid
+    values.append(text)
+    return sid
+
+
+cdef class Interning:
+    """The tables that give strings, quantities, pools, node selectors and counter
+    consumption patterns their ids.
+
+    Shared by every version of a snapshot family and only ever appended to (under the
+    family's lock), so an id means the same thing everywhere.
+    """
+
+    cdef public dict strings  # str -> id
+    cdef public list string_list  # id -> str
+    cdef public dict pools  # (driver id, pool name id) -> pool id
+    cdef public list pool_keys  # pool id -> (driver, pool name)
+    cdef public list quantities  # quantity id -> Quantity
+    cdef public list quantity_nanos  # quantity id -> its value in nano units (exact int)
+    cdef public list selectors  # selector id -> NodeSelector
+    # Consumption patterns: pattern id -> entries [ptr[id], ptr[id + 1]) of the lists.
+    cdef public list pattern_ptr
+    cdef public list pattern_set
+    cdef public list pattern_counter
+    cdef public list pattern_quantity
+    cdef dict _quantity_by_object  # id(Quantity) -> quantity id
+    cdef dict _quantity_by_value  # nanos -> quantity id
+    cdef dict _selector_by_object  # id(NodeSelector) -> selector id
+    cdef dict _use  # id(DeviceCounterConsumption) -> its entries, a tuple
+    cdef dict _pattern  # entries tuple -> pattern id
+    cdef dict _uses  # id of a device's one use, or a tuple of ids of its uses -> pattern id
+    cdef list _alive  # objects whose id() is a key above: kept alive so ids stay unique
+
+    def __cinit__(self):
+        self.strings = {}
+        self.string_list = []
+        self.pools = {}
+        self.pool_keys = []
+        self.quantities = []
+        self.quantity_nanos = []
+        self.selectors = []
+        self.pattern_ptr = [0]
+        self.pattern_set = []
+        self.pattern_counter = []
+        self.pattern_quantity = []
+        self._quantity_by_object = {}
+        self._quantity_by_value = {}
+        self._selector_by_object = {}
+        self._use = {}
+        self._pattern = {}
+        self._uses = {}
+        self._alive = []
+
+    def string(self, str text):
+        """The id of ``text`` (added if new)."""
+        return _intern(self.strings, self.string_list, text)
+
+    def find(self, str text):
+        """The id of ``text``, or -1 if it was never interned."""
+        found = self.strings.get(text)
+        return -1 if found is None else found
+
+    def pattern_arrays(self):
+        """The consumption patterns as arrays: (ptr, set ids, counter ids, quantity ids)."""
+        return (
+            np.asarray(self.pattern_ptr, np.int64),
+            np.asarray(self.pattern_set, np.int32),
+            np.asarray(self.pattern_counter, np.int32),
+            np.asarray(self.pattern_quantity, np.int32),
+        )
+
+    cdef int32_t quantity(self, object q) except -1:
+        cdef PyObject *found = PyDict_GetItem(self._quantity_by_object, id(q))
+        if found != NULL:
+            return <int32_t><object>found
+        nanos = q.nanos
+        existing = self._quantity_by_value.get(nanos)
+        if existing is None:
+            existing = len(self.quantities)
+            self.quantities.append(q)
+            self.quantity_nanos.append(nanos)
+            self._quantity_by_value[nanos] = existing
+        self._quantity_by_object[id(q)] = existing
+        self._alive.append(q)
+        return <int32_t>existing
+
+    cdef int32_t selector(self, object selector) except -1:
+        cdef PyObject *found = PyDict_GetItem(self._selector_by_object, id(selector))
+        if found != NULL:
+            return <int32_t><object>found
+        cdef int32_t sid = len(self.selectors)
+        self.selectors.append(selector)
+        self._selector_by_object[id(selector)] = sid
+        self._alive.append(selector)
+        return sid
+
+    cdef int32_t pool(self, int32_t driver, int32_t name) except -1:
+        key = (driver, name)
+        found = self.pools.get(key)
+        if found is None:
+            found = len(self.pool_keys)
+            self.pools[key] = found
+            self.pool_keys.append((self.string_list[driver], self.string_list[name]))
+        return <int32_t>found
+
+    cdef tuple _entries(self, object use):
+        """((set id, counter id, quantity id), ...) of one consumption entry: first the
+        set itself, as (set id, -1, -1) (a set may be named with no counters, and must
+        exist all the same), then each counter."""
+        cdef PyObject *found = PyDict_GetItem(self._use, id(use))
+        if found != NULL:
+            return <tuple>found
+        cdef Py_ssize_t pos = 0
+        cdef PyObject *key
+        cdef PyObject *value
+        cdef int32_t set_id = _intern(self.strings, self.string_list, use.counter_set)
+        counters = use.counters
+        if type(counters) is not dict:
+            counters = dict(counters)
+        items = [(set_id, -1, -1)]
+        while PyDict_Next(counters, &pos, &key, &value):
+            items.append((set_id, _intern(self.strings, self.string_list, <object>key),
+                          self.quantity((<object>value).value)))
+        out = tuple(items)
+        self._use[id(use)] = out
+        self._alive.append(use)
+        return out
+
+    cdef int32_t consumption(self, object uses) except -1:
+        """The pattern id of a device's consumesCounters list (one dict lookup for a
+        list of one entry already seen: the common case)."""
+        key = id(uses[0]) if len(uses) == 1 else tuple([id(u) for u in uses])
+        cdef PyObject *hit = PyDict_GetItem(self._uses, key)
+        if hit != NULL:
+            return <int32_t><object>hit
+        cdef tuple entries = tuple([e for u in uses for e in self._entries(u)])
+        found = self._pattern.get(entries)
+        if found is None:
+            found = len(self.pattern_ptr) - 1
+            for set_id, counter_id, quantity_id in entries:
+                self.pattern_set.append(set_id)
+                self.pattern_counter.append(counter_id)
+                self.pattern_quantity.append(quantity_id)
+            self.pattern_ptr.append(len(self.pattern_set))
+            self._pattern[entries] = found
+        self._uses[key] = found
+        self._alive.extend(uses)
+        return <int32_t>found
+
+
+def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
+    """Per-slice and per-device arrays of ``slices`` (device indices from ``first_device``).
+
+    Returns a dict of numpy arrays: ``s_*`` one entry per slice, ``d_*`` one per
+    device (``d_pattern``: the consumption pattern id, -1 for none), ``cs_*`` the
+    counter sets of counter-set slices and ``c_*`` their counters (``s_cs_ptr`` and
+    ``cs_c_ptr`` index them, batch-local).
+    """
+    cdef Py_ssize_t S = len(slices), s, n_dev = 0
+    for rs in slices:
+        n_dev += len(rs.spec.devices)
+    s_first_a = np.empty(S, np.int64)
+    s_ndev_a = np.empty(S, np.int32)
+    s_pool_a = np.empty(S, np.int32)
+    s_gen_a = np.empty(S, np.int64)
+    s_count_a = np.empty(S, np.int64)
+    s_node_a = np.empty(S, np.int32)
+    s_sel_a = np.empty(S, np.uint8)
+    s_per_device_a = np.zeros(S, np.uint8)
+    s_selector_a = np.empty(S, np.int32)
+    s_name_a = np.empty(S, np.int32)
+    s_cs_ptr_a = np.empty(S + 1, np.int32)
+    d_name_a = np.empty(n_dev, np.int32)
+    d_flags_a = np.empty(n_dev, np.uint8)
+    d_pattern_a = np.full(n_dev, -1, np.int32)
+    d_pdn_a = np.zeros(n_dev, np.uint8)
+    d_pdn_node_a = np.full(n_dev, -1, np.int32)
+    d_pdn_selector_a = np.full(n_dev, -1, np.int32)
+    cdef int64_t[::1] s_first = s_first_a, s_gen = s_gen_a, s_count = s_count_a
+    cdef int32_t[::1] s_ndev = s_ndev_a, s_pool = s_pool_a
+    cdef int32_t[::1] s_node = s_node_a, s_selector = s_selector_a, s_name = s_name_a
+    cdef int32_t[::1] s_cs_ptr = s_cs_ptr_a
+    cdef uint8_t[::1] s_sel = s_sel_a, s_per_device = s_per_device_a
+    cdef int32_t[::1] d_name = d_name_a, d_pattern = d_pattern_a
+    cdef int32_t[::1] d_pdn_node = d_pdn_node_a, d_pdn_selector = d_pdn_selector_a
+    cdef uint8_t[::1] d_flags = d_flags_a, d_pdn = d_pdn_a
+    cdef dict strings = names.strings
+    cdef list string_list = names.string_list
+    cdef list cs_name = [], cs_c_ptr = [0], c_name = [], c_quantity = []
+    cdef Py_ssize_t g = 0, pos
+    cdef uint8_t flags
+    cdef int32_t driver
+    cdef bint per_device, direct
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef PyObject *policy
+    s_cs_ptr[0] = 0
+    for s in range(S):
+        rs = slices[s]
+        spec = rs.spec
+        driver = _intern(strings, string_list, spec.driver)
+        pool = spec.pool
+        s_pool[s] = names.pool(driver, _intern(strings, string_list, pool.name))
+        s_gen[s] = pool.generation
+        s_count[s] = pool.resource_slice_count
+        s_name[s] = _intern(strings, string_list, rs.metadata.name)
+        s_first[s] = first_device + g
+        devices = spec.devices
+        s_ndev[s] = len(devices)
+        s_selector[s] = -1
+        node_name = spec.node_name
+        s_node[s] = _intern(strings, string_list, node_name) if node_name else -1
+        if node_name:
+            s_sel[s] = SEL_NODE_NAME
+        elif spec.all_nodes:
+            s_sel[s] = SEL_ALL_NODES
+        elif spec.node_selector is not None:
+            s_sel[s] = SEL_SELECTOR
+            s_selector[s] = names.selector(spec.node_selector)
+        elif spec.per_device_node_selection:
+            s_sel[s] = SEL_PER_DEVICE
+        else:
+            s_sel[s] = SEL_NONE
+        per_device = _true(spec.per_device_node_selection)
+        s_per_device[s] = per_device
+        for counter_set in spec.shared_counters:
+            cs_name.append(_intern(strings, string_list, counter_set.name))
+            for counter_name, counter in counter_set.counters.items():
+                c_name.append(_intern(strings, string_list, counter_name))
+                c_quantity.append(names.quantity(counter.value))
+            cs_c_ptr.append(len(c_name))
+        s_cs_ptr[s + 1] = len(cs_name)
+        for device in devices:
+            direct = Py_TYPE(device) == _DEVICE
+            d_name[g] = _intern(strings, string_list, _get(device, _name_at, "name", direct))
+            flags = 0
+            if _true(_get(device, _multi_at, "allow_multiple_allocations", direct)):
+                flags |= F_MULTI
+            if _true(_get(device, _binding_at, "binding_conditions", direct)):
+                flags |= F_BINDING
+            if _true(_get(device, _taints_at, "taints", direct)):
+                flags |= F_TAINTED
+            if _true(_get(device, _binds_at, "binds_to_node", direct)):
+                flags |= F_BINDS
+            capacity = _get(device, _capacity_at, "capacity", direct)
+            if capacity:
+                flags |= F_CAPACITY
+                if type(capacity) is not dict:
+                    capacity = dict(capacity)
+                pos = 0
+                while PyDict_Next(capacity, &pos, &key, &value):
+                    if Py_TYPE(<object>value) == _CAPACITY:
+                        policy = draspeed_get_slot(<object>value, _policy_at)
+                        if policy != NULL and <object>policy is not None:
+                            flags |= F_POLICY
+                            break
+                    elif (<object>value).request_policy is not None:
+                        flags |= F_POLICY
+                        break
+            uses = _get(device, _consumes_at, "consumes_counters", direct)
+            if uses:
+                flags |= F_CONSUMES
+                d_pattern[g] = names.consumption(uses)
+            d_flags[g] = flags
+            if per_device:
+                if device.node_name:
+                    d_pdn[g] = SEL_NODE_NAME
+                    d_pdn_node[g] = _intern(strings, string_list, device.node_name)
+                elif device.all_nodes:
+                    d_pdn[g] = SEL_ALL_NODES
+                elif device.node_selector is not None:
+                    d_pdn[g] = SEL_SELECTOR
+                    d_pdn_selector[g] = names.selector(device.node_selector)
+            g += 1
+    return {
+        "s_first": s_first_a, "s_ndev": s_ndev_a, "s_pool": s_pool_a,
+        "s_gen": s_gen_a, "s_count": s_count_a, "s_node": s_node_a, "s_sel": s_sel_a,
+        "s_per_device": s_per_device_a,
+        "s_selector": s_selector_a, "s_name": s_name_a, "s_cs_ptr": s_cs_ptr_a,
+        "cs_name": np.asarray(cs_name, np.int32), "cs_c_ptr": np.asarray(cs_c_ptr, np.int32),
+        "c_name": np.asarray(c_name, np.int32), "c_quantity": np.asarray(c_quantity, np.int32),
+        "d_name": d_name_a, "d_flags": d_flags_a, "d_pattern": d_pattern_a,
+        "d_pdn": d_pdn_a, "d_pdn_node": d_pdn_node_a, "d_pdn_selector": d_pdn_selector_a,
+    }
+
+
+def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] positions,
+                    str attribute, bint list_types, object values_of):
+    """One attribute of the devices at ``positions`` (global indices), as constraints
+    compare it: ``(value_ptr, codes, present, n_codes)``. ``present[i]``: the device has
+    the attribute at all; its values (a set: a scalar is a set of one) become small
+    integer codes, equal values equal codes. ``values_of(attribute, list_types)`` is
+    the rule that turns one DeviceAttribute into its typed values (called once per
+    distinct attribute object)."""
+    cdef Py_ssize_t L = positions.shape[0], i, lo, hi, mid, S = s_first.shape[0]
+    cdef Py_ssize_t s, last = -1
+    cdef int64_t g
+    ptr_a = np.zeros(L + 1, np.int64)
+    present_a = np.zeros(L, np.uint8)
+    cdef int64_t[::1] ptr = ptr_a
+    cdef uint8_t[::1] present = present_a
+    cdef list codes_out = []
+    cdef dict codes = {}, memo = {}
+    cdef list keep = []
+    cdef list devices = None
+    cdef PyObject *found
+    for i in range(L):
+        g = positions[i]
+        lo, hi = 0, S
+        while lo < hi:  # the last slice whose first device is <= g
+            mid = (lo + hi) // 2
+            if s_first[mid] <= g:
+                lo = mid + 1
+            else:
+                hi = mid
+        s = lo - 1
+        if s != last:
+            devices = slices[s].spec.devices
+            last = s
+        attrs = devices[g - s_first[s]].attributes
+        attr = attrs.get(attribute)
+        if attr is not None or attribute in attrs:
+            present[i] = 1
+        if attr is not None:
+            found = PyDict_GetItem(memo, id(attr))
+            if found != NULL:
+                mine = <list>found
+            else:
+                mine = [codes.setdefault(v, len(codes)) for v in values_of(attr, list_types)]
+                memo[id(attr)] = mine
+                keep.append(attr)
+            codes_out.extend(mine)
+        ptr[i + 1] = len(codes_out)
+    return ptr_a, np.asarray(codes_out, np.int32), present_a, len(codes)

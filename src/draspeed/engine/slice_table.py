@@ -1,0 +1,195 @@
+"""Every slice of a snapshot family, read once into flat arrays (append-only).
+
+Slice s and global device g mean the same thing in every version of the family: a
+version sees the first ``n_slices`` slices and ``n_devices`` devices of the table
+(the ones it removed, and those a sibling appended, are dead to it). The arrays are
+filled by compiled code (``draspeed.engine._read``) and read by compiled code (pool
+gathering, ``draspeed.engine._gather``); Python touches slices and devices here only
+when an answer names them (:meth:`SliceTable.device`, :meth:`SliceTable.device_id`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from draspeed.api.model import Device, ResourceSlice
+from draspeed.engine import _read
+from draspeed.engine._gather import NOT_WHOLE
+from draspeed.engine.persistent import GrowingArray
+from draspeed.rules.ids import DeviceID
+
+_NANOS_PER_UNIT = 10**9
+# Whole values below this keep every per-slot sum of a node far inside int64.
+_WHOLE_LIMIT = 2**40
+
+# Per-slice and per-device columns of the table, with their dtypes.
+_SLICE_COLUMNS = {
+    "s_first": np.int64,
+    "s_ndev": np.int32,
+    "s_pool": np.int32,
+    "s_gen": np.int64,
+    "s_count": np.int64,
+    "s_node": np.int32,
+    "s_sel": np.uint8,
+    "s_per_device": np.uint8,
+    "s_selector": np.int32,
+    "s_name": np.int32,
+}
+_DEVICE_COLUMNS = {
+    "d_name": np.int32,
+    "d_flags": np.uint8,
+    "d_pattern": np.int32,
+    "d_pdn": np.uint8,
+    "d_pdn_node": np.int32,
+    "d_pdn_selector": np.int32,
+}
+FLAGS = _read.DEVICE_FLAGS
+SELECTION = _read.SELECTION
+
+
+class SliceTable:
+    """The slices of a snapshot family and their arrays; appends under ``lock``."""
+
+    def __init__(self, slices: Sequence[ResourceSlice] = ()) -> None:
+        self.lock = threading.RLock()
+        self.names = _read.Interning()
+        self.slices: list[ResourceSlice] = []
+        self._columns = {
+            k: GrowingArray(dtype=t) for k, t in {**_SLICE_COLUMNS, **_DEVICE_COLUMNS}.items()
+        }
+        # Counter sets of counter-set slices: slice s owns sets [s_cs_ptr[s], s_cs_ptr[s+1]),
+        # set k owns counters [cs_c_ptr[k], cs_c_ptr[k+1]).
+        self._s_cs_ptr = GrowingArray([0], dtype=np.int32)
+        self._cs_name = GrowingArray(dtype=np.int32)
+        self._cs_c_ptr = GrowingArray([0], dtype=np.int32)
+        self._c_name = GrowingArray(dtype=np.int32)
+        self._c_quantity = GrowingArray(dtype=np.int32)
+        self.n_slices = 0
+        self.n_devices = 0
+        self._derived: dict[Any, Any] = {}
+        self.append(slices)
+
+    def append(self, slices: Sequence[ResourceSlice]) -> tuple[int, int, int]:
+        """Append ``slices``: (index of the first of them, slices and devices after)."""
+        slices = list(slices)
+        with self.lock:
+            start = self.n_slices
+            if not slices:
+                return start, self.n_slices, self.n_devices
+            batch = _read.read_slices(slices, self.names, self.n_devices)
+            for name, column in self._columns.items():
+                column.append(batch[name])
+            self._s_cs_ptr.append(batch["s_cs_ptr"][1:] + len(self._cs_name))
+            self._cs_c_ptr.append(batch["cs_c_ptr"][1:] + len(self._c_name))
+            self._cs_name.append(batch["cs_name"])
+            self._c_name.append(batch["c_name"])
+            self._c_quantity.append(batch["c_quantity"])
+            self.slices.extend(slices)
+            self.n_slices += len(slices)
+            self.n_devices += len(batch["d_name"])
+            self._derived = {}
+            return start, self.n_slices, self.n_devices
+
+    # ---- arrays ----------------------------------------------------------------------
+
+    def column(self, name: str, n: int | None = None) -> np.ndarray:
+        """A per-slice (``s_*``) or per-device (``d_*``) column, the first n entries."""
+        column = self._columns[name]
+        return column.view(len(column) if n is None else n)
+
+    def arrays(self, n_slices: int, n_devices: int) -> dict[str, np.ndarray]:
+        """What :func:`draspeed.engine._gather.gather` reads, for a version that sees the
+        first ``n_slices`` slices and ``n_devices`` devices."""
+        with self.lock:
+            out = {k: self.column(k, n_slices) for k in _SLICE_COLUMNS}
+            out.update({k: self.column(k, n_devices) for k in _DEVICE_COLUMNS})
+            out["s_cs_ptr"] = self._s_cs_ptr.view(n_slices + 1)
+            out["cs_name"] = self._cs_name.view(len(self._cs_name))
+            out["cs_c_ptr"] = self._cs_c_ptr.view(len(self._cs_c_ptr))
+            out["c_name"] = self._c_name.view(len(self._c_name))
+            out["c_quantity"] = self._c_quantity.view(len(self._c_quantity))
+            out["p_ptr"], out["p_set"], out["p_counter"], out["p_quantity"] = self._patterns()
+            out["pool_slice_ptr"], out["pool_slices"] = self._pool_slices(n_slices)
+            return out
+
+    def _patterns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        n = len(self.names.pattern_ptr)
+        found = self._derived.get("patterns")
+        if found is None or len(found[0]) != n:
+            found = self._derived["patterns"] = self.names.pattern_arrays()
+        return found
+
+    def _pool_slices(self, n_slices: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each pool's slices among the first n_slices, in table order (CSR)."""
+        key = ("pool_slices", n_slices)
+        found = self._derived.get(key)
+        if found is None:
+            pools = self.column("s_pool", n_slices)
+            n_pools = len(self.names.pool_keys)
+            order = np.argsort(pools, kind="stable").astype(np.int32)
+            ptr = np.zeros(n_pools + 1, dtype=np.int32)
+            np.cumsum(np.bincount(pools, minlength=n_pools), out=ptr[1:])
+            found = self._derived[key] = (ptr, order)
+        return found
+
+    def quantity_whole(self) -> np.ndarray:
+        """Each quantity in whole units, or ``NOT_WHOLE`` (not a small whole number)."""
+        nanos = self.names.quantity_nanos
+        found = self._derived.get("whole")
+        if found is None or len(found) != len(nanos):
+            found = np.fromiter(
+                (
+                    v // _NANOS_PER_UNIT
+                    if v % _NANOS_PER_UNIT == 0 and abs(v) < _WHOLE_LIMIT * _NANOS_PER_UNIT
+                    else NOT_WHOLE
+                    for v in nanos
+                ),
+                dtype=np.int64,
+                count=len(nanos),
+            )
+            self._derived["whole"] = found
+        return found
+
+    # ---- devices ---------------------------------------------------------------------
+
+    def slice_of(self, g: int) -> tuple[int, int]:
+        """(slice index, index in the slice) of global device g."""
+        first = self._columns["s_first"].view(self.n_slices)
+        s = int(np.searchsorted(first, g, side="right")) - 1
+        return s, g - int(first[s])
+
+    def slices_of(self, g: np.ndarray, n_slices: int) -> np.ndarray:
+        """The slice index of each global device in ``g``."""
+        first = self._columns["s_first"].view(n_slices)
+        return np.searchsorted(first, g, side="right") - 1
+
+    def device(self, g: int) -> Device:
+        s, d = self.slice_of(g)
+        return self.slices[s].spec.devices[d]
+
+    def device_slice(self, g: int) -> ResourceSlice:
+        return self.slices[self.slice_of(g)[0]]
+
+    def device_id(self, g: int) -> DeviceID:
+        s, d = self.slice_of(g)
+        spec = self.slices[s].spec
+        return DeviceID(spec.driver, spec.pool.name, spec.devices[d].name)
+
+    def devices_named(self, device: DeviceID, slices: Sequence[int]) -> list[int]:
+        """The global indices of the devices named ``device.device`` in ``slices``."""
+        name = self.names.find(device.device)
+        if name < 0:
+            return []
+        d_name = self._columns["d_name"].view(self.n_devices)
+        first = self._columns["s_first"].view(self.n_slices)
+        count = self._columns["s_ndev"].view(self.n_slices)
+        out: list[int] = []
+        for s in slices:
+            lo = int(first[s])
+            hit = np.flatnonzero(d_name[lo : lo + int(count[s])] == name)
+            out.extend(lo + int(i) for i in hit)
+        return out
