@@ -70,3 +70,78 @@ cdef inline uint64_t mix_bytes(uint64_t h, const unsigned char *p, Py_ssize_t n)
         h = (h ^ word) * 0xC4CEB9FE1A85EC53ULL
         h ^= h >> 29
     return h
+
+
+# ---- a map from object addresses to int32, in C (no Python int made per lookup)
+
+cdef extern from "stdlib.h":
+    void *calloc(size_t n, size_t size) nogil
+    void free(void *p) nogil
+
+cdef struct PtrMap:
+    size_t *keys      # 0: empty
+    int *values
+    Py_ssize_t cap    # a power of two
+    Py_ssize_t n
+
+
+cdef inline size_t _ptr_hash(size_t key, Py_ssize_t cap) noexcept nogil:
+    return ((key >> 4) * <size_t>0x9E3779B97F4A7C15) & <size_t>(cap - 1)
+
+
+cdef inline int ptrmap_init(PtrMap *m, Py_ssize_t cap) noexcept nogil:
+    """0 on success, -1 when out of memory."""
+    m.cap = 16
+    while m.cap < cap:
+        m.cap *= 2
+    m.n = 0
+    m.keys = <size_t*>calloc(m.cap, sizeof(size_t))
+    m.values = <int*>calloc(m.cap, sizeof(int))
+    return 0 if m.keys != NULL and m.values != NULL else -1
+
+
+cdef inline void ptrmap_free(PtrMap *m) noexcept nogil:
+    free(m.keys)
+    free(m.values)
+    m.keys = NULL
+    m.values = NULL
+
+
+cdef inline int ptrmap_get(PtrMap *m, void *ptr, int missing) noexcept nogil:
+    """The value stored for ``ptr``, or ``missing``."""
+    cdef size_t key = <size_t>ptr
+    cdef size_t i = _ptr_hash(key, m.cap)
+    while m.keys[i] != 0:
+        if m.keys[i] == key:
+            return m.values[i]
+        i = (i + 1) & <size_t>(m.cap - 1)
+    return missing
+
+
+cdef inline int ptrmap_put(PtrMap *m, void *ptr, int value) noexcept nogil:
+    """Store ``value`` for ``ptr``; 0 on success, -1 when out of memory."""
+    cdef size_t key = <size_t>ptr, i, j
+    cdef size_t *old_keys
+    cdef int *old_values
+    cdef Py_ssize_t old_cap
+    if 2 * (m.n + 1) > m.cap:
+        old_keys, old_values, old_cap = m.keys, m.values, m.cap
+        m.cap *= 2
+        m.keys = <size_t*>calloc(m.cap, sizeof(size_t))
+        m.values = <int*>calloc(m.cap, sizeof(int))
+        if m.keys == NULL or m.values == NULL:
+            return -1
+        m.n = 0
+        for j in range(<size_t>old_cap):
+            if old_keys[j] != 0:
+                ptrmap_put(m, <void*>old_keys[j], old_values[j])
+        free(old_keys)
+        free(old_values)
+    i = _ptr_hash(key, m.cap)
+    while m.keys[i] != 0 and m.keys[i] != key:
+        i = (i + 1) & <size_t>(m.cap - 1)
+    if m.keys[i] == 0:
+        m.n += 1
+    m.keys[i] = key
+    m.values[i] = value
+    return 0

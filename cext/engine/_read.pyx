@@ -21,10 +21,21 @@ import numpy as np
 from draspeed.api import model
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from cpython.dict cimport PyDict_GetItem, PyDict_Next
+from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
+from cpython.long cimport PyLong_FromVoidPtr
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.list cimport PyList_GET_SIZE
 
-from model_slots cimport draspeed_get_slot, draspeed_slot_offset
+from model_slots cimport (
+    PtrMap, draspeed_get_slot, draspeed_slot_offset, ptrmap_free, ptrmap_get, ptrmap_init,
+    ptrmap_put,
+)
+
+cdef inline object _identity(object o):
+    """The object's address as a dict key (what ``id()`` gives, without the audit
+    event that builtin raises on every call)."""
+    return PyLong_FromVoidPtr(<void*>o)
+
 
 cdef extern from "Python.h":
     PyTypeObject *Py_TYPE(object o)
@@ -36,7 +47,6 @@ DEVICE_FLAGS = {
     "binding": 4,  # has bindingConditions
     "tainted": 8,  # has taints
     "capacity": 16,  # has capacities
-    "policy": 32,  # some capacity has a request policy
     "binds_to_node": 64,
 }
 cdef enum:
@@ -45,7 +55,6 @@ cdef enum:
     F_BINDING = 4
     F_TAINTED = 8
     F_CAPACITY = 16
-    F_POLICY = 32
     F_BINDS = 64
 
 # How a slice, or a device of a perDeviceNodeSelection slice, selects nodes (s_sel,
@@ -91,11 +100,6 @@ cdef inline object _get(object obj, Py_ssize_t offset, str name, bint direct):
     return getattr(obj, name)
 
 
-cdef inline bint _true(object value):
-    """Set and true (a ``bool | None`` field; a list counts when non-empty)."""
-    return value is not None and value is not False and bool(value)
-
-
 cdef inline int32_t _intern(dict table, list values, object text) except -1:
     cdef PyObject *found = PyDict_GetItem(table, text)
     if found != NULL:
@@ -126,15 +130,18 @@ cdef class Interning:
     cdef public list pattern_set
     cdef public list pattern_counter
     cdef public list pattern_quantity
-    cdef dict _quantity_by_object  # id(Quantity) -> quantity id
     cdef dict _quantity_by_value  # nanos -> quantity id
-    cdef dict _selector_by_object  # id(NodeSelector) -> selector id
-    cdef dict _use  # id(DeviceCounterConsumption) -> its entries, a tuple
+    cdef dict _selector_by_object  # address of a NodeSelector -> selector id
+    cdef dict _use  # address of a DeviceCounterConsumption -> its entries
     cdef dict _pattern  # entries tuple -> pattern id
     cdef dict _uses  # id of a device's one use, or a tuple of ids of its uses -> pattern id
-    cdef list _alive  # objects whose id() is a key above: kept alive so ids stay unique
+    cdef list _alive  # objects whose address is a key above: kept alive
+    cdef PtrMap _use_pattern  # address of a device's only consumption entry -> pattern id
+    cdef PtrMap _quantity_at  # address of a Quantity -> quantity id
 
     def __cinit__(self):
+        if ptrmap_init(&self._use_pattern, 1024) < 0 or ptrmap_init(&self._quantity_at, 64) < 0:
+            raise MemoryError()
         self.strings = {}
         self.string_list = []
         self.pools = {}
@@ -146,13 +153,16 @@ cdef class Interning:
         self.pattern_set = []
         self.pattern_counter = []
         self.pattern_quantity = []
-        self._quantity_by_object = {}
         self._quantity_by_value = {}
         self._selector_by_object = {}
         self._use = {}
         self._pattern = {}
         self._uses = {}
         self._alive = []
+
+    def __dealloc__(self):
+        ptrmap_free(&self._use_pattern)
+        ptrmap_free(&self._quantity_at)
 
     def string(self, str text):
         """The id of ``text`` (added if new)."""
@@ -173,9 +183,9 @@ cdef class Interning:
         )
 
     cdef int32_t quantity(self, object q) except -1:
-        cdef PyObject *found = PyDict_GetItem(self._quantity_by_object, id(q))
-        if found != NULL:
-            return <int32_t><object>found
+        cdef int known = ptrmap_get(&self._quantity_at, <void*>q, -1)
+        if known >= 0:
+            return known
         nanos = q.nanos
         existing = self._quantity_by_value.get(nanos)
         if existing is None:
@@ -183,17 +193,18 @@ cdef class Interning:
             self.quantities.append(q)
             self.quantity_nanos.append(nanos)
             self._quantity_by_value[nanos] = existing
-        self._quantity_by_object[id(q)] = existing
+        if ptrmap_put(&self._quantity_at, <void*>q, <int>existing) < 0:
+            raise MemoryError()
         self._alive.append(q)
         return <int32_t>existing
 
     cdef int32_t selector(self, object selector) except -1:
-        cdef PyObject *found = PyDict_GetItem(self._selector_by_object, id(selector))
+        cdef PyObject *found = PyDict_GetItem(self._selector_by_object, _identity(selector))
         if found != NULL:
             return <int32_t><object>found
         cdef int32_t sid = len(self.selectors)
         self.selectors.append(selector)
-        self._selector_by_object[id(selector)] = sid
+        self._selector_by_object[_identity(selector)] = sid
         self._alive.append(selector)
         return sid
 
@@ -210,7 +221,7 @@ cdef class Interning:
         """((set id, counter id, quantity id), ...) of one consumption entry: first the
         set itself, as (set id, -1, -1) (a set may be named with no counters, and must
         exist all the same), then each counter."""
-        cdef PyObject *found = PyDict_GetItem(self._use, id(use))
+        cdef PyObject *found = PyDict_GetItem(self._use, _identity(use))
         if found != NULL:
             return <tuple>found
         cdef Py_ssize_t pos = 0
@@ -225,14 +236,20 @@ cdef class Interning:
             items.append((set_id, _intern(self.strings, self.string_list, <object>key),
                           self.quantity((<object>value).value)))
         out = tuple(items)
-        self._use[id(use)] = out
+        self._use[_identity(use)] = out
         self._alive.append(use)
         return out
 
     cdef int32_t consumption(self, object uses) except -1:
         """The pattern id of a device's consumesCounters list (one dict lookup for a
         list of one entry already seen: the common case)."""
-        key = id(uses[0]) if len(uses) == 1 else tuple([id(u) for u in uses])
+        cdef bint single = len(uses) == 1
+        cdef int known
+        if single:
+            known = ptrmap_get(&self._use_pattern, <void*>uses[0], -1)
+            if known >= 0:
+                return known
+        key = _identity(uses[0]) if single else tuple([_identity(u) for u in uses])
         cdef PyObject *hit = PyDict_GetItem(self._uses, key)
         if hit != NULL:
             return <int32_t><object>hit
@@ -247,8 +264,22 @@ cdef class Interning:
             self.pattern_ptr.append(len(self.pattern_set))
             self._pattern[entries] = found
         self._uses[key] = found
+        if single and ptrmap_put(&self._use_pattern, <void*>uses[0], <int>found) < 0:
+            raise MemoryError()
         self._alive.extend(uses)
         return <int32_t>found
+
+
+cdef inline bint _is_true(object value):
+    """A ``bool | None`` field that is set to true."""
+    return value is True or (value is not None and value is not False and bool(value))
+
+
+cdef inline bint _non_empty(object value):
+    """A list field with items (a plain list: its size, without a call)."""
+    if type(value) is list:
+        return PyList_GET_SIZE(value) > 0
+    return bool(value)
 
 
 def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
@@ -259,9 +290,13 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     counter sets of counter-set slices and ``c_*`` their counters (``s_cs_ptr`` and
     ``cs_c_ptr`` index them, batch-local).
     """
-    cdef Py_ssize_t S = len(slices), s, n_dev = 0
+    cdef Py_ssize_t S = len(slices), s, n_dev = 0, n_sets = 0, n_counters = 0
     for rs in slices:
-        n_dev += len(rs.spec.devices)
+        spec = rs.spec
+        n_dev += len(spec.devices)
+        for counter_set in spec.shared_counters:
+            n_sets += 1
+            n_counters += len(counter_set.counters)
     s_first_a = np.empty(S, np.int64)
     s_ndev_a = np.empty(S, np.int32)
     s_pool_a = np.empty(S, np.int32)
@@ -273,6 +308,10 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     s_selector_a = np.empty(S, np.int32)
     s_name_a = np.empty(S, np.int32)
     s_cs_ptr_a = np.empty(S + 1, np.int32)
+    cs_name_a = np.empty(n_sets, np.int32)
+    cs_c_ptr_a = np.empty(n_sets + 1, np.int32)
+    c_name_a = np.empty(n_counters, np.int32)
+    c_quantity_a = np.empty(n_counters, np.int32)
     d_name_a = np.empty(n_dev, np.int32)
     d_flags_a = np.empty(n_dev, np.uint8)
     d_pattern_a = np.full(n_dev, -1, np.int32)
@@ -282,15 +321,15 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     cdef int64_t[::1] s_first = s_first_a, s_gen = s_gen_a, s_count = s_count_a
     cdef int32_t[::1] s_ndev = s_ndev_a, s_pool = s_pool_a
     cdef int32_t[::1] s_node = s_node_a, s_selector = s_selector_a, s_name = s_name_a
-    cdef int32_t[::1] s_cs_ptr = s_cs_ptr_a
+    cdef int32_t[::1] s_cs_ptr = s_cs_ptr_a, cs_name = cs_name_a, cs_c_ptr = cs_c_ptr_a
+    cdef int32_t[::1] c_name = c_name_a, c_quantity = c_quantity_a
     cdef uint8_t[::1] s_sel = s_sel_a, s_per_device = s_per_device_a
     cdef int32_t[::1] d_name = d_name_a, d_pattern = d_pattern_a
     cdef int32_t[::1] d_pdn_node = d_pdn_node_a, d_pdn_selector = d_pdn_selector_a
     cdef uint8_t[::1] d_flags = d_flags_a, d_pdn = d_pdn_a
     cdef dict strings = names.strings
     cdef list string_list = names.string_list
-    cdef list cs_name = [], cs_c_ptr = [0], c_name = [], c_quantity = []
-    cdef Py_ssize_t g = 0, pos
+    cdef Py_ssize_t g = 0, pos, k = 0, c = 0
     cdef uint8_t flags
     cdef int32_t driver
     cdef bint per_device, direct
@@ -298,6 +337,7 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     cdef PyObject *value
     cdef PyObject *policy
     s_cs_ptr[0] = 0
+    cs_c_ptr[0] = 0
     for s in range(S):
         rs = slices[s]
         spec = rs.spec
@@ -324,44 +364,35 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
             s_sel[s] = SEL_PER_DEVICE
         else:
             s_sel[s] = SEL_NONE
-        per_device = _true(spec.per_device_node_selection)
+        per_device = _is_true(spec.per_device_node_selection)
         s_per_device[s] = per_device
         for counter_set in spec.shared_counters:
-            cs_name.append(_intern(strings, string_list, counter_set.name))
+            cs_name[k] = _intern(strings, string_list, counter_set.name)
             for counter_name, counter in counter_set.counters.items():
-                c_name.append(_intern(strings, string_list, counter_name))
-                c_quantity.append(names.quantity(counter.value))
-            cs_c_ptr.append(len(c_name))
-        s_cs_ptr[s + 1] = len(cs_name)
+                c_name[c] = _intern(strings, string_list, counter_name)
+                c_quantity[c] = names.quantity(counter.value)
+                c += 1
+            k += 1
+            cs_c_ptr[k] = c
+        s_cs_ptr[s + 1] = k
         for device in devices:
             direct = Py_TYPE(device) == _DEVICE
             d_name[g] = _intern(strings, string_list, _get(device, _name_at, "name", direct))
             flags = 0
-            if _true(_get(device, _multi_at, "allow_multiple_allocations", direct)):
+            if _is_true(_get(device, _multi_at, "allow_multiple_allocations", direct)):
                 flags |= F_MULTI
-            if _true(_get(device, _binding_at, "binding_conditions", direct)):
+            if _non_empty(_get(device, _binding_at, "binding_conditions", direct)):
                 flags |= F_BINDING
-            if _true(_get(device, _taints_at, "taints", direct)):
+            if _non_empty(_get(device, _taints_at, "taints", direct)):
                 flags |= F_TAINTED
-            if _true(_get(device, _binds_at, "binds_to_node", direct)):
+            if _is_true(_get(device, _binds_at, "binds_to_node", direct)):
                 flags |= F_BINDS
-            capacity = _get(device, _capacity_at, "capacity", direct)
-            if capacity:
+            if _non_empty(_get(device, _capacity_at, "capacity", direct)):
+                # Whether a capacity has a request policy is read when a claim asks
+                # (capacity_policies): most devices are never a candidate for one.
                 flags |= F_CAPACITY
-                if type(capacity) is not dict:
-                    capacity = dict(capacity)
-                pos = 0
-                while PyDict_Next(capacity, &pos, &key, &value):
-                    if Py_TYPE(<object>value) == _CAPACITY:
-                        policy = draspeed_get_slot(<object>value, _policy_at)
-                        if policy != NULL and <object>policy is not None:
-                            flags |= F_POLICY
-                            break
-                    elif (<object>value).request_policy is not None:
-                        flags |= F_POLICY
-                        break
             uses = _get(device, _consumes_at, "consumes_counters", direct)
-            if uses:
+            if _non_empty(uses):
                 flags |= F_CONSUMES
                 d_pattern[g] = names.consumption(uses)
             d_flags[g] = flags
@@ -380,8 +411,8 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
         "s_gen": s_gen_a, "s_count": s_count_a, "s_node": s_node_a, "s_sel": s_sel_a,
         "s_per_device": s_per_device_a,
         "s_selector": s_selector_a, "s_name": s_name_a, "s_cs_ptr": s_cs_ptr_a,
-        "cs_name": np.asarray(cs_name, np.int32), "cs_c_ptr": np.asarray(cs_c_ptr, np.int32),
-        "c_name": np.asarray(c_name, np.int32), "c_quantity": np.asarray(c_quantity, np.int32),
+        "cs_name": cs_name_a, "cs_c_ptr": cs_c_ptr_a,
+        "c_name": c_name_a, "c_quantity": c_quantity_a,
         "d_name": d_name_a, "d_flags": d_flags_a, "d_pattern": d_pattern_a,
         "d_pdn": d_pdn_a, "d_pdn_node": d_pdn_node_a, "d_pdn_selector": d_pdn_selector_a,
     }
@@ -425,13 +456,54 @@ def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] 
         if attr is not None or attribute in attrs:
             present[i] = 1
         if attr is not None:
-            found = PyDict_GetItem(memo, id(attr))
+            found = PyDict_GetItem(memo, _identity(attr))
             if found != NULL:
                 mine = <list>found
             else:
                 mine = [codes.setdefault(v, len(codes)) for v in values_of(attr, list_types)]
-                memo[id(attr)] = mine
+                memo[_identity(attr)] = mine
                 keep.append(attr)
             codes_out.extend(mine)
         ptr[i + 1] = len(codes_out)
     return ptr_a, np.asarray(codes_out, np.int32), present_a, len(codes)
+
+
+def capacity_policies(list slices, const int64_t[::1] s_first, const int64_t[::1] positions):
+    """Whether the device at each of ``positions`` (global indices) has a capacity with
+    a request policy (1) or not (0)."""
+    cdef Py_ssize_t L = positions.shape[0], i, lo, hi, mid, S = s_first.shape[0], pos
+    cdef Py_ssize_t s, last = -1
+    cdef int64_t g
+    out_a = np.zeros(L, np.uint8)
+    cdef uint8_t[::1] out = out_a
+    cdef list devices = None
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef PyObject *policy
+    for i in range(L):
+        g = positions[i]
+        lo, hi = 0, S
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if s_first[mid] <= g:
+                lo = mid + 1
+            else:
+                hi = mid
+        s = lo - 1
+        if s != last:
+            devices = slices[s].spec.devices
+            last = s
+        capacity = devices[g - s_first[s]].capacity
+        if type(capacity) is not dict:
+            capacity = dict(capacity)
+        pos = 0
+        while PyDict_Next(capacity, &pos, &key, &value):
+            if Py_TYPE(<object>value) == _CAPACITY:
+                policy = draspeed_get_slot(<object>value, _policy_at)
+                if policy != NULL and policy != <PyObject*>None:
+                    out[i] = 1
+                    break
+            elif (<object>value).request_policy is not None:
+                out[i] = 1
+                break
+    return out_a

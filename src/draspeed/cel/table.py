@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+import draspeed.cel._columns as _columns
 from draspeed.api.model import Device, DeviceAttribute
 from draspeed.cel.device import (
     DeviceInput,
@@ -79,41 +80,15 @@ def _sort_cmp(a: Any, b: Any) -> int:
 
 
 def _intern(
-    rows: Iterable[Any],
-    n: int,
+    rows: list[Any],
     key_of: Callable[[Any], Hashable | None],
     value_of: Callable[[Any], Any],
 ) -> Column:
     """Build a column: ``key_of(item)`` identifies the value (None = absent) and
-    ``value_of(item)`` gives the CEL value of a new key (None = absent, e.g. unconvertible)."""
-    codes = [0] * n
-    by_identity: dict[int, int] = {}
-    by_key: dict[Hashable, int] = {}
-    values: list[Any] = []
-    keep_alive: list[Any] = []
-    absent = False
-    for row, item in enumerate(rows):
-        if item is None:
-            absent = True
-            continue
-        code = by_identity.get(id(item))
-        if code is None:
-            key = key_of(item)
-            code = by_key.get(key) if key is not None else 0
-            if code is None:
-                value = value_of(item)
-                if value is None:
-                    code = 0
-                else:
-                    values.append(value)
-                    code = len(values)
-                by_key[key] = code
-            by_identity[id(item)] = code
-            keep_alive.append(item)  # ids stay unique while the items are alive
-        if code == 0:
-            absent = True
-        codes[row] = code
-    local = np.array(codes, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
+    ``value_of(item)`` gives the CEL value of a new key (None = absent, e.g. unconvertible).
+    The pass over the devices is compiled (draspeed.cel._columns); here the distinct
+    values are put in their natural order."""
+    local, values, absent = _columns.intern_rows(rows, key_of, value_of)
 
     def by_value(i: int, j: int) -> int:
         return _sort_cmp(values[i], values[j])
@@ -162,6 +137,17 @@ def _map_key(value: Any) -> Hashable:
 _RISKY_KINDS = frozenset({None, "version", "versions"})
 
 
+def _conversion_detail(attr: DeviceAttribute) -> str | None:
+    """Why an attribute does not convert to a CEL value, or None when it does."""
+    if attr.kind is None:
+        return "unsupported attribute value"
+    try:
+        attribute_value(attr.kind, attr.value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -176,15 +162,30 @@ class DeviceTable:
         list_type_attributes: bool = True,
         consumable_capacity: bool = True,
     ) -> None:
-        self.devices = list(devices)
-        self.n = len(self.devices)
+        self._init(
+            [d for d, _ in devices],
+            [dev for _, dev in devices],
+            list_type_attributes,
+            consumable_capacity,
+        )
+
+    def _init(
+        self,
+        drivers: list[str],
+        devices: list[Device],
+        list_type_attributes: bool,
+        consumable_capacity: bool,
+    ) -> None:
+        self._drivers = drivers
+        self._devices = devices
+        self.n = len(devices)
         self.list_type_attributes = list_type_attributes
         self.consumable_capacity = consumable_capacity
         self._lock = threading.RLock()
         self._columns: dict[tuple[str, ...], Column] = {}
         self._inputs: list[DeviceInput | None] = [None] * self.n
         self._cache: dict[Hashable, Any] = {}
-        self.conversion_error, self.conversion_messages = self._build_conversion_errors()
+        self._conversion: tuple[np.ndarray, dict[int, str]] | None = None
 
     @classmethod
     def build(
@@ -200,35 +201,55 @@ class DeviceTable:
             consumable_capacity=consumable_capacity,
         )
 
+    @classmethod
+    def of_devices(
+        cls,
+        drivers: list[str],
+        devices: list[Device],
+        *,
+        list_type_attributes: bool = True,
+        consumable_capacity: bool = True,
+    ) -> DeviceTable:
+        """The table of ``devices`` (driver ``drivers[i]`` for device i): lists taken as
+        they are, no pair per device made."""
+        table = cls.__new__(cls)
+        table._init(drivers, devices, list_type_attributes, consumable_capacity)
+        return table
+
+    @property
+    def devices(self) -> list[tuple[str, Device]]:
+        """The ``(driver, device)`` pairs, in row order."""
+        return list(zip(self._drivers, self._devices, strict=True))
+
     def __len__(self) -> int:
         return self.n
+
+    @property
+    def conversion_error(self) -> np.ndarray:
+        """Rows with an attribute upstream cannot convert (every selector fails there)."""
+        return self._conversion_errors()[0]
+
+    @property
+    def conversion_messages(self) -> dict[int, str]:
+        """The conversion error of each such row, in upstream's words."""
+        return self._conversion_errors()[1]
+
+    def _conversion_errors(self) -> tuple[np.ndarray, dict[int, str]]:
+        with self._lock:
+            if self._conversion is None:
+                self._conversion = self._build_conversion_errors()
+            return self._conversion
 
     def _build_conversion_errors(self) -> tuple[np.ndarray, dict[int, str]]:
         mask = np.zeros(self.n, dtype=bool)
         messages: dict[int, str] = {}
-        checked: dict[Hashable, str | None] = {}
-        risky = _RISKY_KINDS
-        for row, (driver, device) in enumerate(self.devices):
-            attrs = device.attributes
-            if not any(a.kind in risky for a in attrs.values()):
-                continue
-            for name, attr in attrs.items():
-                kind = attr.kind
-                if kind not in risky:
-                    continue
-                key = _attribute_key(attr)
-                detail = checked.get(key, "") if key is not None else "unsupported attribute value"
-                if detail == "":
-                    try:
-                        attribute_value(kind, attr.value)
-                        detail = None
-                    except ValueError as exc:
-                        detail = str(exc)
-                    checked[key] = detail
-                if detail is not None:
-                    mask[row] = True
-                    messages[row] = f"attribute {attribute_display_name(name, driver)}: {detail}"
-                    break
+        for row, name, detail in _columns.conversion_errors(
+            self._devices, _RISKY_KINDS, _conversion_detail
+        ):
+            mask[row] = True
+            messages[row] = (
+                f"attribute {attribute_display_name(name, self._drivers[row])}: {detail}"
+            )
         return mask, messages
 
     # ---- lazily built columns ----------------------------------------------------
@@ -245,49 +266,30 @@ class DeviceTable:
         kind = key[0]
         n = self.n
         if kind == "driver":
-            return _intern((d for d, _ in self.devices), n, _same, _same)
+            return _intern(self._drivers, _same, _same)
         if kind == "multi":
-            flags = (
-                bool(d.allow_multiple_allocations) if self.consumable_capacity else False
-                for _, d in self.devices
-            )
-            return _intern(flags, n, _same, _same)
+            flags = _columns.multi_flags(self._devices) if self.consumable_capacity else [False] * n
+            return _intern(flags, _same, _same)
         if kind == "attr":
-            return _intern(self._attributes(key[1], key[2]), n, _attribute_key, _cel_attribute)
+            rows = _columns.attributes(self._devices, self._drivers, key[1], key[2])
+            return _intern(rows, _attribute_key, _cel_attribute)
         if kind == "cap":
-            return _intern(self._capacities(key[1], key[2]), n, _quantity_key, _same)
+            rows = _columns.capacities(self._devices, self._drivers, key[1], key[2])
+            return _intern(rows, _quantity_key, _same)
         if kind in ("attr_domain", "cap_domain"):
             field = "attributes" if kind == "attr_domain" else "capacity"
-            maps = (self.device_input(i).value[field].get(key[1]) for i in range(n))
-            return _intern(maps, n, _map_key, _same)
+            maps = [self.device_input(i).value[field].get(key[1]) for i in range(n)]
+            return _intern(maps, _map_key, _same)
         if kind == "attr_presence":
-            return _intern(self._domain_presence(key[1]), n, _same, _same)
+            return _intern(list(self._domain_presence(key[1])), _same, _same)
         if kind == "device":
-            sigs = (self._device_signature(i) for i in range(n))
-            return _intern(sigs, n, _map_key, _same)
+            sigs = [self._device_signature(i) for i in range(n)]
+            return _intern(sigs, _map_key, _same)
         raise KeyError(key)
-
-    def _attributes(self, domain: str, ident: str) -> Iterable[DeviceAttribute | None]:
-        qualified = f"{domain}/{ident}"
-        for driver, device in self.devices:
-            attrs = device.attributes
-            attr = attrs.get(qualified)
-            if attr is None and domain == driver:
-                attr = attrs.get(ident)
-            yield attr
-
-    def _capacities(self, domain: str, ident: str) -> Iterable[Quantity | None]:
-        qualified = f"{domain}/{ident}"
-        for driver, device in self.devices:
-            caps = device.capacity
-            cap = caps.get(qualified)
-            if cap is None and domain == driver:
-                cap = caps.get(ident)
-            yield cap.value if cap is not None else None
 
     def _domain_presence(self, domain: str) -> Iterable[bool]:
         prefix = domain + "/"
-        for driver, device in self.devices:
+        for driver, device in zip(self._drivers, self._devices, strict=True):
             names = device.attributes
             if domain == driver:
                 yield any("/" not in k or k.startswith(prefix) for k in names)
@@ -308,7 +310,7 @@ class DeviceTable:
     def device_input(self, row: int) -> DeviceInput:
         dev = self._inputs[row]
         if dev is None:
-            driver, device = self.devices[row]
+            driver, device = self._drivers[row], self._devices[row]
             dev = device_input(
                 driver,
                 device,

@@ -344,13 +344,9 @@ class ClaimArrays:
         if not self.features.consumable_capacity:
             return np.full(layout.L, CAP_OK, dtype=np.uint8)
         row = np.where(layout.multi.astype(bool), CAP_DYNAMIC, CAP_OK).astype(np.uint8)
-        through = selectable == SEL_YES
-        if alt.capacity:
-            check = np.flatnonzero(through).tolist()
-        else:
-            policies = np.asarray(layout.capacity_policies, dtype=np.int64)
-            check = policies[through[policies]].tolist() if len(policies) else []
-        for lp in check:
+        through = np.flatnonzero(selectable == SEL_YES)
+        check = through if alt.capacity else layout.capacity_checks(through)
+        for lp in check.tolist():
             row[lp] = self._static_capacity(alt, lp)
         return row
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from draspeed.api.model import Device, DeviceAttribute, Node
-from draspeed.engine import _gather
+from draspeed.engine import _gather, _read
 from draspeed.engine.slice_table import FLAGS
 from draspeed.rules import texts
 from draspeed.rules.ids import DeviceID, PoolID
@@ -191,9 +191,10 @@ class Layout:
         in_use, _, committed = self.snap.holds().flags_at(self.g)
         self.in_use = in_use.astype(np.uint8)
         self.committed = (committed & f.consumable_capacity).astype(np.uint8)
-        policy = (self._flags & FLAGS["policy"]) != 0
-        has_capacity = (self._flags & FLAGS["capacity"]) != 0
-        self.capacity_policies = np.flatnonzero(policy | (committed & has_capacity)).tolist()
+        self.has_capacity = (self._flags & FLAGS["capacity"]) != 0
+        # Whether a device's capacity has a request policy: read when first asked
+        # (255: not yet), and the same in every version of this layout's positions.
+        self._policy = np.full(self.L, 255, dtype=np.uint8)
 
     def _counters(self, out: dict[str, Any]) -> None:
         """Counter slots and consumption: whole units from the gather, or (when some
@@ -286,7 +287,6 @@ class Layout:
         available = self.slot_available.copy()
         f = snap.features
         holds = snap.holds()
-        policies = set(self.capacity_policies)
         for k, n in enumerate(rows):
             lo, hi = int(self.node_ptr[n]), int(self.node_ptr[n + 1])
             a, b = int(fresh["node_ptr"][k]), int(fresh["node_ptr"][k + 1])
@@ -305,18 +305,12 @@ class Layout:
             in_use[lo:hi] = node_in_use
             committed[lo:hi] = node_committed & f.consumable_capacity
             available[s_lo:s_hi] = fresh["slot_available"][f_lo:f_hi]
-            flags = self._flags[lo:hi]
-            has_capacity = (flags & FLAGS["capacity"]) != 0
-            policy = (flags & FLAGS["policy"]) != 0
-            policies.difference_update(range(lo, hi))
-            policies.update(lo + np.flatnonzero(policy | (node_committed & has_capacity)))
         new.in_use, new.committed, new.slot_available = in_use, committed, available
         new.state = (in_use, committed, available)
         new.slot_spread = np.abs(available.astype(np.float64))
         new.needs_exact = bool((new.slot_spread + new.slot_charges >= _INT64_SAFE).any())
         if new.needs_exact:
             return Layout(snap, self.nodes, self._key)
-        new.capacity_policies = sorted(int(p) for p in policies)
         new.claim_sets = (
             {
                 k: v
@@ -339,6 +333,21 @@ class Layout:
         return new
 
     # ---- reading -------------------------------------------------------------------
+
+    def capacity_checks(self, candidates: np.ndarray) -> np.ndarray:
+        """Among ``candidates`` (positions), those whose static capacity verdict needs a
+        closer look than "every capacity consumed whole fits": a capacity with a
+        request policy, or capacity that committed shares use."""
+        candidates = candidates[self.has_capacity[candidates]]
+        unknown = candidates[self._policy[candidates] == 255]
+        if len(unknown):
+            table = self.snap.table
+            found = _read.capacity_policies(
+                table.slices, table.column("s_first"), np.ascontiguousarray(self.g[unknown])
+            )
+            self._policy[unknown] = found
+        keep = (self._policy[candidates] == 1) | (self.committed[candidates] != 0)
+        return candidates[keep]
 
     def device_at(self, lp: int) -> Device:
         """The device at layout position lp."""

@@ -127,16 +127,19 @@ class SliceStore:
         if table is None:
             from draspeed.cel import DeviceTable
 
-            rows: list[tuple[str, Device]] = []
+            drivers: list[str] = []
+            devices: list[Device] = []
             slices = self.table.slices
             s = self.table.slice_of(start)[0]  # a chunk starts at a slice's first device
             first = self.table.column("s_first")
             while s < self.table.n_slices and first[s] < end:
-                rs = slices[s]
-                rows.extend((rs.spec.driver, device) for device in rs.spec.devices)
+                spec = slices[s].spec
+                devices.extend(spec.devices)
+                drivers.extend([spec.driver] * len(spec.devices))
                 s += 1
-            table = DeviceTable.build(
-                rows,
+            table = DeviceTable.of_devices(
+                drivers,
+                devices,
                 list_type_attributes=self.features.list_type_attributes,
                 # The experimental allocator hands CEL the device's real value
                 # whatever the DRAConsumableCapacity gate says.
