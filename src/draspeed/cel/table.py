@@ -271,11 +271,11 @@ class DeviceTable:
             flags = _columns.multi_flags(self._devices) if self.consumable_capacity else [False] * n
             return _intern(flags, _same, _same)
         if kind == "attr":
-            rows = _columns.attributes(self._devices, self._drivers, key[1], key[2])
-            return _intern(rows, _attribute_key, _cel_attribute)
+            attrs = _columns.attributes(self._devices, self._drivers, key[1], key[2])
+            return _intern(attrs, _attribute_key, _cel_attribute)
         if kind == "cap":
-            rows = _columns.capacities(self._devices, self._drivers, key[1], key[2])
-            return _intern(rows, _quantity_key, _same)
+            caps = _columns.capacities(self._devices, self._drivers, key[1], key[2])
+            return _intern(caps, _quantity_key, _same)
         if kind in ("attr_domain", "cap_domain"):
             field = "attributes" if kind == "attr_domain" else "capacity"
             maps = [self.device_input(i).value[field].get(key[1]) for i in range(n)]
