@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from draspeed.api._model_tree import clone
+from draspeed.api.coerce import as_claims, as_node
 from draspeed.api.model import (
     AllocationResult,
     DeviceClass,
@@ -82,8 +83,13 @@ class Allocator:
         :class:`NodeAllocationError` when invalid pools made the node unsuitable,
         and :class:`AllocationTimeout` when ``deadline`` (a ``time.monotonic()``
         value) passes first.
+
+        ``claims`` and ``node`` may also be plain dicts or kubernetes-client models
+        (``ResourceV1ResourceClaim``, ``V1ResourceClaimList``, ``V1Node``).
         """
-        claims = list(claims)
+        claims = as_claims(claims)
+        if type(node) is not Node:
+            node = as_node(node)
         self.last_stats = _NO_WORK
         if not claims:
             return []
@@ -96,7 +102,7 @@ class Allocator:
         per node in Filter): the claims' specs are read here, so changing them in place
         afterwards does not change the answers; prepare again instead.
         """
-        return PreparedClaims(self, claims)
+        return PreparedClaims(self, as_claims(claims))
 
     def _allocate(
         self, claims: list[ResourceClaim], key: bytes, node: Node, deadline: float | None
@@ -131,7 +137,7 @@ class Allocator:
         would answer there, in one pass: the claims' arrays are built once over all
         nodes and the compiled core searches node after node without returning to
         Python. Node names not known to the snapshot are unlabelled nodes."""
-        claims = list(claims)
+        claims = as_claims(claims)
         snap = self.snapshot
         layout = snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes))
         if not claims:
@@ -230,9 +236,10 @@ class Allocator:
         if nodes is None:
             return self.snapshot.nodes
         known = self.snapshot.given_nodes
+        found = [n if isinstance(n, (Node, str)) else as_node(n) for n in nodes]
         return [
             n if isinstance(n, Node) else known.get(n) or Node(metadata=ObjectMeta(name=n))
-            for n in nodes
+            for n in found
         ]
 
 
@@ -258,6 +265,8 @@ class PreparedClaims:
         self.last_stats = _NO_WORK
         if not self.claims:
             return []
+        if type(node) is not Node:
+            node = as_node(node)
         allocator = self.allocator
         try:
             return allocator._allocate(self.claims, self.key, node, deadline)

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from draspeed.api.coerce import as_claims, as_node
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
@@ -145,7 +146,9 @@ class ReferenceAllocator:
         NodeAllocationError when nothing fits and some pool was invalid, and
         AllocationTimeout once ``deadline`` (a ``time.monotonic()`` value) passes.
         """
-        run = _Allocation(self, list(claims), node, deadline)
+        if type(node) is not Node:
+            node = as_node(node)
+        run = _Allocation(self, as_claims(claims), node, deadline)
         try:
             return run.run()
         finally:
