@@ -17,7 +17,6 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, TextIO
 
 from draspeed.cli.explain import render_explanation
-from draspeed.cli.feasible import feasibility
 from draspeed.cli.options import EXIT_OK, add_engine, command_parser
 from draspeed.cli.render import STATUS_COLOURS, Progress, Style, dump_document, format_table
 from draspeed.cluster import Cluster, Engine
@@ -107,7 +106,7 @@ def demo_report(engine: Engine = "fast") -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     nowhere: list[ResourceClaim] = []
     for claim in base.pending:
-        result = feasibility(replace(base, pending=[claim]), nodes, engine)
+        result = replace(base, pending=[claim]).feasible_nodes(nodes, engine=engine)
         if not result.feasible:
             nowhere.append(claim)
         for o in result:
@@ -126,7 +125,7 @@ def demo_report(engine: Engine = "fast") -> dict[str, Any]:
     allocated = list(base.allocated)
     for claim in base.pending:
         job = replace(base, allocated=list(allocated), pending=[claim])
-        result = feasibility(job, nodes, engine)
+        result = job.feasible_nodes(nodes, engine=engine)
         if result.feasible:
             node = result.feasible[0]
             [allocation] = result.result(node) or []

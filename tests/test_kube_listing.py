@@ -1,4 +1,4 @@
-"""Reading a live cluster (draspeed.analysis.live) from a fake API server.
+"""Reading a live cluster (draspeed.kube.listing) from a fake API server.
 
 The server replays list responses in the shape kube-apiserver 1.34 sends them
 (tests/data/analysis/apiserver: pages of two objects with ``continue`` tokens and
@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from draspeed.analysis import fit
-from draspeed.analysis.live import ClusterReadError, ListStats, list_cluster
+from draspeed.kube.listing import ClusterReadError, ListStats, list_cluster
 from draspeed.cli import main
 from draspeed.cluster import Cluster
 
