@@ -168,6 +168,8 @@ def _status_reason(exc: Any) -> str:
             message = str(body.get("message") or "")
     except (TypeError, ValueError):
         pass
+    if message.strip().lower() == str(reason).strip().lower():
+        message = ""  # the Status repeats the reason
     if status == 401 and not message:
         message = "you must be logged in to the server"
     return f"{text}: {message}" if message else text
@@ -190,10 +192,11 @@ def _connection_reason(exc: BaseException, timeout: float) -> tuple[str | None, 
     cause: BaseException = exc
     if isinstance(exc, u3.MaxRetryError) and exc.reason is not None:
         cause = exc.reason
-    if isinstance(cause, (u3.ReadTimeoutError, u3.ConnectTimeoutError, TimeoutError)):
-        return f"no answer within {timeout:g}s (--request-timeout)", False
+    # NewConnectionError derives from ConnectTimeoutError in urllib3 2: ask it first.
     if isinstance(cause, u3.NewConnectionError):
         return f"unreachable: {_errno_text(cause)}", False
+    if isinstance(cause, (u3.ReadTimeoutError, u3.ConnectTimeoutError, TimeoutError)):
+        return f"no answer within {timeout:g}s (--request-timeout)", False
     if isinstance(cause, u3.SSLError):
         return f"TLS: {_first_line(cause)}", False
     if isinstance(cause, (u3.ProtocolError, ConnectionResetError)):
