@@ -182,8 +182,8 @@ def _claim_of(
         if name is None:
             return None, None  # the controller decided that no claim is needed
         claim = by_name.get(name)
-        if claim is not None and _owned_by(claim, pod):
-            return (claim, False), None
+        if claim is not None:
+            return (claim, False), None  # the scheduler checks its owner (_unusable)
     # Not made yet (or gone): an orphan the controller made earlier, else a new one.
     for claim in by_name.values():
         annotations = claim.metadata.annotations
