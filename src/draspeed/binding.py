@@ -13,12 +13,14 @@ two bodies, JSON-ready, for the official client::
 A claim made here from a template (or for extended resources) does not exist in the
 API server yet: create it first with :func:`claim_document` (the same bodies apply
 afterwards). :func:`draspeed.api.clients.to_model` turns any of these documents into
-the client's model (``ResourceV1ResourceClaim``).
+the client's model (``ResourceV1ResourceClaim``); :func:`with_allocation` is the
+allocated claim for the next snapshot version.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from draspeed.api.encode import encode_allocation
@@ -65,6 +67,12 @@ def claim_document(
     if result is not None:
         doc.setdefault("status", {}).update(status_patch(claim, result, pod)["status"])
     return doc
+
+
+def with_allocation(claim: ResourceClaim, result: AllocationResult) -> ResourceClaim:
+    """The claim as allocated (``status.allocation`` set): what a new snapshot version
+    takes (``snapshot.add_allocated``) so that the next pod does not get its devices."""
+    return dataclasses.replace(claim, status=dataclasses.replace(claim.status, allocation=result))
 
 
 def _reserved_for(claim: ResourceClaim, pod: Pod) -> list[dict[str, Any]]:

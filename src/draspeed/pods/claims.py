@@ -47,6 +47,7 @@ class NodeClaims:
     claims: tuple[ResourceClaim, ...] = ()
     mappings: tuple[RequestMapping, ...] = ()
     reason: str | None = None
+    new: tuple[ResourceClaim, ...] = ()  # made here: to be created in the API server
 
 
 @dataclass(slots=True)
@@ -97,12 +98,13 @@ class PodClaims:
             if not available:
                 return NodeClaims(reason="resourceclaim not available on the node")
         pending = tuple(self.pending)
+        made = tuple(self.made)
         if not self.extended and self.extended_found is None:
-            return NodeClaims(pending)
+            return NodeClaims(pending, new=made)
         found = self.extended_found
         if found is not None:
             if found.status.allocation is not None:
-                return NodeClaims(pending)
+                return NodeClaims(pending, new=made)
             if found.spec.devices.requests:
                 # Left over from an earlier attempt: the scheduler deletes it first.
                 return NodeClaims(reason="cannot schedule extended resource claim")
@@ -113,11 +115,11 @@ class PodClaims:
         key = tuple(sorted(resources.items()))
         known = self._by_resources.get(key)
         if known is None:
-            made = extended_claim(self.pod, self.classes, resources)
-            if made is None:
-                known = NodeClaims(pending)
+            extra = extended_claim(self.pod, self.classes, resources)
+            if extra is None:
+                known = NodeClaims(pending, new=made)
             else:
-                known = NodeClaims((*pending, made[0]), tuple(made[1]))
+                known = NodeClaims((*pending, extra[0]), tuple(extra[1]), new=(*made, extra[0]))
             self._by_resources[key] = known
         return known
 

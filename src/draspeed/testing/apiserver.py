@@ -315,6 +315,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(201, created)
 
     def _patch(self, plural: str, namespace: str | None, name: str, body: Any) -> None:
+        kind = self.headers.get("Content-Type", "")
+        if not isinstance(body, dict) or "merge-patch" not in kind:
+            # A JSON patch (a list of operations) is not what this fake applies.
+            self._status(415, f"only merge patches of an object, not {kind}", reason="UnsupportedMediaType")
+            return
         with self.server_state.lock:
             found = self._find(plural, namespace, name)
             if found is None:
