@@ -88,7 +88,7 @@ def test_allocators_take_client_models(example: Any) -> None:
     assert fast.feasible_nodes([claim], [node]).feasible == ["node-00001"]
     assert fast.prepare([claim]).allocate(node) is not None
     with pytest.raises(InputError, match="expected a list of ResourceClaims"):
-        fast.allocate("not claims", node)  # type: ignore[arg-type]
+        fast.allocate("not claims", node)
 
 
 def test_results_as_patches_and_models(example: Any) -> None:
@@ -97,7 +97,11 @@ def test_results_as_patches_and_models(example: Any) -> None:
     [claim] = cluster.pending
     [result] = cluster.allocator().allocate([claim], cluster.node("node-00000")) or []
     pod = draspeed.load(
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u1"}}
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+        }
     ).pods[0]
     patch = status_patch(claim, result, pod)
     assert patch == {
@@ -105,14 +109,21 @@ def test_results_as_patches_and_models(example: Any) -> None:
             "allocation": {
                 "devices": {
                     "results": [
-                        {"request": "gpu", "driver": "gpu.example.com", "pool": "node-00000",
-                         "device": "gpu-0"}
+                        {
+                            "request": "gpu",
+                            "driver": "gpu.example.com",
+                            "pool": "node-00000",
+                            "device": "gpu-0",
+                        }
                     ]
                 },
                 "nodeSelector": {
                     "nodeSelectorTerms": [
-                        {"matchFields": [{"key": "metadata.name", "operator": "In",
-                                          "values": ["node-00000"]}]}
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["node-00000"]}
+                            ]
+                        }
                     ]
                 },
             },

@@ -127,9 +127,7 @@ def test_unreachable_and_unauthorised_servers_are_one_line(
     assert code == 4
     assert err.endswith(": 403 Forbidden: injected fault\n") and err.count("\n") == 1
     closed = tmp_path / "closed"
-    closed.write_text(
-        (tmp_path / "right").read_text().replace(server.url, "http://127.0.0.1:9")
-    )
+    closed.write_text((tmp_path / "right").read_text().replace(server.url, "http://127.0.0.1:9"))
     code, _, err = _cli("feasible", "--from-cluster", "--kubeconfig", str(closed))
     assert code == 4
     assert err == (
@@ -146,8 +144,7 @@ def test_without_the_kubernetes_client_the_install_hint(
     code, out, err = _cli("feasible", "--from-cluster")
     assert (code, out) == (2, "")
     assert err == (
-        "error: reading a live cluster needs the kubernetes client: "
-        "pip install 'draspeed[kube]'\n"
+        "error: reading a live cluster needs the kubernetes client: pip install 'draspeed[kube]'\n"
     )
 
 

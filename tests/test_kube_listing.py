@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from draspeed.analysis import fit
-from draspeed.kube.listing import ClusterReadError, ListStats, list_cluster
 from draspeed.cli import main
 from draspeed.cluster import Cluster
+from draspeed.kube.listing import ClusterReadError, ListStats, list_cluster
 
 RECORDS = Path(__file__).parent / "data" / "analysis" / "apiserver"
 TOKEN = "recorded-token"

@@ -91,7 +91,9 @@ def _allocated(out: str) -> list[dict[str, Any]]:
 def test_namespace_and_selector_choose_the_pending_claims(
     cluster: Path, flags: list[str], claims: list[str]
 ) -> None:
-    code, out, err = _cli("allocate", "-f", str(cluster), "--node", "node-00000", *flags, "-o", "json")
+    code, out, err = _cli(
+        "allocate", "-f", str(cluster), "--node", "node-00000", *flags, "-o", "json"
+    )
     assert code == 0, err
     assert _claims_of(out) == claims
 
@@ -127,11 +129,17 @@ def test_unknown_node_is_an_input_error(cluster: Path) -> None:
         ("a in b", "unable to parse requirement: found 'b' expected: '('"),
         ("=a", "found '=', expected: !, identifier, or 'end of string'"),
         ("a,", "found '', expected: identifier after ','"),
-        ("a>x", "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', "
-         "'Lt' operators, the value must be an integer"),
-        ("a~b", "unable to parse requirement: : Invalid value: \"a~b\": name part must "
-         "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-         "alphanumeric character"),
+        (
+            "a>x",
+            "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', "
+            "'Lt' operators, the value must be an integer",
+        ),
+        (
+            "a~b",
+            'unable to parse requirement: : Invalid value: "a~b": name part must '
+            "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character",
+        ),
         ("a=(b", "unable to parse requirement: found '(', expected: identifier"),
     ],
 )
@@ -156,9 +164,7 @@ def test_label_selector_matching() -> None:
 # ------------------------------------------------------------------------------ -o
 
 
-def test_output_name_wide_and_jsonpath(
-    cluster: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_output_name_wide_and_jsonpath(cluster: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["-f", str(cluster), "-n", "team-a"]
     code, out, _ = _cli("allocate", *base, "--node", "node-00000", "-o", "name")
     assert (code, out) == (0, "resourceclaim.resource.k8s.io/a\nresourceclaim.resource.k8s.io/b\n")
@@ -167,7 +173,7 @@ def test_output_name_wide_and_jsonpath(
     code, out, _ = _cli("feasible", *base, "-o", "wide")
     assert out.splitlines()[0].split() == ["NODE", "STATUS", "DEVICES", "STEPS"]
     code, out, _ = _cli(
-        "feasible", *base, "-o", "jsonpath={range .nodes[*]}{.node}={.status}{\"\\n\"}{end}"
+        "feasible", *base, "-o", 'jsonpath={range .nodes[*]}{.node}={.status}{"\\n"}{end}'
     )
     assert (code, out) == (0, "node-00000=fits\nnode-00001=fits\n")
     code, out, _ = _cli(
@@ -182,7 +188,10 @@ def test_output_name_wide_and_jsonpath(
     code, out, _ = _cli("explain", *base, "--node", "node-00001", "-o", "jsonpath={.status}")
     assert (code, out) == (0, "fits")
     code, out, _ = _cli("generate", "example", "--nodes", "1", "-o", "name")
-    assert out.splitlines()[:2] == ["node/node-00000", "deviceclass.resource.k8s.io/gpu.example.com"]
+    assert out.splitlines()[:2] == [
+        "node/node-00000",
+        "deviceclass.resource.k8s.io/gpu.example.com",
+    ]
     capsys.readouterr()
     assert _cli("feasible", *base, "-o", "jsonpath={.nodes[")[0] == 2
     err = capsys.readouterr().err  # argparse's usage errors go to sys.stderr
@@ -202,7 +211,7 @@ def test_output_name_wide_and_jsonpath(
         ("{.items[0:1].n}", "3"),
         ("{.items[::2].metadata.name}", "a"),
         ("{.items[0,1].n}", "3 1.5"),
-        ("{.items[?(@.status==\"fits\")].metadata.name}", "a"),
+        ('{.items[?(@.status=="fits")].metadata.name}', "a"),
         ("{.items[?(@.n>2)].metadata.name}", "a"),  # 3 > 2; 1.5 is not comparable
         ("{.items[?(@.metadata.labels)].metadata.name}", "a"),
         ("{..name}", "a b"),
@@ -214,7 +223,7 @@ def test_output_name_wide_and_jsonpath(
     ],
 )
 def test_jsonpath_as_kubectl(template: str, expected: str) -> None:
-    doc = {
+    doc: dict[str, Any] = {
         "kind": "List",
         "items": [
             {
@@ -258,9 +267,7 @@ def test_tables_fit_the_terminal_unless_wide(cluster: Path) -> None:
     lines = out.splitlines()
     assert code == 0 and max(len(line) for line in lines) <= 40
     assert lines[1].endswith("…")
-    _, wide, _ = _cli(
-        "feasible", "-f", str(cluster), "-n", "team-a", "-o", "wide", COLUMNS="40"
-    )
+    _, wide, _ = _cli("feasible", "-f", str(cluster), "-n", "team-a", "-o", "wide", COLUMNS="40")
     assert max(len(line) for line in wide.splitlines()) > 40
 
 
@@ -325,8 +332,15 @@ def test_filename_urls_are_fetched_with_a_timeout(web: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "nanos"),
-    [("1m30s", 90 * 10**9), ("500ms", 5 * 10**8), ("1h", 3600 * 10**9), ("0", 0),
-     ("1.5s", 15 * 10**8), (".5us", 500), ("2h45m0.5s", 9900 * 10**9 + 5 * 10**8)],
+    [
+        ("1m30s", 90 * 10**9),
+        ("500ms", 5 * 10**8),
+        ("1h", 3600 * 10**9),
+        ("0", 0),
+        ("1.5s", 15 * 10**8),
+        (".5us", 500),
+        ("2h45m0.5s", 9900 * 10**9 + 5 * 10**8),
+    ],
 )
 def test_go_durations(text: str, nanos: int) -> None:
     assert parse_go_duration(text) == nanos

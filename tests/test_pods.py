@@ -53,7 +53,9 @@ def _pod(
 def _container(name: str, restart: str | None = None, **requests: str) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "name": name,
-        "resources": {"requests": {k.replace("__", "/").replace("_", "."): v for k, v in requests.items()}},
+        "resources": {
+            "requests": {k.replace("__", "/").replace("_", "."): v for k, v in requests.items()}
+        },
     }
     if restart:
         doc["restartPolicy"] = restart
@@ -67,7 +69,12 @@ def _class(name: str, extended: str | None = None, created: str = "") -> dict[st
     spec: dict[str, Any] = {}
     if extended:
         spec["extendedResourceName"] = extended
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": meta, "spec": spec}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": meta,
+        "spec": spec,
+    }
 
 
 # ------------------------------------------------------------------------- templates
@@ -98,7 +105,7 @@ def test_generated_names_are_repeatable_and_api_server_shaped() -> None:
 
 
 def test_instantiate_copies_the_template_as_the_controller_does() -> None:
-    template = {
+    template: dict[str, Any] = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": "gpu-template", "namespace": "default"},
@@ -111,7 +118,9 @@ def test_instantiate_copies_the_template_as_the_controller_does() -> None:
             },
         },
     }
-    objects = load(template, _pod(claims=[{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]))
+    objects = load(
+        template, _pod(claims=[{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}])
+    )
     claim = instantiate(objects.templates[0], objects.pods[0], "gpu")
     meta = claim.raw["metadata"]
     assert meta["generateName"] == "trainer-gpu-"
@@ -170,7 +179,10 @@ def test_class_for_explicit_newest_then_name_then_implicit() -> None:
 def test_pod_requests_add_up_as_pod_requests_does() -> None:
     pod = load(
         _pod(
-            containers=[_container("a", example_com__gpu="1"), _container("b", example_com__gpu="2")],
+            containers=[
+                _container("a", example_com__gpu="1"),
+                _container("b", example_com__gpu="2"),
+            ],
             init=[
                 _container("i0", example_com__gpu="4"),
                 _container("s1", "Always", example_com__gpu="1"),
@@ -330,14 +342,12 @@ def test_unknown_resources_and_missing_objects_are_reasons(
     # "a" asks for nothing DRA backs: the DRA plugin has nothing to do.
     assert cluster.pod("default/a").needs_nothing
     reasons = {
-        key: {o.error for o in cluster.pod_feasibility(key)}
-        for key in ("default/b", "default/c")
+        key: {o.error for o in cluster.pod_feasibility(key)} for key in ("default/b", "default/c")
     }
     assert reasons == {
         "default/b": {'resourceclaim.resource.k8s.io "nope" not found'},
         "default/c": {
-            'resource claim template "nope": resourceclaimtemplate.resource.k8s.io "nope" '
-            "not found"
+            'resource claim template "nope": resourceclaimtemplate.resource.k8s.io "nope" not found'
         },
     }
 
@@ -379,7 +389,9 @@ def test_feasible_pod_from_a_dump(tmp_path: Any, cluster_docs: list[dict[str, An
     )
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}
     dump = tmp_path / "dump.json"
-    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [*cluster_docs, pod, service]}))
+    dump.write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": [*cluster_docs, pod, service]})
+    )
     code, out, err = _cli("feasible", "-f", str(dump), "--pod", "trainer", "-o", "json")
     # 9 GPUs fit on no node through DRA; node-00002 gives them by device plugin.
     assert code == 0, err
@@ -394,8 +406,10 @@ def test_a_template_alone_is_instantiated_never_fits_by_mistake(
     tmp_path: Any, cluster_docs: list[dict[str, Any]]
 ) -> None:
     cluster = tmp_path / "cluster.json"
-    cluster.write_text(json.dumps([d for d in cluster_docs if d["kind"] != "ResourceClaimTemplate"]))
-    big = {
+    cluster.write_text(
+        json.dumps([d for d in cluster_docs if d["kind"] != "ResourceClaimTemplate"])
+    )
+    big: dict[str, Any] = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": "nine-gpus", "namespace": "default"},

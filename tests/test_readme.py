@@ -72,7 +72,9 @@ def _pods() -> list[dict[str, Any]]:
         resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}],
         containers=[{"name": "main", "resources": {"requests": {"gpu.example.com/gpu": "2"}}}],
     )
-    server = _pod("server", resourceClaims=[{"name": "gpus", "resourceClaimTemplateName": "gpu-40gi"}])
+    server = _pod(
+        "server", resourceClaims=[{"name": "gpus", "resourceClaimTemplateName": "gpu-40gi"}]
+    )
     return [trainer, server]
 
 
@@ -138,8 +140,13 @@ def test_the_scheduler_loop_walkthrough_runs(
     lines = printed.splitlines()
     assert "default/trainer -> node-00000" in lines and "default/server -> node-00000" in lines
     claims = {c["metadata"]["name"]: c for c in server.objects("ResourceClaim")}
-    made = [c for c in claims.values() if "status" in c and c["metadata"]["namespace"] == "default"
-            and c["metadata"].get("ownerReferences")]
+    made = [
+        c
+        for c in claims.values()
+        if "status" in c
+        and c["metadata"]["namespace"] == "default"
+        and c["metadata"].get("ownerReferences")
+    ]
     # Three claims created and allocated: the two from templates, the extended one.
     assert sorted(c["metadata"]["generateName"] for c in made) == [
         "server-gpus-",
@@ -151,9 +158,7 @@ def test_the_scheduler_loop_walkthrough_runs(
         status = claim["status"]
         assert claim["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
         owner = claim["metadata"]["ownerReferences"][0]["name"]
-        assert status["reservedFor"] == [
-            {"resource": "pods", "name": owner, "uid": f"uid-{owner}"}
-        ]
+        assert status["reservedFor"] == [{"resource": "pods", "name": owner, "uid": f"uid-{owner}"}]
         devices += [r["device"] for r in status["allocation"]["devices"]["results"]]
     # The second pod got devices the first did not: the loop updated its snapshot.
     assert len(devices) == len(set(devices)) == 4

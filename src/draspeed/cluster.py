@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from draspeed.api.coerce import ClaimsInput, NodeInput
 from draspeed.api.model import (
     AllocationResult,
     DeviceClass,
@@ -59,7 +60,7 @@ class AllocatorLike(Protocol):
     """What both engines offer: upstream's ``Allocate`` contract."""
 
     def allocate(
-        self, claims: Sequence[ResourceClaim], node: Node, *, deadline: float | None = None
+        self, claims: ClaimsInput, node: NodeInput, *, deadline: float | None = None
     ) -> list[AllocationResult] | None: ...
 
     @property

@@ -69,7 +69,7 @@ def parse_go_duration(text: str) -> int:
         raise invalid
     total = 0
     while s:
-        if not (s[0] == "." or s[0].isascii() and s[0].isdigit()):
+        if not (s[0] == "." or (s[0].isascii() and s[0].isdigit())):
             raise invalid
         digits = len(s) - len(s.lstrip("0123456789"))
         whole, s = s[:digits], s[digits:]

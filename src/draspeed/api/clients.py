@@ -108,8 +108,10 @@ def to_model(doc: Mapping[str, Any], model: str | None = None) -> Any:
     from_dict = getattr(cls, "from_dict", None)
     if callable(from_dict):  # kubernetes >= 35 (pydantic models)
         return from_dict(dict(doc))
-    # Older clients deserialize from a response; the model name is the type.
-    return client.ApiClient().deserialize(_Response(json.dumps(doc)), name)
+    # Older clients deserialize from a response; the model name is the type. (Typed as
+    # Any: the installed client's signature may be the newer one.)
+    api: Any = client.ApiClient()
+    return api.deserialize(_Response(json.dumps(doc)), name)
 
 
 def model_name(api_version: str, kind: str) -> str:

@@ -13,15 +13,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from draspeed.api.model import Node, ResourceClaim
+from draspeed.api.model import Node, ObjectMeta, ResourceClaim
 from draspeed.errors import InputError
 
+# What the allocators' entry points take: draspeed's claims, dicts, kubernetes-client
+# models or a list object; a Node, a node name, a dict or a ``V1Node``. (The client's
+# classes cannot be named without importing it.)
+ClaimsInput = Iterable[object]
+NodeInput = object
 
-def as_claims(claims: Any) -> list[ResourceClaim]:
+
+def as_claims(claims: ClaimsInput | Any) -> list[ResourceClaim]:
     """``claims`` as ResourceClaims: a sequence of claims, dicts or client models, or a
     list object (``V1ResourceClaimList``, ``{"kind": "ResourceClaimList", ...}``)."""
     if isinstance(claims, (list, tuple)) and all(type(c) is ResourceClaim for c in claims):
         return list(claims)
+    items: list[Any]
     if _is_list_object(claims):
         items = [claims]
     elif isinstance(claims, Iterable) and not isinstance(claims, (str, bytes, dict)):
@@ -47,10 +54,13 @@ def as_claims(claims: Any) -> list[ResourceClaim]:
     return out
 
 
-def as_node(node: Any) -> Any:
-    """A Node from a dict or client model (``V1Node``); Nodes and names pass through."""
-    if isinstance(node, (Node, str)):
+def as_node(node: NodeInput) -> Node:
+    """A Node from a dict or client model (``V1Node``), or a name (a node with that
+    name and no labels; an allocator that knows Nodes looks names up first)."""
+    if isinstance(node, Node):
         return node
+    if isinstance(node, str):
+        return Node(metadata=ObjectMeta(name=node))
     from draspeed.api.loader import load
 
     found = load(node, kind="Node")

@@ -241,7 +241,7 @@ def _requirement(key: str, operator: str, values: list[str]) -> Requirement:
         for i, v in enumerate(values):
             if _go_int64(v) is None:
                 problems.append(
-                    f'values[{i}]: Invalid value: "{v}": for \'Gt\', \'Lt\' operators, '
+                    f"values[{i}]: Invalid value: \"{v}\": for 'Gt', 'Lt' operators, "
                     "the value must be an integer"
                 )
     for i, v in enumerate(values):

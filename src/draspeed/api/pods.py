@@ -120,7 +120,9 @@ def _resource_list(
     if not found:
         return {}
     where = child(path, key)
-    return {str(name): ctx.quantity(value, child(where, str(name))) for name, value in found.items()}
+    return {
+        str(name): ctx.quantity(value, child(where, str(name))) for name, value in found.items()
+    }
 
 
 def _claim_statuses(ctx: DecodeContext, status: Mapping[str, Any]) -> dict[str, str | None]:

@@ -52,7 +52,9 @@ def read_url(url: str, *, timeout: float, max_bytes: int) -> bytes:
                 size += len(chunk)
                 if size > max_bytes:
                     raise InputError(
-                        url, "", f"more than the limit of {max_bytes} bytes (load(..., max_bytes=...))"
+                        url,
+                        "",
+                        f"more than the limit of {max_bytes} bytes (load(..., max_bytes=...))",
                     )
     except urllib.error.HTTPError as exc:
         raise InputError(url, "", f"HTTP {exc.code} {exc.reason}") from None
@@ -60,7 +62,7 @@ def read_url(url: str, *, timeout: float, max_bytes: int) -> bytes:
         if isinstance(exc.reason, (TimeoutError, socket.timeout)):
             raise InputError(url, "", _timed_out(timeout)) from None
         raise InputError(url, "", f"cannot fetch: {exc.reason}") from None
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         raise InputError(url, "", _timed_out(timeout)) from None
     except OSError as exc:
         raise InputError(url, "", f"cannot fetch: {exc.strerror or exc}") from None

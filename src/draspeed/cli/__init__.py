@@ -23,7 +23,8 @@ from draspeed.cli import allocate, capacity, demo, explain, feasible, generate
 from draspeed.cli.options import EXIT_CLUSTER, EXIT_CODES, EXIT_UNSUITABLE, EXIT_USAGE
 from draspeed.errors import DraspeedError
 
-EXAMPLES = """\
+EXAMPLES = (
+    """\
 examples:
   draspeed demo                                        # the built-in demo cluster
   draspeed feasible -f cluster.yaml --claims pod-claims.yaml
@@ -32,7 +33,10 @@ examples:
   draspeed generate nvidia-mig --nodes 4 --claim mig-1g10gb | draspeed feasible -f -
   kubectl draspeed feasible --from-cluster --pod default/trainer   # as a kubectl plugin
 
-""" + EXIT_CODES + "\n"
+"""
+    + EXIT_CODES
+    + "\n"
+)
 
 _COMMANDS = (allocate, feasible, explain, demo, generate, capacity)
 

@@ -51,8 +51,9 @@ def add_parser(sub: Any) -> None:
     )
     add_inputs(p, claims=False, pods="one")
     p.add_argument(
-        "--node", required=True, help="node to allocate on (a Node of the input, or named by "
-        "a ResourceSlice)"
+        "--node",
+        required=True,
+        help="node to allocate on (a Node of the input, or named by a ResourceSlice)",
     )
     add_output(p, ("yaml", "json", "name", "table", "wide"), "yaml")
     add_engine(p, "fast: compiled core (default); reference: plain-Python allocator, for debugging")
@@ -102,7 +103,9 @@ def report(outcome: AllocateOutcome, output: Output | str, out: TextIO, err: Tex
         rows = _table(outcome, wide=output.format == "wide")
         out.write(format_table(rows, Style.for_stream(out), max_width=table_width(out, output)))
     elif output.format == "name":
-        emit_names((f"resourceclaim.resource.k8s.io/{c.metadata.name}" for c in outcome.claims), out)
+        emit_names(
+            (f"resourceclaim.resource.k8s.io/{c.metadata.name}" for c in outcome.claims), out
+        )
     else:
         emit(_claims_document(outcome), output, out)
     return EXIT_OK
@@ -139,7 +142,5 @@ def _table(outcome: AllocateOutcome, *, wide: bool) -> list[list[str]]:
                     ]
                 )
             else:
-                rows.append(
-                    [claim.key, r.request, f"{r.driver}/{r.pool}/{r.device}", outcome.node]
-                )
+                rows.append([claim.key, r.request, f"{r.driver}/{r.pool}/{r.device}", outcome.node])
     return rows

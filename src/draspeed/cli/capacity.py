@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "parse_add_nodes", "run"]
 
-_EXAMPLES = """\
+_EXAMPLES = (
+    """\
 examples:
   # how many more single-GPU pods fit in a cluster dump, and where
   kubectl get resourceslices,deviceclasses,resourceclaims,nodes -o json > cluster.json
@@ -62,7 +63,10 @@ nvidia-mig, example, scheduler-perf, network-attached; options as in
 `draspeed generate`, e.g. nvidia-mig:20:pool_per=gpu), NODE:N to copy a node
 of the input, or FILE:N for a file holding one node's ResourceSlices (and Node).
 
-""" + EXIT_CODES + "\n"
+"""
+    + EXIT_CODES
+    + "\n"
+)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

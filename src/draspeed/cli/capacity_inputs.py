@@ -21,7 +21,7 @@ __all__ = ["UsageError", "parse_add_nodes", "read_cluster"]
 
 
 def read_cluster(args: argparse.Namespace, err: TextIO) -> Objects:
-    """The cluster of ``-f`` or ``--from-cluster`` (see :func:`draspeed.cli.options.load_sources`)."""
+    """The cluster of ``-f`` or ``--from-cluster`` (:func:`~draspeed.cli.options.load_sources`)."""
     from draspeed.cli.options import load_sources
 
     return load_sources(args, err)

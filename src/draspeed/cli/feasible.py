@@ -173,7 +173,9 @@ def _pod_title(answer: PodFeasibility) -> str:
         made = {c.key for c in claims.made}
         parts.append(
             "claims "
-            + ", ".join(c.key + (" (from its template)" if c.key in made else "") for c in claims.claims)
+            + ", ".join(
+                c.key + (" (from its template)" if c.key in made else "") for c in claims.claims
+            )
         )
     if claims.extended:
         parts.append(
@@ -239,4 +241,3 @@ def feasibility_rows(
 
 def _status_colour(row: int, col: int, text: str) -> str | None:
     return STATUS_COLOURS.get(text) if col == 1 else None
-

@@ -240,10 +240,10 @@ class _Parser:
             raise JSONPathError(f"invalid array index {body}")
         start_text, stop_text, step_text = match.groups()
         start = int(start_text) if start_text else None
-        if stop_text is None:
-            stop, derived = (start or 0) + 1, True
-        else:
-            stop, derived = (int(stop_text[1:]) if stop_text[1:] else None), False
+        stop: int | None = (start or 0) + 1
+        derived = stop_text is None
+        if stop_text is not None:
+            stop = int(stop_text[1:]) if stop_text[1:] else None
         step = int(step_text[1:]) if step_text and step_text[1:] else None
         return _Slice(start, stop, derived, step)
 

@@ -155,8 +155,7 @@ def add_source(p: Arguments) -> None:
         type=parse_duration,
         default=30.0,
         metavar="DURATION",
-        help="give up on one API request, or fetching one -f URL, after this long "
-        "(default 30s)",
+        help="give up on one API request, or fetching one -f URL, after this long (default 30s)",
     )
     p.add_argument(
         "--chunk-size",

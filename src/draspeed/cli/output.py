@@ -77,8 +77,7 @@ def add_output(p: Any, formats: Sequence[str], default: str, help: str = "") -> 
         type=output_type(formats),
         default=Output(default),
         metavar="FORMAT",
-        help=help
-        or f"output format: {'|'.join(formats)}|jsonpath=TEMPLATE (default {default})",
+        help=help or f"output format: {'|'.join(formats)}|jsonpath=TEMPLATE (default {default})",
     )
 
 

@@ -162,9 +162,7 @@ def _read_pods(lister: _Lister, core: Any, query: PodQuery) -> None:
     if query.namespace is None:
         lister.list_required(core.list_pod_for_all_namespaces, "Pods", **filters)
     else:
-        lister.list_required(
-            core.list_namespaced_pod, "Pods", namespace=query.namespace, **filters
-        )
+        lister.list_required(core.list_namespaced_pod, "Pods", namespace=query.namespace, **filters)
     lister.stats.versions["Pods"] = "v1"
 
 

@@ -218,15 +218,12 @@ def _unusable(pod: Pod, claim: ResourceClaim) -> str | None:
         for c in pod.resource_claims
     )
     if entry_is_template and not _owned_by(claim, pod):
-        return (
-            f"ResourceClaim {claim.key} was not created for pod {pod.key} (pod is not owner)"
-        )
+        return f"ResourceClaim {claim.key} was not created for pod {pod.key} (pod is not owner)"
     reserved = claim.status.reserved_for
-    if claim.status.allocation is not None and not any(
-        r.resource == "pods" and r.uid == pod.metadata.uid for r in reserved
-    ):
-        if len(reserved) >= RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE:
-            return "resourceclaim in use"
+    full = len(reserved) >= RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE
+    mine = any(r.resource == "pods" and r.uid == pod.metadata.uid for r in reserved)
+    if claim.status.allocation is not None and full and not mine:
+        return "resourceclaim in use"
     return None
 
 

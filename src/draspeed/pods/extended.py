@@ -32,8 +32,8 @@ from typing import Any
 from draspeed.api import names
 from draspeed.api.decode import decode_object
 from draspeed.api.model import Container, DeviceClass, Node, Pod, ResourceClaim
-from draspeed.quantity import Quantity
 from draspeed.pods.templates import generated_name, owner_reference
+from draspeed.quantity import Quantity
 
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -204,9 +204,7 @@ def _requests_and_mappings(
         short_names: set[str] = set()
         short_maps: list[RequestMapping] = []
         for i in short_lived:
-            request, maps = _container_request(
-                i, containers[i], resource, class_name, by_index[i:]
-            )
+            request, maps = _container_request(i, containers[i], resource, class_name, by_index[i:])
             if request is not None:
                 short_names.add(request["name"])
                 if largest is None or _count(largest) < _count(request):

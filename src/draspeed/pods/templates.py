@@ -53,9 +53,7 @@ def generated_name(base: str, seed: str) -> str:
     """The name the API server makes of ``generateName: base``, its random part drawn
     from a hash of ``seed`` instead of a random source (repeatable answers)."""
     digest = hashlib.sha256(seed.encode()).digest()
-    suffix = "".join(
-        _RANDOM_ALPHABET[b % len(_RANDOM_ALPHABET)] for b in digest[:_RANDOM_LENGTH]
-    )
+    suffix = "".join(_RANDOM_ALPHABET[b % len(_RANDOM_ALPHABET)] for b in digest[:_RANDOM_LENGTH])
     return base[:_MAX_GENERATED_BASE] + suffix
 
 

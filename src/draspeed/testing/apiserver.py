@@ -279,7 +279,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _find(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         for obj in self._stored(plural):
             meta = obj["metadata"]
-            if meta.get("name") == name and (namespace is None or meta.get("namespace") == namespace):
+            if meta.get("name") == name and (
+                namespace is None or meta.get("namespace") == namespace
+            ):
                 return obj
         return None
 
@@ -300,11 +302,14 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server_state.lock:
             if not meta.get("name"):
                 base = meta.get("generateName", "")
-                meta["name"] = base[:58] + hashlib.sha256(
-                    f"{base}{len(self._stored(plural))}".encode()
-                ).hexdigest()[:5]
+                meta["name"] = (
+                    base[:58]
+                    + hashlib.sha256(f"{base}{len(self._stored(plural))}".encode()).hexdigest()[:5]
+                )
             if self._find(plural, namespace, meta["name"]) is not None:
-                self._status(409, f'{plural} "{meta["name"]}" already exists', reason="AlreadyExists")
+                self._status(
+                    409, f'{plural} "{meta["name"]}" already exists', reason="AlreadyExists"
+                )
                 return
             self.server_state.version += 1
             meta["resourceVersion"] = str(self.server_state.version)
@@ -318,7 +323,9 @@ class _Handler(BaseHTTPRequestHandler):
         kind = self.headers.get("Content-Type", "")
         if not isinstance(body, dict) or "merge-patch" not in kind:
             # A JSON patch (a list of operations) is not what this fake applies.
-            self._status(415, f"only merge patches of an object, not {kind}", reason="UnsupportedMediaType")
+            self._status(
+                415, f"only merge patches of an object, not {kind}", reason="UnsupportedMediaType"
+            )
             return
         with self.server_state.lock:
             found = self._find(plural, namespace, name)
