@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -451,3 +452,23 @@ def test_unit_pod_model() -> None:
         resource_claims=[PodResourceClaim(name="c", resource_claim_name="x")],
     )
     assert pod.key == "ns/p"
+
+
+# ------------------------------------------------- upstream's answers (the oracle)
+
+ORACLE = Path(__file__).parent / "data" / "pods" / "oracle-extended.json"
+
+
+def test_pod_claims_allocate_as_the_upstream_allocator() -> None:
+    """Each pod's claims per node (template claims, the extended-resource claim with
+    init containers, a sidecar and the implicit class name) allocated by the upstream
+    allocator (recorded answers) and by draspeed: the same devices, or both none."""
+    from draspeed.api import encode_allocation
+
+    data = json.loads(ORACLE.read_text())
+    cluster = Cluster.from_objects(load(data["cluster"], data["pods"]))
+    for case in data["cases"]:
+        outcome = cluster.allocate(cluster.node(case["node"]), pod=case["pod"])
+        assert [c.metadata.name for c in outcome.claims] == case["claims"]
+        got = None if outcome.results is None else [encode_allocation(r) for r in outcome.results]
+        assert got == case["results"], (case["pod"], case["node"])
