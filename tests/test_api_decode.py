@@ -520,10 +520,10 @@ def test_decoding_without_validation_keeps_upstream_test_names() -> None:
         ([1, 2], "object: expected object, got array"),
         ({"kind": "Node"}, "object: apiVersion: Required value"),
         (
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}},
-            "Pod p: apiVersion: unsupported kind 'Pod' (apiVersion 'v1'); supported kinds: "
-            "ResourceSlice, DeviceClass, ResourceClaim, ResourceClaimTemplate, DeviceTaintRule, "
-            "ResourceClass, Node",
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "p"}},
+            "Service p: apiVersion: unsupported kind 'Service' (apiVersion 'v1'); supported "
+            "kinds: ResourceSlice, DeviceClass, ResourceClaim, ResourceClaimTemplate, "
+            "DeviceTaintRule, ResourceClass, Node, Pod",
         ),
         (
             {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": "gpu"},

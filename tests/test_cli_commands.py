@@ -275,11 +275,12 @@ def test_feasible_json_and_usage(
     assert devices == ["gpu-4", "gpu-5", "gpu-6", "gpu-7"]
     # Every pending claim of the demo together fits nowhere.
     assert _in_process("feasible", "-f", f)[0] == 1
+    code, _, err = _in_process("feasible", "--claims", str(files["six"]))
+    assert code == 2
+    assert err == "error: give the cluster with -f FILE or --from-cluster\n"
     capsys.readouterr()
-    assert _in_process("feasible", "--claims", str(files["six"]))[0] == 2
-    assert "-f/--filename" in capsys.readouterr().err  # argparse writes to sys.stderr
     assert _in_process("feasible", "-f", f, "--timeout", "soon")[0] == 2
-    assert "invalid duration 'soon'" in capsys.readouterr().err
+    assert 'time: invalid duration "soon"' in capsys.readouterr().err  # argparse: sys.stderr
 
 
 def test_explain_exit_statuses(
@@ -457,23 +458,16 @@ def test_reference_engine_agrees(tmp_path: Path) -> None:
 
 
 def test_feasible_named_nodes_and_unknown_ones(files: dict[str, Path]) -> None:
-    code, out, _ = _in_process(
-        "feasible",
-        "-f",
-        str(files["cluster"]),
-        "--claims",
-        str(files["trainer"]),
-        "--nodes",
-        "node-b,ghost",
-        "-o",
-        "json",
-    )
+    args = ["feasible", "-f", str(files["cluster"]), "--claims", str(files["trainer"])]
+    code, out, _ = _in_process(*args, "--nodes", "node-b", "-o", "json")
     assert code == 0
     data = json.loads(out)
-    assert [(n["node"], n["status"]) for n in data["nodes"]] == [
-        ("node-b", "fits"),
-        ("ghost", "does-not-fit"),
-    ]
+    assert [(n["node"], n["status"]) for n in data["nodes"]] == [("node-b", "fits")]
+    # A node neither given as a Node nor named by a slice is an input error, not
+    # "does not fit".
+    code, out, err = _in_process(*args, "--nodes", "node-b,ghost")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].startswith('error: node "ghost": not found: no Node object')
 
 
 # --------------------------------------------------------------------------------------

@@ -55,13 +55,15 @@ def _dump(docs: list[dict[str, Any]]) -> str:
 # --------------------------------------------------------------------------- sources
 
 
-def test_file_directory_recursion_in_sorted_order(tmp_path: Path) -> None:
+def test_directories_in_sorted_order_recursive_only_when_asked(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "2.yml").write_text(_dump([_class("two")]))
     (tmp_path / "a.yaml").write_text(_dump([_class("one"), _node("n1")]))
     (tmp_path / "c.json").write_text(json.dumps(_class("three")))
     (tmp_path / "notes.txt").write_text("kind: Nonsense")
-    objects = load(tmp_path)
+    # As kubectl -f DIR: the directory's own files; -R (recursive=True) those below too.
+    assert [c.metadata.name for c in load(tmp_path).classes] == ["one", "three"]
+    objects = load(tmp_path, recursive=True)
     assert [c.metadata.name for c in objects.classes] == ["one", "two", "three"]
     assert [n.name for n in objects.nodes] == ["n1"]
     assert [c.metadata.name for c in load(str(tmp_path / "a.yaml")).classes] == ["one"]
@@ -137,37 +139,59 @@ def test_gc_state_is_restored() -> None:
     load(_class("a"))
     assert gc.isenabled()
     with pytest.raises(InputError):
-        load({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+        load({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceThing"})
     assert gc.isenabled()
 
 
 # ------------------------------------------------------------------------- errors
 
 
-def test_unknown_kind_names_the_document(tmp_path: Path) -> None:
+def test_unknown_kind_of_the_dra_group_names_the_document(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
-    path.write_text(
-        _dump([_class("a"), {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}])
-    )
+    thing = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceThing", "metadata": {}}
+    path.write_text(_dump([_class("a"), thing]))
     with pytest.raises(InputError) as excinfo:
         load(path)
     assert str(excinfo.value) == (
-        f"{path} document 2: kind: unsupported kind 'Pod' (apiVersion 'v1'); supported kinds: "
-        "ResourceSlice, DeviceClass, ResourceClaim, ResourceClaimTemplate, DeviceTaintRule, "
-        "ResourceClass, Node"
+        f"{path} document 2: kind: unsupported kind 'ResourceThing' (apiVersion "
+        "'resource.k8s.io/v1'); supported kinds: ResourceSlice, DeviceClass, ResourceClaim, "
+        "ResourceClaimTemplate, DeviceTaintRule, ResourceClass, Node, Pod"
     )
 
 
-def test_unknown_kind_in_a_list_names_the_item() -> None:
+def test_known_kind_in_another_version_names_the_item() -> None:
     doc = {
         "apiVersion": "v1",
         "kind": "List",
-        "items": [_class("a"), {"apiVersion": "v1", "kind": "Secret"}],
+        "items": [_class("a"), {"apiVersion": "v2", "kind": "Node"}],
     }
     with pytest.raises(InputError) as excinfo:
         load(doc)
     assert excinfo.value.obj == "<object>"
     assert excinfo.value.path == "items[1].kind"
+
+
+def test_other_kinds_are_skipped_with_one_warning(tmp_path: Path) -> None:
+    # A `kubectl get all,resourceclaims,... -o yaml` dump: what draspeed does not read
+    # is counted and named once, the rest is read.
+    path = tmp_path / "dump.yaml"
+    path.write_text(
+        _dump(
+            [
+                {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
+                _class("a"),
+                {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}},
+                {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "e"}},
+            ]
+        )
+    )
+    with pytest.warns(UserWarning) as caught:
+        objects = load(path)
+    assert [c.metadata.name for c in objects.classes] == ["a"]
+    assert objects.skipped == {"Deployment": 2, "Service": 1}
+    text = "skipped 3 objects of kinds draspeed does not read: Deployment (2), Service (1)"
+    assert objects.warnings == [text]
+    assert [str(w.message) for w in caught] == [text]
 
 
 def test_document_that_is_not_an_object(tmp_path: Path) -> None:
@@ -382,6 +406,7 @@ def test_objects_helpers() -> None:
         "ResourceClaimTemplate",
         "DeviceTaintRule",
         "Node",
+        "Pod",
     }
     more = Objects()
     more.extend(objects)

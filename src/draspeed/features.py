@@ -16,6 +16,7 @@ _GATES = {
     "DRADeviceBindingConditions": "device_binding_conditions",
     "DRAResourceClaimDeviceStatus": "resource_claim_device_status",
     "DRAListTypeAttributes": "list_type_attributes",
+    "DRAExtendedResource": "extended_resource",
 }
 
 
@@ -31,6 +32,9 @@ class Features:
     device_binding_conditions: bool = True
     resource_claim_device_status: bool = True
     list_type_attributes: bool = True
+    # Not an allocator gate: kube-scheduler's DynamicResources plugin makes a claim for
+    # a pod's extended resources backed by a DeviceClass (draspeed.pods).
+    extended_resource: bool = True
 
     @property
     def device_binding_and_status(self) -> bool:

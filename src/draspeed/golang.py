@@ -33,3 +33,69 @@ def go_quote(text: str) -> str:
         else:
             out.append(f"\\U{ord(c):08x}")
     return '"' + "".join(out) + '"'
+
+
+# time.ParseDuration's units, in nanoseconds.
+_DURATION_UNITS: Final = {
+    "ns": 1,
+    "us": 1_000,
+    "\u00b5s": 1_000,  # micro sign
+    "\u03bcs": 1_000,  # Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_MAX_DURATION: Final = (1 << 63) - 1
+
+
+class DurationError(ValueError):
+    """``time.ParseDuration``'s error (``time: invalid duration "x"`` ...)."""
+
+
+def parse_go_duration(text: str) -> int:
+    """Go's ``time.ParseDuration``: ``1h30m``, ``1.5s``, ``500ms``, ``-2m``, ``0`` →
+    nanoseconds; raises DurationError with Go's message otherwise."""
+    quoted = go_quote(text)
+    invalid = DurationError(f"time: invalid duration {quoted}")
+    s = text
+    negative = False
+    if s[:1] in ("-", "+"):
+        negative = s[0] == "-"
+        s = s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        raise invalid
+    total = 0
+    while s:
+        if not (s[0] == "." or (s[0].isascii() and s[0].isdigit())):
+            raise invalid
+        digits = len(s) - len(s.lstrip("0123456789"))
+        whole, s = s[:digits], s[digits:]
+        fraction = ""
+        if s[:1] == ".":
+            s = s[1:]
+            count = len(s) - len(s.lstrip("0123456789"))
+            fraction, s = s[:count], s[count:]
+            if not whole and not fraction:
+                raise invalid
+        elif not whole:
+            raise invalid
+        unit_end = 0
+        while unit_end < len(s) and not (s[unit_end] == "." or s[unit_end] in "0123456789"):
+            unit_end += 1
+        if unit_end == 0:
+            raise DurationError(f"time: missing unit in duration {quoted}")
+        unit, s = s[:unit_end], s[unit_end:]
+        scale = _DURATION_UNITS.get(unit)
+        if scale is None:
+            raise DurationError(f"time: unknown unit {go_quote(unit)} in duration {quoted}")
+        value = int(whole or "0") * scale
+        if fraction:
+            # Go truncates the fraction's contribution to whole nanoseconds.
+            value += int(fraction) * scale // 10 ** len(fraction)
+        total += value
+        if total > _MAX_DURATION + (1 if negative else 0):
+            raise invalid
+    return -total if negative else total

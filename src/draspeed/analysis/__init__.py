@@ -13,7 +13,7 @@ would give, pod by pod.
   before and after.
 - :func:`sweep` runs many :class:`CapacityScenario` objects on a local process pool
   or a Dask cluster (``executor=dask.distributed.Client(...)``).
-- :mod:`draspeed.analysis.live` reads a live cluster (``kube`` extra);
+- :mod:`draspeed.kube` reads a live cluster (``kube`` extra);
   :mod:`draspeed.analysis.plots` draws (``analysis`` extra);
   :mod:`draspeed.cli.capacity` is ``draspeed capacity``.
 

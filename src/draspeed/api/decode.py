@@ -20,6 +20,7 @@ from draspeed.api.common import object_name
 from draspeed.api.context import Caches, DecodeContext, Pending
 from draspeed.api.messages import required, wrong_type
 from draspeed.api.model import AllocationResult, DRAObject
+from draspeed.api.pods import decode_pod
 from draspeed.api.slices import decode_resource_slice
 from draspeed.errors import DraspeedError, InputError
 
@@ -49,7 +50,10 @@ _KINDS: dict[str, tuple[dict[str, _Decoder], bool]] = {
     "ResourceClass": ({"v1alpha2": decode_classic_class}, False),
 }
 
-SUPPORTED_KINDS = (*_KINDS, "Node")
+# core/v1 kinds: kind -> (decoder, namespaced)
+_CORE: dict[str, tuple[_Decoder, bool]] = {"Node": (decode_node, False), "Pod": (decode_pod, True)}
+
+SUPPORTED_KINDS = (*_KINDS, *_CORE)
 
 
 Found = tuple[_Decoder, str, bool]  # (decoder, version, namespaced)
@@ -67,8 +71,9 @@ def lookup(api_version: str, kind: str) -> Found | None:
 
 
 def _lookup(api_version: str, kind: str) -> Found | None:
-    if kind == "Node":
-        return (decode_node, "v1", False) if api_version == "v1" else None
+    core = _CORE.get(kind)
+    if core is not None:
+        return (core[0], "v1", core[1]) if api_version == "v1" else None
     group, _, version = api_version.rpartition("/")
     entry = _KINDS.get(kind)
     if group != GROUP or entry is None:
@@ -77,8 +82,16 @@ def _lookup(api_version: str, kind: str) -> Found | None:
     return None if decoder is None else (decoder, version, entry[1])
 
 
+def is_foreign(api_version: str, kind: str) -> bool:
+    """A kind draspeed does not read at all, outside the DRA API group (a Service, a
+    Deployment, ...): a loader skips it. A known kind in a version draspeed does not
+    read, or an unknown kind of resource.k8s.io (a misspelling, most likely), is not
+    foreign: that is an error."""
+    return kind not in SUPPORTED_KINDS and api_version.rpartition("/")[0] != GROUP
+
+
 def supported_versions(kind: str) -> list[str]:
-    if kind == "Node":
+    if kind in _CORE:
         return ["v1"]
     entry = _KINDS.get(kind)
     return [] if entry is None else [f"{GROUP}/{v}" for v in entry[0]]

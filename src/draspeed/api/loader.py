@@ -1,10 +1,18 @@
 """``draspeed.load``: anything ``kubectl get -o yaml|json`` prints, in one call.
 
-Sources may be paths (files, or directories searched recursively for ``*.yaml``,
-``*.yml`` and ``*.json`` in sorted order), ``"-"`` for standard input, YAML or JSON text
-(``str`` or ``bytes``), decoded objects (``dict``), lists of any of these, and objects
-of the Kubernetes Python clients (``kubernetes`` models, lightkube and kr8s objects).
-``kind: List`` and typed lists (``ResourceSliceList`` ...) are expanded.
+Sources may be paths (files, or directories: their ``*.yaml``, ``*.yml`` and ``*.json``
+files in sorted order, and with ``recursive=True`` those of every directory below, as
+``kubectl -f DIR [-R]`` reads them), ``http://`` and ``https://`` URLs (fetched with a
+timeout), ``"-"`` for standard input, YAML or JSON text (``str`` or ``bytes``), decoded
+objects (``dict``), lists of any of these, and objects of the Kubernetes Python clients
+(``kubernetes`` models, lightkube and kr8s objects). ``kind: List`` and typed lists
+(``ResourceSliceList`` ...) are expanded. Objects without ``apiVersion`` and ``kind``
+(the items of an API list call) take them from their list, from their client model's
+class, or from the ``kind=`` argument.
+
+Objects of kinds draspeed does not read (a Service, a Deployment: anything outside
+the DRA API group but Nodes and Pods) are skipped, and one warning says how many of
+which kinds, as ``kubectl`` reads what it can of a mixed dump.
 
 JSON takes a fast path (msgspec, with the cyclic garbage collector paused while the
 object trees are built: it would otherwise rescan millions of young containers), and
@@ -38,18 +46,22 @@ from typing import Any
 import msgspec
 
 from draspeed.api.bulk import ListText, NotJSON, read_list
-from draspeed.api.context import Caches, Pending
-from draspeed.api.decode import decode_known, lookup, unsupported
+from draspeed.api.clients import to_plain
+from draspeed.api.clients import type_meta as model_type_meta
+from draspeed.api.context import Caches, DraspeedWarning, Pending
+from draspeed.api.decode import decode_known, is_foreign, lookup, supported_versions, unsupported
 from draspeed.api.messages import wrong_type
 from draspeed.api.model import (
     DeviceClass,
     DeviceTaintRule,
     DRAObject,
     Node,
+    Pod,
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from draspeed.api.remote import DEFAULT_URL_TIMEOUT, is_url, read_url
 from draspeed.api.slice_schema import FAST_API_VERSIONS, JSONSlice
 from draspeed.api.slices import CheckedDevices, SliceBuilder
 from draspeed.api.text import (
@@ -67,7 +79,10 @@ _FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 @dataclass
 class Objects:
-    """Decoded objects by kind, each list in input order, plus conversion warnings."""
+    """Decoded objects by kind, each list in input order, plus conversion warnings.
+
+    ``skipped`` counts the objects of kinds draspeed does not read, by kind.
+    """
 
     slices: list[ResourceSlice] = field(default_factory=list)
     classes: list[DeviceClass] = field(default_factory=list)
@@ -75,7 +90,9 @@ class Objects:
     templates: list[ResourceClaimTemplate] = field(default_factory=list)
     taint_rules: list[DeviceTaintRule] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
 
     def add(self, obj: DRAObject) -> None:
         if isinstance(obj, ResourceSlice):
@@ -88,6 +105,8 @@ class Objects:
             self.templates.append(obj)
         elif isinstance(obj, DeviceTaintRule):
             self.taint_rules.append(obj)
+        elif isinstance(obj, Pod):
+            self.pods.append(obj)
         else:
             self.nodes.append(obj)
 
@@ -100,6 +119,7 @@ class Objects:
             "ResourceClaimTemplate": self.templates,
             "DeviceTaintRule": self.taint_rules,
             "Node": self.nodes,
+            "Pod": self.pods,
         }
 
     def __iter__(self) -> Iterator[DRAObject]:
@@ -111,29 +131,42 @@ class Objects:
         return sum(len(v) for v in self.by_kind().values())
 
     def extend(self, other: Objects) -> None:
-        """Append another load's objects and warnings."""
+        """Append another load's objects, warnings and skipped counts."""
         for mine, theirs in zip(self.by_kind().values(), other.by_kind().values(), strict=True):
             mine.extend(theirs)
         self.warnings.extend(other.warnings)
+        for kind, count in other.skipped.items():
+            self.skipped[kind] = self.skipped.get(kind, 0) + count
 
 
 def load(
     *sources: Any,
     validate: bool = True,
+    kind: str | None = None,
+    api_version: str | None = None,
+    recursive: bool = False,
+    timeout: float = DEFAULT_URL_TIMEOUT,
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION,
 ) -> Objects:
     """Decode every object of every source; raise one InputError on the first bad one.
 
-    Unknown kinds are an error naming the document, never skipped. Conversion losses
-    of older API versions are both warned (``warnings.warn``) and listed in
-    ``Objects.warnings``. ``max_bytes`` bounds each file and standard input,
-    ``max_depth`` the nesting of collections in any text, ``max_alias_expansion`` what
-    YAML aliases add to a document once expanded.
+    ``kind`` (and ``api_version``, default the newest version draspeed reads of that
+    kind) is the type of objects that carry none and are not items of a typed list:
+    ``load(items, kind="ResourceSlice")``. ``recursive`` reads the directories below a
+    directory too (``kubectl -R``); ``timeout`` bounds fetching a URL (seconds).
+
+    An unknown kind of the DRA API group, or a known kind in a version draspeed does
+    not read, is an error naming the document; other kinds are skipped with one
+    warning (``Objects.skipped``). Conversion losses of older API versions are both
+    warned (``warnings.warn``) and listed in ``Objects.warnings``. ``max_bytes`` bounds
+    each file, URL and standard input, ``max_depth`` the nesting of collections in any
+    text, ``max_alias_expansion`` what YAML aliases add to a document once expanded.
     """
     limits = Limits(max_bytes, max_depth, max_alias_expansion)
-    loader = _Loader(validate, limits)
+    default = _default_type(kind, api_version)
+    loader = _Loader(validate, limits, default, recursive, timeout)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -142,7 +175,35 @@ def load(
     finally:
         if was_enabled:
             gc.enable()
-    return loader.objects
+    objects = loader.objects
+    if objects.skipped:
+        text = skipped_warning(objects.skipped)
+        objects.warnings.append(text)
+        warnings.warn(text, DraspeedWarning, stacklevel=2)
+    return objects
+
+
+def skipped_warning(skipped: Mapping[str, int]) -> str:
+    """The one warning about the objects of kinds draspeed does not read."""
+    total = sum(skipped.values())
+    kinds = ", ".join(f"{kind} ({count})" for kind, count in sorted(skipped.items()))
+    objects = "object" if total == 1 else "objects"
+    return f"skipped {total} {objects} of kinds draspeed does not read: {kinds}"
+
+
+def _default_type(kind: str | None, api_version: str | None) -> tuple[str, str] | None:
+    if kind is None:
+        if api_version is not None:
+            raise ValueError("api_version= needs kind=")
+        return None
+    if api_version is None:
+        versions = supported_versions(kind)
+        if not versions:
+            raise InputError("kind=", "", unsupported("", kind))
+        api_version = versions[0]
+    if lookup(api_version, kind) is None:
+        raise InputError("kind=", "", unsupported(api_version, kind))
+    return api_version, kind
 
 
 # ------------------------------------------------------------------------------ text
@@ -161,51 +222,23 @@ def _text_error(origin: str, exc: TextError) -> InputError:
     return InputError(where, exc.path, exc.message)
 
 
-# ----------------------------------------------------------------- client objects
-
-
-def to_plain(obj: Any) -> Any:
-    """A Kubernetes client object as the JSON-shaped data the API server sent."""
-    if obj is None or isinstance(obj, (str, int, float, bool)):
-        return obj
-    if isinstance(obj, Mapping):
-        return {str(k): to_plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_plain(v) for v in obj]
-    attribute_map = getattr(obj, "attribute_map", None)
-    if isinstance(attribute_map, Mapping):
-        # kubernetes-client (openapi-generator) model: snake_case attributes, their JSON
-        # names in attribute_map; unset fields are None.
-        out = {}
-        for attr, json_name in attribute_map.items():
-            value = getattr(obj, attr, None)
-            if value is not None:
-                out[json_name] = to_plain(value)
-        return out
-    isoformat = getattr(obj, "isoformat", None)
-    if callable(isoformat):
-        return str(isoformat()).replace("+00:00", "Z")
-    model_dump = getattr(obj, "model_dump", None)
-    if callable(model_dump):  # pydantic models (kubernetes >= 35)
-        return to_plain(model_dump(by_alias=True, exclude_none=True, mode="json"))
-    raw = getattr(obj, "raw", None)
-    if isinstance(raw, Mapping):  # kr8s objects
-        return to_plain(raw)
-    to_dict = getattr(obj, "to_dict", None)
-    if callable(to_dict):  # lightkube models (camelCase already)
-        return to_plain(to_dict())
-    raise InputError(
-        type(obj).__name__, "", "not a Kubernetes object, path, YAML/JSON text or mapping"
-    )
-
-
 # -------------------------------------------------------------------------- sources
 
 
 class _Loader:
-    def __init__(self, validate: bool, limits: Limits) -> None:
+    def __init__(
+        self,
+        validate: bool,
+        limits: Limits,
+        default: tuple[str, str] | None = None,
+        recursive: bool = False,
+        timeout: float = DEFAULT_URL_TIMEOUT,
+    ) -> None:
         self.validate = validate
         self.limits = limits
+        self.default = default  # (apiVersion, kind) of objects that carry none
+        self.recursive = recursive
+        self.timeout = timeout
         self.objects = Objects()
         self.caches = Caches()
         self.pending: Pending | None = None  # warnings held back (see json_list)
@@ -216,6 +249,9 @@ class _Loader:
         elif isinstance(source, str):
             if source == "-":
                 self.text(self.read_stdin(), "<stdin>")
+            elif is_url(source):
+                data = read_url(source, timeout=self.timeout, max_bytes=self.limits.max_bytes)
+                self.text(data, source)
             elif "\n" in source or source.lstrip()[:1] in ("{", "["):
                 self.text(source, "<text>")
             elif os.path.exists(source):
@@ -232,11 +268,16 @@ class _Loader:
             for item in source:
                 self.source(item)
         else:
-            self.document(to_plain(source), f"<{type(source).__name__}>", None)
+            plain = to_plain(source)
+            meta = model_type_meta(source)
+            if meta is not None and isinstance(plain, dict):
+                plain = {"apiVersion": meta[0], "kind": meta[1], **plain}
+            self.document(plain, f"<{type(source).__name__}>", None)
 
     def path(self, path: Path) -> None:
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.suffix in _FILE_SUFFIXES and p.is_file())
+            found = path.rglob("*") if self.recursive else path.glob("*")
+            files = sorted(p for p in found if p.suffix in _FILE_SUFFIXES and p.is_file())
             for file in files:
                 self.file(file)
         elif path.exists():
@@ -289,6 +330,7 @@ class _Loader:
         objects = self.objects
         marks = [len(found) for found in objects.by_kind().values()]
         warned = len(objects.warnings)
+        skipped = dict(objects.skipped)
         pending: Pending = []
         self.pending = pending
         try:
@@ -302,6 +344,7 @@ class _Loader:
             for found, mark in zip(objects.by_kind().values(), marks, strict=True):
                 del found[mark:]
             del objects.warnings[warned:]
+            objects.skipped = skipped
             return False
         self.warn(pending)
         return True
@@ -400,12 +443,18 @@ class _Loader:
         api_version, kind = (
             type_meta if type_meta is not None else (obj.get("apiVersion"), obj.get("kind"))
         )
+        if self.default is not None and not (api_version and kind):
+            api_version = api_version or self.default[0]
+            kind = kind or self.default[1]
         # Per item of a list of thousands: the path for errors is built only for errors.
         if not (type(api_version) is str and type(kind) is str and api_version and kind):
             self.check_type_meta(api_version, kind, where, item)
         assert isinstance(api_version, str) and isinstance(kind, str)
         found = lookup(api_version, kind)  # remembered per (apiVersion, kind)
         if found is None:
+            if is_foreign(api_version, kind):
+                self.objects.skipped[kind] = self.objects.skipped.get(kind, 0) + 1
+                return
             raise InputError(where, f"{_prefix(item)}kind", unsupported(api_version, kind))
         try:
             decoded = decode_known(

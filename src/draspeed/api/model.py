@@ -431,6 +431,56 @@ class DeviceTaintRule:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
+# --------------------------------------------------------------------------------------
+# Pod (core/v1): only what scheduling a pod's claims reads
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PodResourceClaim:
+    """One entry of ``spec.resourceClaims``: a claim by name, or a template to make one."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+@dataclass(slots=True)
+class Container:
+    """A container's resource requests (extended resources among them)."""
+
+    name: str
+    requests: dict[str, Quantity] = field(default_factory=dict)
+    restart_always: bool = False  # an init container with restartPolicy Always: a sidecar
+
+
+@dataclass(slots=True)
+class Pod:
+    metadata: ObjectMeta
+    resource_claims: list[PodResourceClaim] = field(default_factory=list)
+    init_containers: list[Container] = field(default_factory=list)
+    containers: list[Container] = field(default_factory=list)
+    overhead: dict[str, Quantity] = field(default_factory=dict)
+    node_name: str = ""
+    phase: str = ""
+    deleting: bool = False  # metadata.deletionTimestamp is set
+    # status.resourceClaimStatuses: pod claim name -> the claim made for it (None: none
+    # needed), as kube-controller-manager records it.
+    claim_statuses: dict[str, str | None] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
 DRAObject = (
-    ResourceSlice | DeviceClass | ResourceClaim | ResourceClaimTemplate | DeviceTaintRule | Node
+    ResourceSlice
+    | DeviceClass
+    | ResourceClaim
+    | ResourceClaimTemplate
+    | DeviceTaintRule
+    | Node
+    | Pod
 )

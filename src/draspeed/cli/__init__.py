@@ -4,7 +4,11 @@ One module per command (``allocate``, ``feasible``, ``explain``, ``capacity``,
 ``generate``, ``demo``), each with ``add_parser(subparsers)`` and ``run(args, out, err)``;
 :mod:`~draspeed.cli.options` holds what they share, :mod:`~draspeed.cli.render` what
 they print with. Exit status of every command: 0 success, 1 does not fit, 2 bad input or
-usage (the error names object and field), 3 allocation error (upstream's text).
+usage (the error names object and field), 3 allocation error (upstream's text), 4 the
+cluster could not be read (``--from-cluster``: one line naming the server and the reason).
+
+Installed as ``draspeed`` and as ``kubectl-draspeed``, so that kubectl finds it as a
+plugin: ``kubectl draspeed feasible --pod default/trainer``.
 """
 
 from __future__ import annotations
@@ -16,26 +20,32 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from draspeed.cli import allocate, capacity, demo, explain, feasible, generate
-from draspeed.cli.options import EXIT_UNSUITABLE, EXIT_USAGE
+from draspeed.cli.options import EXIT_CLUSTER, EXIT_CODES, EXIT_UNSUITABLE, EXIT_USAGE
 from draspeed.errors import DraspeedError
 
-EXAMPLES = """\
+EXAMPLES = (
+    """\
 examples:
   draspeed demo                                        # the built-in demo cluster
   draspeed feasible -f cluster.yaml --claims pod-claims.yaml
   draspeed explain -f cluster.yaml --claims pod-claims.yaml --node node-1
   draspeed allocate -f cluster.yaml -f claims.yaml --node node-1 -o yaml
   draspeed generate nvidia-mig --nodes 4 --claim mig-1g10gb | draspeed feasible -f -
+  kubectl draspeed feasible --from-cluster --pod default/trainer   # as a kubectl plugin
+
 """
+    + EXIT_CODES
+    + "\n"
+)
 
 _COMMANDS = (allocate, feasible, explain, demo, generate, capacity)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "draspeed") -> argparse.ArgumentParser:
     from draspeed import __version__
 
     parser = argparse.ArgumentParser(
-        prog="draspeed",
+        prog=prog,
         description="Kubernetes DRA device allocation, decided exactly as the upstream "
         "allocator decides it.",
         epilog=EXAMPLES,
@@ -49,17 +59,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(
-    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+    argv: Sequence[str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    *,
+    prog: str = "draspeed",
 ) -> int:
     """Entry point; returns the exit status (also used by tests with captured streams)."""
+    from draspeed.kube.client import ClientMissing, ClusterReadError
+
     out, err = out or sys.stdout, err or sys.stderr
-    parser = build_parser()
+    parser = build_parser(prog)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse's own usage errors exit 2 already
         return int(exc.code or 0)
     try:
         return int(args.run(args, out, err))
+    except ClusterReadError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_CLUSTER
+    except ClientMissing as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_USAGE
     except DraspeedError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_USAGE
@@ -76,3 +98,8 @@ def main(
     except KeyboardInterrupt:
         err.write("interrupted\n")
         return 130
+
+
+def kubectl_main() -> int:
+    """``kubectl-draspeed``: the same commands, as ``kubectl draspeed ...``."""
+    return main(prog="kubectl draspeed")

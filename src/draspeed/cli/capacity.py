@@ -1,6 +1,7 @@
 """``draspeed capacity``: how many more pods of a shape fit, where, and what blocks the rest.
 
-Exit status: 0 done, 2 bad input or usage (the error on stderr).
+Exit status: 0 done, 2 bad input or usage (the error on stderr), 4 the cluster could
+not be read (--from-cluster).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from draspeed.cli.capacity_inputs import (
     shape_name,
 )
 from draspeed.cli.capacity_report import print_result
-from draspeed.cli.options import EXIT_OK, EXIT_USAGE
+from draspeed.cli.options import EXIT_CODES, EXIT_OK, EXIT_USAGE, add_source
+from draspeed.cli.output import add_output
 from draspeed.cli.render import Progress
 from draspeed.cluster import Cluster
 from draspeed.errors import DraspeedError
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "parse_add_nodes", "run"]
 
-_EXAMPLES = """\
+_EXAMPLES = (
+    """\
 examples:
   # how many more single-GPU pods fit in a cluster dump, and where
   kubectl get resourceslices,deviceclasses,resourceclaims,nodes -o json > cluster.json
@@ -59,7 +62,11 @@ shape) or the name (or namespace/name) of a ResourceClaimTemplate in the input.
 nvidia-mig, example, scheduler-perf, network-attached; options as in
 `draspeed generate`, e.g. nvidia-mig:20:pool_per=gpu), NODE:N to copy a node
 of the input, or FILE:N for a file holding one node's ResourceSlices (and Node).
+
 """
+    + EXIT_CODES
+    + "\n"
+)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -79,31 +86,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = p.add_argument_group("cluster")
-    source.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="YAML/JSON file or directory with the cluster's objects; '-' reads stdin; repeatable",
-    )
-    source.add_argument(
-        "--from-cluster",
-        action="store_true",
-        help="read the live cluster of the kubeconfig (needs draspeed[kube])",
-    )
-    source.add_argument("--context", help="kubeconfig context for --from-cluster")
-    source.add_argument(
-        "--kubeconfig",
-        help="kubeconfig file for --from-cluster (default: $KUBECONFIG or ~/.kube/config)",
-    )
-    source.add_argument(
-        "--chunk-size",
-        type=int,
-        default=500,
-        metavar="N",
-        help="objects per list page with --from-cluster (default 500)",
-    )
+    add_source(source)
     pods = p.add_argument_group("pods")
     pods.add_argument(
         "--template",
@@ -171,7 +154,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "(default 5 when --plot is given, else no curve)",
     )
     execution = p.add_argument_group("output and execution")
-    execution.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    add_output(execution, ("table", "wide", "json", "yaml", "name"), "table")
     execution.add_argument(
         "--placements",
         action="store_true",
@@ -220,13 +203,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from draspeed.analysis.capacity import analyze
-    from draspeed.analysis.live import ClusterReadError
     from draspeed.analysis.whatif import WhatIfReport, apply_changes
 
-    try:
-        objects = read_cluster(args, err)
-    except ClusterReadError as exc:
-        raise UsageError(str(exc)) from exc
+    objects = read_cluster(args, err)
     for warning in objects.warnings:
         err.write(f"warning: {warning}\n")
     base = Cluster.from_objects(objects).snapshot()

@@ -8,7 +8,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 
-from draspeed.cli.render import Progress
+from draspeed.cli.options import UsageError
 
 if TYPE_CHECKING:
     from draspeed.analysis.shapes import ShapeSource
@@ -17,33 +17,14 @@ if TYPE_CHECKING:
     from draspeed.api.loader import Objects
     from draspeed.engine.snapshot import Snapshot
 
-
-class UsageError(Exception):
-    """A usage error: printed as ``error: ...``, exit status 2."""
+__all__ = ["UsageError", "parse_add_nodes", "read_cluster"]
 
 
 def read_cluster(args: argparse.Namespace, err: TextIO) -> Objects:
-    from draspeed.api.loader import load
+    """The cluster of ``-f`` or ``--from-cluster`` (:func:`~draspeed.cli.options.load_sources`)."""
+    from draspeed.cli.options import load_sources
 
-    if args.from_cluster:
-        if args.filename:
-            raise UsageError("give either -f or --from-cluster, not both")
-        from draspeed.analysis.live import list_cluster
-
-        with Progress("listing the cluster", stream=err) as bar:
-
-            def listed(what: str, count: int) -> None:
-                bar.label = f"listing {what} ({count})"
-
-            return list_cluster(
-                args.context,
-                kubeconfig=args.kubeconfig,
-                page_size=args.chunk_size,
-                progress=listed,
-            )
-    if not args.filename:
-        raise UsageError("give the cluster with -f FILE or --from-cluster")
-    return load(*args.filename)
+    return load_sources(args, err)
 
 
 def parse_shapes(args: argparse.Namespace, objects: Objects) -> list[ShapeSource]:

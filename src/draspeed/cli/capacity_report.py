@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TextIO
 
-from draspeed.cli.render import dump_document, format_table
+from draspeed.cli.output import emit, emit_names, table_width
+from draspeed.cli.render import format_table
 
 if TYPE_CHECKING:
     from draspeed.analysis.capacity import CapacityReport
@@ -20,7 +21,13 @@ def print_result(
 ) -> None:
     from draspeed.analysis.whatif import WhatIfReport
 
-    if args.output in ("json", "yaml"):
+    output = args.output
+    if output.format == "name":
+        # Nodes where pods of the shapes still fit, as kubectl names them.
+        final = result.after if isinstance(result, WhatIfReport) else result
+        emit_names((f"node/{n.node}" for n in final.fit.nodes if n.total_pods), out)
+        return
+    if output.is_document:
         doc = (
             result.to_dict()
             if isinstance(result, WhatIfReport)
@@ -31,13 +38,14 @@ def print_result(
             doc["after"] = result.after.to_dict(placements=True)
         if curve is not None:
             doc["curve"] = [{"nodesAdded": a, "pods": p} for a, p in zip(*curve, strict=True)]
-        dump_document(doc, args.output, out)
+        emit(doc, output, out)
         return
+    width = table_width(out, output)
     if isinstance(result, WhatIfReport):
         out.write("Before\n======\n")
-        _print_report(result.before, out)
+        _print_report(result.before, out, width)
         out.write("\nAfter: " + "; ".join(result.changes) + "\n" + "=" * 6 + "\n")
-        _print_report(result.after, out)
+        _print_report(result.after, out, width)
         delta = result.delta()
         out.write("\nChange\n======\n")
         out.write(
@@ -56,14 +64,14 @@ def print_result(
             "devices: " + ", ".join(f"{k} {v:+d}" for k, v in delta["devices"].items()) + "\n"
         )
     else:
-        _print_report(result, out)
+        _print_report(result, out, width)
     if curve is not None:
         out.write("\nNODES ADDED   PODS\n")
         for a, p in zip(*curve, strict=True):
             out.write(f"{a:<13} {p}\n")
 
 
-def _print_report(report: CapacityReport, out: TextIO) -> None:
+def _print_report(report: CapacityReport, out: TextIO, width: int | None) -> None:
     fit = report.fit
     shapes = ", ".join(f"{k}: {v}" for k, v in fit.placed_by_shape.items())
     out.write(
@@ -82,7 +90,7 @@ def _print_report(report: CapacityReport, out: TextIO) -> None:
         rows.append(
             [n.node, str(n.total_pods), f"{d.in_use}/{d.total}", str(d.free), stranded, failure]
         )
-    out.write(format_table(rows))
+    out.write(format_table(rows, max_width=width))
     frag = report.fragmentation
     c = frag.cluster
     d = c.usage.devices

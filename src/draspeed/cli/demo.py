@@ -17,9 +17,9 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, TextIO
 
 from draspeed.cli.explain import render_explanation
-from draspeed.cli.feasible import feasibility
 from draspeed.cli.options import EXIT_OK, add_engine, command_parser
-from draspeed.cli.render import STATUS_COLOURS, Progress, Style, dump_document, format_table
+from draspeed.cli.output import Output, add_output, emit
+from draspeed.cli.render import STATUS_COLOURS, Progress, Style, format_table
 from draspeed.cluster import Cluster, Engine
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
         "scheduled one after another, and why one claim does not fit on a node.",
         EXAMPLES,
     )
-    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    add_output(p, ("table", "json", "yaml"), "table")
     add_engine(p)
     p.set_defaults(run=run)
 
@@ -107,7 +107,7 @@ def demo_report(engine: Engine = "fast") -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     nowhere: list[ResourceClaim] = []
     for claim in base.pending:
-        result = feasibility(replace(base, pending=[claim]), nodes, engine)
+        result = replace(base, pending=[claim]).feasible_nodes(nodes, engine=engine)
         if not result.feasible:
             nowhere.append(claim)
         for o in result:
@@ -126,7 +126,7 @@ def demo_report(engine: Engine = "fast") -> dict[str, Any]:
     allocated = list(base.allocated)
     for claim in base.pending:
         job = replace(base, allocated=list(allocated), pending=[claim])
-        result = feasibility(job, nodes, engine)
+        result = job.feasible_nodes(nodes, engine=engine)
         if result.feasible:
             node = result.feasible[0]
             [allocation] = result.result(node) or []
@@ -149,13 +149,14 @@ def demo_report(engine: Engine = "fast") -> dict[str, Any]:
     }
 
 
-def run_demo(output: str, engine: Engine, out: TextIO, err: TextIO) -> int:
+def run_demo(output: Output | str, engine: Engine, out: TextIO, err: TextIO) -> int:
     from draspeed.explain import Explanation
 
     with Progress("demo", stream=err):
         report = demo_report(engine)
-    if output in ("json", "yaml"):
-        dump_document(report, output, out)
+    output = Output(output) if isinstance(output, str) else output
+    if output.is_document:
+        emit(report, output, out)
         return EXIT_OK
 
     style = Style.for_stream(out)

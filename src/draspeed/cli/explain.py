@@ -1,6 +1,7 @@
 """``draspeed explain``: why one pod's claims fit on a node, or why not.
 
-Exit status: 0 fits, 1 does not fit, 2 bad input, 3 allocation error.
+Exit status: 0 fits, 1 does not fit, 2 bad input (an unknown --node too), 3 allocation
+error, 4 the cluster could not be read (--from-cluster).
 """
 
 from __future__ import annotations
@@ -9,24 +10,29 @@ import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
 from draspeed.cli.options import (
+    EXIT_CODES,
     EXIT_ERROR,
     EXIT_OK,
     EXIT_UNSUITABLE,
     add_inputs,
     add_timeout,
     command_parser,
-    read_cluster,
+    read_inputs,
 )
-from draspeed.cli.render import STATUS_COLOURS, Progress, Style, dump_document, format_table
+from draspeed.cli.output import Output, add_output, emit, emit_names, table_width
+from draspeed.cli.render import STATUS_COLOURS, Progress, Style, format_table
 
 if TYPE_CHECKING:
     from draspeed.explain import Explanation
 
-EXAMPLES = """\
+EXAMPLES = f"""\
 examples:
   # Why do these claims not fit on node-1? Device counts per request, stage by stage.
   draspeed explain -f cluster.yaml --claims pod-claims.yaml --node node-1
   draspeed explain -f cluster.yaml --node node-1 -o json
+  draspeed explain --from-cluster --pod ml/trainer-0 --node gpu-node-7
+
+{EXIT_CODES}
 """
 
 
@@ -42,11 +48,13 @@ def add_parser(sub: Any) -> None:
         "the search. Exit status 0 fits, 1 does not fit, 3 allocation error.",
         EXAMPLES,
     )
-    add_inputs(p, claims=True)
+    add_inputs(p, claims=True, pods="one")
     p.add_argument(
-        "--node", required=True, help="node to explain (a Node in the input, or a bare name)"
+        "--node",
+        required=True,
+        help="node to explain (a Node of the input, or named by a ResourceSlice)",
     )
-    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    add_output(p, ("table", "wide", "json", "yaml", "name"), "table")
     add_timeout(p, "bound each allocator run (e.g. 10s)")
     p.set_defaults(run=run)
 
@@ -54,20 +62,35 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from draspeed.explain import explain
 
-    cluster = read_cluster(args, err)
-    node = cluster.node(args.node)
+    inputs = read_inputs(args, err)
+    cluster = inputs.cluster
+    node = cluster.known_node(args.node)
+    claims = cluster.pending
+    if inputs.pods:
+        pod = inputs.pods[0]
+        on_node = cluster.pod(pod).for_node(node)
+        if on_node.reason is not None:
+            # Out before any allocation: the scheduler's reason is the whole answer.
+            err.write(f"pod {pod.key} does not fit on node {node.name}: {on_node.reason}\n")
+            return EXIT_UNSUITABLE
+        claims = list(on_node.claims)
     with Progress(f"explaining node {node.name}", stream=err):
-        explanation = explain(
-            cluster.snapshot(), cluster.pending, node, timeout=args.timeout or None
-        )
-    if args.output == "table":
-        out.write(render_explanation(explanation, Style.for_stream(out)))
+        explanation = explain(cluster.snapshot(), claims, node, timeout=args.timeout or None)
+    output: Output = args.output
+    if output.is_table:
+        width = table_width(out, output)
+        out.write(render_explanation(explanation, Style.for_stream(out), max_width=width))
+    elif output.format == "name":
+        if explanation.status == "fits":
+            emit_names([f"node/{explanation.node}"], out)
     else:
-        dump_document(explanation.to_dict(), args.output, out)
+        emit(explanation.to_dict(), output, out)
     return explanation_exit(explanation)
 
 
-def render_explanation(explanation: Explanation, style: Style) -> str:
+def render_explanation(
+    explanation: Explanation, style: Style, *, max_width: int | None = None
+) -> str:
     """The explanation as a person reads it: verdict, main reason, funnel, blockers."""
     lines = []
     status = style.paint(explanation.status, STATUS_COLOURS.get(explanation.status))
@@ -84,7 +107,7 @@ def render_explanation(explanation: Explanation, style: Style) -> str:
                 return "green" if f.chosen else ("yellow" if f.short else None)
             return None
 
-        lines.append(format_table(rows, style, colour).rstrip("\n"))
+        lines.append(format_table(rows, style, colour, max_width=max_width).rstrip("\n"))
     if explanation.pools:
         lines.append("")
         lines.append(style.paint("pools that cannot be searched:", "bold"))

@@ -15,7 +15,7 @@ import argparse
 from typing import Any, TextIO
 
 from draspeed.cli.options import EXIT_OK, EXIT_USAGE, command_parser
-from draspeed.cli.render import dump_document
+from draspeed.cli.output import add_output, emit, emit_names
 from draspeed.generate import KINDS, generate
 from draspeed.generate._base import parse_fill
 from draspeed.generate.scheduler_perf import SHAPES
@@ -60,7 +60,7 @@ def _common() -> argparse.ArgumentParser:
     p.add_argument(
         "--seed", type=int, default=0, help="random seed (default 0): same seed, same output"
     )
-    p.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    add_output(p, ("yaml", "json", "name"), "yaml")
     p.add_argument(
         "--claim",
         action="append",
@@ -85,6 +85,7 @@ def _allocated(p: argparse.ArgumentParser, what: str) -> None:
 
 def _namespace(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "-n",
         "--namespace",
         default="default",
         help="namespace of the claim templates and claims (default: default)",
@@ -192,5 +193,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except KeyError as exc:
         err.write(f"error: {exc.args[0]}\n")
         return EXIT_USAGE
-    dump_document(document, args.output, out)
+    if args.output.format == "name":
+        emit_names((_name(item) for item in document["items"]), out)
+    else:
+        emit(document, args.output, out)
     return EXIT_OK
+
+
+def _name(item: dict[str, Any]) -> str:
+    """``kind.group/name`` as ``kubectl -o name`` prints an object."""
+    group = item["apiVersion"].rpartition("/")[0]
+    kind = item["kind"].lower() + (f".{group}" if group else "")
+    return f"{kind}/{item['metadata']['name']}"

@@ -1,30 +1,64 @@
-"""What the ``draspeed`` commands share: exit codes, option types, the input options
-and how they become a :class:`~draspeed.cluster.Cluster`."""
+"""What the ``draspeed`` commands share: exit codes, option types, the kubectl-shaped
+input options and how they become a :class:`~draspeed.cluster.Cluster`.
+
+Input, as kubectl takes it:
+
+- ``-f FILE|DIR|URL|-`` (repeatable; a directory's own ``.yaml``/``.yml``/``.json``
+  files, and those below it with ``-R``), or ``--from-cluster`` with
+  ``--kubeconfig``/``--context`` (``--request-timeout``, ``--chunk-size``);
+- ``-n NAMESPACE`` / ``-A``: whose pending claims (or pods) are asked about. Without
+  either, files are taken whole and a live cluster is asked in the context's
+  namespace, as kubectl does;
+- ``-l SELECTOR``: only the pending claims (or, with ``--pods``, the pods) whose
+  labels match;
+- ``--pod [NAMESPACE/]NAME``: a pod's claims instead of the pending claims.
+"""
 
 from __future__ import annotations
 
 import argparse
-import re
-from typing import Any, TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from draspeed.cli.render import Progress
 from draspeed.cluster import ENGINES, Cluster
-from draspeed.errors import InputError
+from draspeed.errors import DraspeedError, InputError
 from draspeed.features import Features
+from draspeed.golang import DurationError, parse_go_duration
+
+if TYPE_CHECKING:
+    from draspeed.api.labels import Selector
+    from draspeed.api.loader import Objects
+    from draspeed.api.model import Pod
 
 # Exit status of every command: 1 is "does not fit", never a crash.
-EXIT_OK, EXIT_UNSUITABLE, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
+EXIT_OK, EXIT_UNSUITABLE, EXIT_USAGE, EXIT_ERROR, EXIT_CLUSTER = 0, 1, 2, 3, 4
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+EXIT_CODES = """\
+exit status: 0 success, 1 does not fit, 2 bad input or usage (the error names the
+object and field), 3 allocation error (upstream's text), 4 the cluster could not be
+read (--from-cluster: the server and the reason)"""
+
+
+class Arguments(Protocol):
+    """A parser or an argument group: what options are added to."""
+
+    def add_argument(self, *names: str, **kwargs: Any) -> Any: ...
+
+
+class UsageError(DraspeedError):
+    """A usage error: printed as ``error: ...``, exit status 2."""
 
 
 def parse_duration(text: str) -> float:
-    """``10s``, ``500ms``, ``1.5m`` or plain seconds → seconds; ``0`` disables."""
-    match = _DURATION.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 10s, 500ms, 2m)")
-    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    """A Go duration (``1m30s``, ``500ms``, ``1h``, ``0``) → seconds; ``0`` disables."""
+    try:
+        nanos = parse_go_duration(text)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (examples: 10s, 500ms, 1m30s)") from None
+    if nanos < 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must not be negative")
+    return nanos / 1e9
 
 
 def feature_gates(text: str) -> Features:
@@ -49,6 +83,25 @@ def node_list(text: str) -> list[str]:
     return names
 
 
+def label_selector(text: str) -> Selector:
+    from draspeed.api.labels import SelectorError, parse_selector
+
+    try:
+        return parse_selector(text)
+    except SelectorError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def command_parser(
     subparsers: Any,
     name: str,
@@ -69,23 +122,104 @@ def command_parser(
     return parser
 
 
-def add_inputs(p: argparse.ArgumentParser, *, claims: bool) -> None:
-    """``-f`` (repeatable), ``--claims`` (if ``claims``), ``--feature-gates``, ``--validate``."""
+def add_source(p: Arguments) -> None:
+    """``-f``, ``-R``, ``--from-cluster``, ``--kubeconfig``, ``--context``,
+    ``--request-timeout``, ``--chunk-size``."""
     p.add_argument(
         "-f",
         "--filename",
         action="append",
-        required=True,
+        default=[],
         metavar="FILE",
-        help="YAML/JSON file or directory with Kubernetes objects; '-' reads stdin; repeatable",
+        help="YAML/JSON file, directory or http(s) URL with Kubernetes objects; '-' reads "
+        "stdin; repeatable",
     )
+    p.add_argument(
+        "-R",
+        "--recursive",
+        action="store_true",
+        help="read the directories of -f recursively, as kubectl -R",
+    )
+    p.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="read the live cluster of the kubeconfig instead of -f (needs draspeed[kube])",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file for --from-cluster (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    p.add_argument("--context", help="kubeconfig context for --from-cluster")
+    p.add_argument(
+        "--request-timeout",
+        type=parse_duration,
+        default=30.0,
+        metavar="DURATION",
+        help="give up on one API request, or fetching one -f URL, after this long (default 30s)",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=positive,
+        default=500,
+        metavar="N",
+        help="objects per list page with --from-cluster (default 500)",
+    )
+
+
+def add_inputs(p: argparse.ArgumentParser, *, claims: bool, pods: str = "") -> None:
+    """:func:`add_source`, ``--claims`` (if ``claims``), ``-n``, ``-A``, ``-l``, ``--pod``
+    (``pods``: "one" or "many"; ``--pods`` too with "many"), ``--feature-gates``,
+    ``--validate``."""
+    add_source(p)
     if claims:
         p.add_argument(
             "--claims",
             action="append",
             metavar="FILE",
             help="the pod's claims: only the claims without status.allocation of these files "
-            "are allocated (those of -f are then ignored); repeatable",
+            "(and a claim made from each ResourceClaimTemplate) are allocated (those of -f are "
+            "then ignored); repeatable",
+        )
+    p.add_argument(
+        "-n",
+        "--namespace",
+        help="only the pending claims (or pods) of this namespace",
+    )
+    p.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="the pending claims (or pods) of every namespace",
+    )
+    p.add_argument(
+        "-l",
+        "--selector",
+        type=label_selector,
+        default=None,
+        metavar="SELECTOR",
+        help="only the pending claims (with --pods: the pods) whose labels match, e.g. "
+        "'app=trainer,tier in (a,b),!canary'",
+    )
+    if pods == "many":
+        p.add_argument(
+            "--pod",
+            action="append",
+            default=[],
+            metavar="[NAMESPACE/]NAME",
+            help="a pending pod: its claims, those made from its templates and its extended "
+            "resources backed by a DeviceClass, as the scheduler asks for them; repeatable",
+        )
+        p.add_argument(
+            "--pods",
+            action="store_true",
+            help="every pending pod (not bound to a node) of -n/-A that -l selects",
+        )
+    elif pods == "one":
+        p.add_argument(
+            "--pod",
+            metavar="[NAMESPACE/]NAME",
+            help="a pending pod: its claims, those made from its templates and its extended "
+            "resources backed by a DeviceClass, as the scheduler asks for them",
         )
     p.add_argument(
         "--feature-gates",
@@ -107,21 +241,110 @@ def add_engine(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 
 def add_timeout(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--timeout", type=parse_duration, default=None, help=help)
+    p.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION", help=help)
 
 
-def read_cluster(args: argparse.Namespace, err: TextIO) -> Cluster:
-    """The cluster of ``-f`` and the pod's claims (``--claims``, else the pending
-    claims of ``-f``), warnings written to ``err``."""
+# ------------------------------------------------------------------------------ reading
+
+
+@dataclass
+class Inputs:
+    """What the input options selected: the cluster, and the pods asked about."""
+
+    cluster: Cluster
+    pods: list[Pod]
+
+
+def wanted_pods(args: argparse.Namespace) -> list[str]:
+    """``--pod`` values as ``namespace/name`` (the namespace from -n, the kubeconfig
+    context with --from-cluster, else ``default``)."""
+    given = getattr(args, "pod", None)
+    names = [given] if isinstance(given, str) else list(given or [])
+    default = args.namespace or _context_namespace(args)
+    return [n if "/" in n else f"{default}/{n}" for n in names]
+
+
+def _context_namespace(args: argparse.Namespace) -> str:
+    if getattr(args, "from_cluster", False):
+        from draspeed.kube.client import context_namespace
+
+        return context_namespace(args.context, args.kubeconfig)
+    return "default"
+
+
+def _namespace_filter(args: argparse.Namespace) -> str | None:
+    """The namespace pending claims and pods are taken from (None: every one)."""
+    if args.all_namespaces:
+        if args.namespace:
+            raise UsageError("a namespace (-n) cannot be given with -A/--all-namespaces")
+        return None
+    if args.namespace:
+        return str(args.namespace)
+    return _context_namespace(args) if args.from_cluster else None
+
+
+def load_sources(args: argparse.Namespace, err: TextIO, *, pods: Any = None) -> Objects:
+    """The objects of ``-f`` (or of the live cluster with ``--from-cluster``)."""
     from draspeed.api.loader import load
 
-    sources = len(args.filename) + len(getattr(args, "claims", None) or [])
+    if args.from_cluster:
+        if args.filename:
+            raise UsageError("give either -f or --from-cluster, not both")
+        from draspeed.kube.client import RequestPolicy
+        from draspeed.kube.listing import list_cluster
+
+        with Progress("listing the cluster", stream=err) as bar:
+
+            def listed(what: str, count: int) -> None:
+                bar.label = f"listing {what} ({count})"
+
+            return list_cluster(
+                args.context,
+                kubeconfig=args.kubeconfig,
+                page_size=args.chunk_size,
+                pods=pods,
+                policy=RequestPolicy(timeout=args.request_timeout or 30.0),
+                progress=listed,
+            )
+    if not args.filename:
+        raise UsageError("give the cluster with -f FILE or --from-cluster")
+    sources = len(args.filename)
     with Progress(f"loading {sources} input{'s' if sources != 1 else ''}", stream=err):
-        objects = load(*args.filename, validate=args.validate)
-        claims = load(*args.claims, validate=args.validate) if args.claims else None
+        return load(
+            *args.filename,
+            validate=getattr(args, "validate", True),
+            recursive=args.recursive,
+            timeout=args.request_timeout or 30.0,
+        )
+
+
+def read_inputs(args: argparse.Namespace, err: TextIO) -> Inputs:
+    """The cluster of the input options and the pods asked about (``--pod``,
+    ``--pods``); the pending claims narrowed by ``-n``/``-l`` when no pod is asked
+    about. Warnings are written to ``err``."""
+    from draspeed.api.loader import load
+
+    keys = wanted_pods(args)
+    many = bool(getattr(args, "pods", False))
+    if (keys or many) and getattr(args, "claims", None):
+        raise UsageError("give either --claims or --pod/--pods, not both")
+    namespace = _namespace_filter(args)
+    query = None
+    if keys or many:
+        from draspeed.kube.listing import PodQuery
+
+        # With --pods, every pending pod of the namespace that -l selects (listed, the
+        # selector applied by the server); else just the pods named.
+        selector = args.selector.text if args.selector is not None else ""
+        query = PodQuery((), namespace, selector) if many else PodQuery(tuple(keys))
+    objects = load_sources(args, err, pods=query)
+    claims_files = getattr(args, "claims", None)
+    claims = load(*claims_files, validate=args.validate) if claims_files else None
     cluster = Cluster.from_objects(objects, features=args.feature_gates, claims=claims)
     for warning in cluster.warnings:
         err.write(f"warning: {warning}\n")
+    if keys or many:
+        return Inputs(cluster, _selected_pods(cluster, keys, many, namespace, args.selector))
     if claims is not None:
         ignored = sum(1 for c in objects.claims if c.status.allocation is None)
         if ignored:
@@ -129,6 +352,42 @@ def read_cluster(args: argparse.Namespace, err: TextIO) -> Cluster:
                 f"warning: {ignored} claim{'s' if ignored != 1 else ''} without "
                 "status.allocation in -f ignored: --claims names the pod's claims\n"
             )
+    cluster.pending = [
+        c
+        for c in cluster.pending
+        if (namespace is None or c.metadata.namespace == namespace)
+        and (args.selector is None or args.selector.matches(c.metadata.labels))
+    ]
     if not cluster.pending:
-        err.write("warning: no pending claims (claims without status.allocation) to allocate\n")
-    return cluster
+        where = f" in namespace {namespace}" if namespace else ""
+        err.write(
+            f"warning: no pending claims{where} (claims without status.allocation) to allocate\n"
+        )
+    return Inputs(cluster, [])
+
+
+def _selected_pods(
+    cluster: Cluster,
+    keys: list[str],
+    many: bool,
+    namespace: str | None,
+    selector: Selector | None,
+) -> list[Pod]:
+    found = [cluster.find_pod(k) for k in keys]
+    if many:
+        for pod in cluster.pods:
+            if pod in found or pod.node_name or pod.deleting:
+                continue
+            if pod.phase in ("Succeeded", "Failed"):
+                continue
+            if namespace is not None and pod.metadata.namespace != namespace:
+                continue
+            if selector is not None and not selector.matches(pod.metadata.labels):
+                continue
+            found.append(pod)
+    return found
+
+
+def read_cluster(args: argparse.Namespace, err: TextIO) -> Cluster:
+    """:func:`read_inputs` for commands without pods."""
+    return read_inputs(args, err).cluster

@@ -81,24 +81,51 @@ def format_table(
     style: Style = Style(),
     colour: Callable[[int, int, str], str | None] | None = None,
     gap: str = "   ",
+    max_width: int | None = None,
 ) -> str:
     """Rows as aligned columns; the first row is the header (bold when coloured).
 
     ``colour(row, column, text)`` names a colour for a body cell (or None). Widths are
-    measured on the plain text, so colour codes do not disturb the alignment.
+    measured on the plain text, so colour codes do not disturb the alignment. With
+    ``max_width``, the widest columns are narrowed (their cells cut with ``…``) until
+    the table fits, as far as 8 characters a column allow.
     """
     if not rows:
         return ""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    if max_width is not None:
+        widths = _fit(widths, max_width - len(gap) * (len(widths) - 1))
     lines = []
     for r, row in enumerate(rows):
         cells = []
         for c, (text, width) in enumerate(zip(row, widths, strict=True)):
+            if len(text) > width:
+                text = text[: width - 1] + "…"
             padded = text.ljust(width) if c < len(row) - 1 else text
             name = "bold" if r == 0 else (colour(r, c, text) if colour else None)
             cells.append(style.paint(padded, name) if text else padded)
         lines.append(gap.join(cells).rstrip())
     return "\n".join(lines) + "\n"
+
+
+_MIN_COLUMN = 8
+
+
+def _fit(widths: list[int], room: int) -> list[int]:
+    """Column widths narrowed, widest (then rightmost) first, to fit ``room``."""
+    widths = list(widths)
+    excess = sum(widths) - room
+    while excess > 0:
+        widest = max(range(len(widths)), key=lambda i: (widths[i], i))
+        # Narrow it down to the next widest column's width, or by what is left over.
+        others = [w for i, w in enumerate(widths) if i != widest]
+        floor = max([_MIN_COLUMN, *(w for w in others if w < widths[widest])])
+        cut = min(excess, widths[widest] - floor)
+        if cut <= 0:
+            break
+        widths[widest] -= cut
+        excess -= cut
+    return widths
 
 
 class Progress:

@@ -9,11 +9,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from draspeed.api._model_tree import clone
+from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
 from draspeed.api.model import (
     AllocationResult,
     DeviceClass,
     Node,
-    ObjectMeta,
     ResourceClaim,
 )
 from draspeed.cel import check_deadline
@@ -74,7 +74,7 @@ class Allocator:
         self.last_stats = _NO_WORK
 
     def allocate(
-        self, claims: Sequence[ResourceClaim], node: Node, *, deadline: float | None = None
+        self, claims: ClaimsInput, node: NodeInput, *, deadline: float | None = None
     ) -> list[AllocationResult] | None:
         """One result per claim (input order), or None when the claims do not fit.
 
@@ -82,21 +82,25 @@ class Allocator:
         :class:`NodeAllocationError` when invalid pools made the node unsuitable,
         and :class:`AllocationTimeout` when ``deadline`` (a ``time.monotonic()``
         value) passes first.
+
+        ``claims`` and ``node`` may also be plain dicts or kubernetes-client models
+        (``ResourceV1ResourceClaim``, ``V1ResourceClaimList``, ``V1Node``).
         """
-        claims = list(claims)
+        claims = as_claims(claims)
+        target = node if type(node) is Node else self._nodes([node])[0]
         self.last_stats = _NO_WORK
         if not claims:
             return []
-        return self._allocate(claims, claims_signature(claims), node, deadline)
+        return self._allocate(claims, claims_signature(claims), target, deadline)
 
-    def prepare(self, claims: Sequence[ResourceClaim]) -> PreparedClaims:
+    def prepare(self, claims: ClaimsInput) -> PreparedClaims:
         """One pod's claims, read once, to ask about node after node.
 
         As upstream's scheduler does (an allocator per pod in PreFilter, ``Allocate``
         per node in Filter): the claims' specs are read here, so changing them in place
         afterwards does not change the answers; prepare again instead.
         """
-        return PreparedClaims(self, claims)
+        return PreparedClaims(self, as_claims(claims))
 
     def _allocate(
         self, claims: list[ResourceClaim], key: bytes, node: Node, deadline: float | None
@@ -122,8 +126,8 @@ class Allocator:
 
     def feasible_nodes(
         self,
-        claims: Sequence[ResourceClaim],
-        nodes: Sequence[Node | str] | None = None,
+        claims: ClaimsInput,
+        nodes: Sequence[NodeInput] | None = None,
         *,
         deadline: float | None = None,
     ) -> Feasibility:
@@ -131,7 +135,7 @@ class Allocator:
         would answer there, in one pass: the claims' arrays are built once over all
         nodes and the compiled core searches node after node without returning to
         Python. Node names not known to the snapshot are unlabelled nodes."""
-        claims = list(claims)
+        claims = as_claims(claims)
         snap = self.snapshot
         layout = snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes))
         if not claims:
@@ -226,14 +230,16 @@ class Allocator:
             work[n] = self.last_stats.num_allocate_one_invocations
         return found
 
-    def _nodes(self, nodes: Sequence[Node | str] | None) -> list[Node]:
+    def _nodes(self, nodes: Sequence[NodeInput] | None) -> list[Node]:
         if nodes is None:
             return self.snapshot.nodes
         known = self.snapshot.given_nodes
-        return [
-            n if isinstance(n, Node) else known.get(n) or Node(metadata=ObjectMeta(name=n))
-            for n in nodes
-        ]
+        found = []
+        for n in nodes:
+            if isinstance(n, str):
+                n = known.get(n) or n  # a name of a given Node: that Node, with its labels
+            found.append(as_node(n))
+        return found
 
 
 class PreparedClaims:
@@ -252,20 +258,21 @@ class PreparedClaims:
         self.last_stats = _NO_WORK
 
     def allocate(
-        self, node: Node, *, deadline: float | None = None
+        self, node: NodeInput, *, deadline: float | None = None
     ) -> list[AllocationResult] | None:
         """One result per claim (input order), or None: see :meth:`Allocator.allocate`."""
         self.last_stats = _NO_WORK
         if not self.claims:
             return []
         allocator = self.allocator
+        target = node if type(node) is Node else allocator._nodes([node])[0]
         try:
-            return allocator._allocate(self.claims, self.key, node, deadline)
+            return allocator._allocate(self.claims, self.key, target, deadline)
         finally:
             self.last_stats = allocator.last_stats
 
     def feasible_nodes(
-        self, nodes: Sequence[Node | str] | None = None, *, deadline: float | None = None
+        self, nodes: Sequence[NodeInput] | None = None, *, deadline: float | None = None
     ) -> Feasibility:
         """See :meth:`Allocator.feasible_nodes`."""
         return self.allocator.feasible_nodes(self.claims, nodes, deadline=deadline)

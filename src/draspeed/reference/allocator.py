@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
@@ -137,7 +138,7 @@ class ReferenceAllocator:
         self.last_stats = Stats()
 
     def allocate(
-        self, claims: Sequence[ResourceClaim], node: Node, *, deadline: float | None = None
+        self, claims: ClaimsInput, node: NodeInput, *, deadline: float | None = None
     ) -> list[AllocationResult] | None:
         """One AllocationResult per claim, in order, or None when the claims do not fit.
 
@@ -145,7 +146,8 @@ class ReferenceAllocator:
         NodeAllocationError when nothing fits and some pool was invalid, and
         AllocationTimeout once ``deadline`` (a ``time.monotonic()`` value) passes.
         """
-        run = _Allocation(self, list(claims), node, deadline)
+        target = node if type(node) is Node else as_node(node)
+        run = _Allocation(self, as_claims(claims), target, deadline)
         try:
             return run.run()
         finally:

@@ -1,4 +1,4 @@
-"""Reading a live cluster (draspeed.analysis.live) from a fake API server.
+"""Reading a live cluster (draspeed.kube.listing) from a fake API server.
 
 The server replays list responses in the shape kube-apiserver 1.34 sends them
 (tests/data/analysis/apiserver: pages of two objects with ``continue`` tokens and
@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from draspeed.analysis import fit
-from draspeed.analysis.live import ClusterReadError, ListStats, list_cluster
 from draspeed.cli import main
 from draspeed.cluster import Cluster
+from draspeed.kube.listing import ClusterReadError, ListStats, list_cluster
 
 RECORDS = Path(__file__).parent / "data" / "analysis" / "apiserver"
 TOKEN = "recorded-token"
@@ -198,21 +198,8 @@ def test_errors_are_reported(kubeconfig: Path, tmp_path: Path) -> None:
     with pytest.raises(ClusterReadError, match="401"):
         list_cluster("recorded", kubeconfig=str(wrong))
     out, err = io.StringIO(), io.StringIO()
-    assert (
-        main(
-            [
-                "capacity",
-                "--from-cluster",
-                "--kubeconfig",
-                str(wrong),
-                "--context",
-                "recorded",
-                "--template",
-                "x",
-            ],
-            out,
-            err,
-        )
-        == 2
-    )
-    assert "401" in err.getvalue()
+    args = ["capacity", "--from-cluster", "--kubeconfig", str(wrong), "--context", "recorded"]
+    assert main([*args, "--template", "x"], out, err) == 4
+    [line] = err.getvalue().splitlines()
+    assert line.startswith("error: cannot read the cluster at http://127.0.0.1:")
+    assert line.endswith(": 401 Unauthorized: you must be logged in to the server")

@@ -1,0 +1,135 @@
+"""Pod decoding (core/v1): the parts that scheduling a pod's device claims reads.
+
+A cluster dump (``kubectl get pods,resourceclaims,... -o yaml``) holds Pods; draspeed
+reads their ``spec.resourceClaims`` (claims by name or from a ResourceClaimTemplate),
+their containers' resource requests (extended resources backed by a DeviceClass),
+``spec.overhead``, ``spec.nodeName`` and ``status.resourceClaimStatuses`` (the claims
+kube-controller-manager made from templates). Everything else is kept in ``raw``.
+
+With ``validate=True`` the pod claims are checked as the API server checks them
+(names, exactly one source).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from draspeed.api import names
+from draspeed.api.common import decode_metadata
+from draspeed.api.context import DecodeContext, child, dict_of
+from draspeed.api.messages import duplicate, invalid, required, wrong_type
+from draspeed.api.model import Container, Pod, PodResourceClaim
+from draspeed.quantity import Quantity
+
+
+def decode_pod(ctx: DecodeContext, obj: Mapping[str, Any], version: str) -> Pod:
+    metadata = decode_metadata(ctx, obj, namespaced=True)
+    spec = ctx.mapping(obj, "spec", "") or {}
+    status = ctx.mapping(obj, "status", "") or {}
+    meta = obj.get("metadata")
+    deleting = isinstance(meta, Mapping) and meta.get("deletionTimestamp") is not None
+    return Pod(
+        metadata=metadata,
+        resource_claims=_pod_claims(ctx, spec),
+        init_containers=_containers(ctx, spec, "initContainers"),
+        containers=_containers(ctx, spec, "containers"),
+        overhead=_resource_list(ctx, spec, "overhead", "spec"),
+        node_name=ctx.string(spec, "nodeName", "spec"),
+        phase=ctx.string(status, "phase", "status"),
+        deleting=deleting,
+        claim_statuses=_claim_statuses(ctx, status),
+        raw=dict_of(obj),
+    )
+
+
+def _pod_claims(ctx: DecodeContext, spec: Mapping[str, Any]) -> list[PodResourceClaim]:
+    out: list[PodResourceClaim] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(ctx.array(spec, "resourceClaims", "spec") or []):
+        path = f"spec.resourceClaims[{i}]"
+        if not isinstance(raw, Mapping):
+            ctx.fail(path, wrong_type("object", raw))
+        claim = PodResourceClaim(
+            name=ctx.string(raw, "name", path),
+            resource_claim_name=ctx.opt_string(raw, "resourceClaimName", path),
+            resource_claim_template_name=ctx.opt_string(raw, "resourceClaimTemplateName", path),
+        )
+        if ctx.validate:
+            _check_pod_claim(ctx, claim, raw, path, seen)
+        out.append(claim)
+    return out
+
+
+def _check_pod_claim(
+    ctx: DecodeContext,
+    claim: PodResourceClaim,
+    raw: Mapping[str, Any],
+    path: str,
+    seen: set[str],
+) -> None:
+    if not claim.name:
+        ctx.fail(child(path, "name"), required())
+    if claim.name in seen:
+        ctx.fail(child(path, "name"), duplicate(claim.name))
+    seen.add(claim.name)
+    ctx.check("dns-label", claim.name, names.check_dns_label, child(path, "name"))
+    sources = (claim.resource_claim_name, claim.resource_claim_template_name)
+    if all(s is not None for s in sources):
+        ctx.fail(
+            path,
+            invalid(
+                dict(raw),
+                "at most one of `resourceClaimName` or `resourceClaimTemplateName` "
+                "may be specified",
+            ),
+        )
+    if all(s is None for s in sources):
+        ctx.fail(
+            path,
+            invalid(
+                dict(raw), "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            ),
+        )
+    for key, value in zip(("resourceClaimName", "resourceClaimTemplateName"), sources, strict=True):
+        if value is not None:
+            ctx.check("dns-subdomain", value, names.check_dns_subdomain, child(path, key))
+
+
+def _containers(ctx: DecodeContext, spec: Mapping[str, Any], key: str) -> list[Container]:
+    out = []
+    for i, raw in enumerate(ctx.array(spec, key, "spec") or []):
+        path = f"spec.{key}[{i}]"
+        if not isinstance(raw, Mapping):
+            ctx.fail(path, wrong_type("object", raw))
+        resources = ctx.mapping(raw, "resources", path) or {}
+        out.append(
+            Container(
+                name=ctx.string(raw, "name", path),
+                requests=_resource_list(ctx, resources, "requests", child(path, "resources")),
+                restart_always=ctx.opt_string(raw, "restartPolicy", path) == "Always",
+            )
+        )
+    return out
+
+
+def _resource_list(
+    ctx: DecodeContext, d: Mapping[str, Any], key: str, path: str
+) -> dict[str, Quantity]:
+    found = ctx.mapping(d, key, path)
+    if not found:
+        return {}
+    where = child(path, key)
+    return {
+        str(name): ctx.quantity(value, child(where, str(name))) for name, value in found.items()
+    }
+
+
+def _claim_statuses(ctx: DecodeContext, status: Mapping[str, Any]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for i, raw in enumerate(ctx.array(status, "resourceClaimStatuses", "status") or []):
+        path = f"status.resourceClaimStatuses[{i}]"
+        if not isinstance(raw, Mapping):
+            ctx.fail(path, wrong_type("object", raw))
+        out[ctx.string(raw, "name", path)] = ctx.opt_string(raw, "resourceClaimName", path)
+    return out
