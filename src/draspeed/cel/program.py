@@ -52,6 +52,7 @@ _DECLARABLE: dict[str, T.Type] = {
     "kubernetes.Semver": T.SEMVER,
     "kubernetes.URL": T.URL,
     "kubernetes.DRADevice": T.DEVICE,
+    "kubernetes.NamedFormat": T.NAMED_FORMAT,
 }
 
 

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from draspeed.cel import extensions, kubernetes, stdlib, timestamps  # noqa: F401  (libraries)
+from draspeed.cel import (  # noqa: F401  (the libraries register themselves)
+    extensions,
+    formats,
+    kubernetes,
+    stdlib,
+    timestamps,
+)
 from draspeed.cel.ast import Node
 from draspeed.cel.checker import TYPE_IDENTS, check
 from draspeed.cel.deadline import check_deadline

@@ -366,7 +366,8 @@ def to_double(v: Any) -> float:
 
 
 def format_double(f: float) -> str:
-    """Go's ``%g`` of a float64 (shortest representation, exponent form outside 1e-4..1e21)."""
+    """Go's ``%g`` of a float64: the shortest digits, in exponent form when the decimal
+    exponent is below -4 or at least 6 (strconv's rule for the shortest precision)."""
     if math.isnan(f):
         return "NaN"
     if math.isinf(f):
@@ -384,7 +385,7 @@ def format_double(f: float) -> str:
     elif float(f"1e{exp + 1}") <= abs(f):
         exp += 1
     ndigits = len(digits.rstrip("0")) or 1
-    if exp < -4 or exp >= max(ndigits, 21):
+    if exp < -4 or exp >= 6:
         sig = digits.rstrip("0") or "0"
         body = sig[0] + ("." + sig[1:] if len(sig) > 1 else "")
         sign = "-" if f < 0 else ""
@@ -520,7 +521,8 @@ def _register() -> None:
             impl,
         )
     declare("g _%_(int, int) -> int\ng _%_(uint, uint) -> uint", mod)
-    declare("g -_(int) -> int\ng -_(double) -> double\ng -_(duration) -> duration", neg)
+    # No -_(duration) overload in cel-go; a dyn duration still negates at run time.
+    declare("g -_(int) -> int\ng -_(double) -> double", neg)
     declare("g !_(bool) -> bool", logical_not)
     for op, impl in (
         ("_<_", less),

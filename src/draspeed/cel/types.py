@@ -59,6 +59,7 @@ SEMVER = Type("object", name="kubernetes.Semver")
 IP = Type("object", name="net.IP")
 CIDR = Type("object", name="net.CIDR")
 URL = Type("object", name="kubernetes.URL")
+NAMED_FORMAT = Type("object", name="kubernetes.NamedFormat")
 DEVICE = Type("object", name="kubernetes.DRADevice")
 
 
@@ -98,6 +99,7 @@ _NAMED = {
     "IP": IP,
     "CIDR": CIDR,
     "URL": URL,
+    "NamedFormat": NAMED_FORMAT,
 }
 
 
