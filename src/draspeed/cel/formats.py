@@ -294,10 +294,7 @@ def _parse_request_uri(raw: bytes) -> None:
                 raise _URLError("missing protocol scheme")
             scheme, rest = raw[:i], raw[i + 1 :]
         break
-    if rest.endswith(b"?") and rest.count(b"?") == 1:
-        rest = rest[:-1]
-    else:
-        rest = rest.split(b"?", 1)[0]
+    rest = rest.split(b"?", 1)[0]  # the query (Go also notes a lone trailing '?')
     if not rest.startswith(b"/"):
         if scheme:
             return  # opaque
