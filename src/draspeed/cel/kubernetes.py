@@ -2,8 +2,8 @@
 
 Texts and semantics follow kubernetes/apiserver ``pkg/cel/library/{quantity,semverlib,
 ip,cidr,urls}.go`` and kubernetes/dynamic-resource-allocation ``cel/compile.go``.
-Not provided: the ``format`` named-format library and the authorizer libraries
-(the latter need an ``authorizer`` variable that DRA selectors do not have).
+The ``format`` library is :mod:`draspeed.cel.formats`. Not provided: the authorizer
+libraries (they need an ``authorizer`` variable that DRA selectors do not have).
 """
 
 from __future__ import annotations
