@@ -351,7 +351,7 @@ def convert_test(t: dict[str, list[Any]]) -> dict[str, Any]:
     for text_field in ("container", "locale"):
         if _one(t, text_field):
             out[text_field] = _text(_one(t, text_field))
-    decls = []
+    decls: list[dict[str, Any]] = []
     for decl in t.get("type_env", []):
         name = _text(_one(decl, "name"))
         if "ident" in decl:
