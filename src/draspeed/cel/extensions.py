@@ -11,12 +11,12 @@
 
 from __future__ import annotations
 
-from functools import cmp_to_key
 from itertools import pairwise
 from typing import Any
 
 from draspeed.cel.formatting import format_string
 from draspeed.cel.functions import declare, size_cost, string_cost
+from draspeed.cel.gosort import sort_slice
 from draspeed.cel.regex import compile_regex, find_all, regex_cost
 from draspeed.cel.stdlib import ORDER_TYPES, add, compare
 from draspeed.cel.values import (
@@ -311,14 +311,19 @@ def sort_by_keys(items: list[Any], keys: list[Any]) -> list[Any]:
     if any(type(k) is not first for k in keys):
         raise EvalError("list elements must have the same type")
 
-    def by_key(i: int, j: int) -> int:
+    order = list(range(len(items)))
+
+    def less(i: int, j: int) -> bool:
         # cel-go sorts with "Compare(...) == -1" as less: a NaN is never less.
         try:
-            return compare(keys[i], keys[j])
+            return compare(keys[order[i]], keys[order[j]]) == -1
         except EvalError:
-            return 0
+            return False
 
-    order = sorted(range(len(items)), key=cmp_to_key(by_key))
+    def swap(i: int, j: int) -> None:
+        order[i], order[j] = order[j], order[i]
+
+    sort_slice(len(order), less, swap)  # Go's sort.Slice: ties in its (unstable) order
     return [items[i] for i in order]
 
 
