@@ -4,10 +4,11 @@ Kubernetes builds its CEL programs with ``cel.OptOptimize``. cel-go then folds, 
 up, literals and list and map literals made only of constants, evaluates every type
 conversion (``int``, ``uint``, ``double``, ``string``, ``bytes``, ``bool``, ``duration``,
 ``timestamp``, ``type``, ``dyn``) whose one argument is such a constant, and compiles the
-pattern of ``matches`` when it is one. A conversion or pattern that fails makes the
-program fail to build: ``int('abc') == 1`` is upstream's compile error
-"program instantiation failed: type conversion error from 'string' to 'int'", whatever
-the device. :func:`check_constant_folding` finds that failure.
+pattern of ``matches`` (and of Kubernetes' ``find``/``findAll``) when it is one. A
+conversion or pattern that fails makes the program fail to build: ``int('abc') == 1`` is
+upstream's compile error "program instantiation failed: type conversion error from
+'string' to 'int'", whatever the device. :func:`check_constant_folding` finds that
+failure.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ from draspeed.cel.values import EvalError, TypeValue, UInt, make_map
 _CONVERSIONS = frozenset(
     {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}
 )
+
+
+# Functions whose constant pattern (second argument, receiver first) is compiled while the
+# program is built: cel-go's matches optimisation (with OptOptimize) and Kubernetes' regex
+# library's own optimisations of find and findAll (always on).
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 
 
 class ConstantFoldingError(Exception):
@@ -110,7 +117,7 @@ class _Folder:
         parts = ([node.target] if node.target is not None else []) + list(node.args)
         values = [self.fold(p) for p in parts]
         name = node.function.lstrip(".")
-        if name == "matches" and len(values) == 2 and type(values[1]) is str:
+        if name in _REGEX_FUNCTIONS and len(values) >= 2 and type(values[1]) is str:
             try:
                 compile_regex(values[1])
             except EvalError as exc:
