@@ -3,7 +3,8 @@
 Two corpora share one format (``<case>.yaml`` objects in, ``<case>.expected.json``
 answer out; see tests/data/differential/README.md):
 
-- ``tests/data/differential``: 300 random scenarios answered by the real upstream allocator;
+- ``tests/data/differential``: 300 random scenarios and 11 written for CEL timestamps,
+  durations and the format library, answered by the real upstream allocator;
 - ``tests/conformance/upstream``: upstream's own allocator test table, ported to data.
 
 Every case runs through the CLI in-process for each engine and must give the same
@@ -111,5 +112,5 @@ def test_upstream_table(case: Path, engine: str) -> None:
 
 def test_corpora_present() -> None:
     """Both corpora are in the repository: a clean clone runs every case."""
-    assert len(_cases(DIFFERENTIAL)) == 300
+    assert len(_cases(DIFFERENTIAL)) == 311  # 300 random (s1-*), 11 CEL scenarios (t-*)
     assert len(_cases(UPSTREAM)) == 223

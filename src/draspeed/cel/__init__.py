@@ -14,21 +14,27 @@ it lacks cel.bind, optional syntax, the string extensions and heterogeneous equa
 
 What draspeed adds: the AST with cel-go's macro expansion (has, all, exists,
 exists_one, map, filter, two-variable comprehensions, transformList/Map/MapEntry,
-sortBy, cel.bind), signed literals, cel-go-formatted errors; a type checker
-(undeclared references, overload resolution, result type bool/dyn, homogeneous
-literals, regex literal validation); a closure-compiling evaluator with int64/uint64
-overflow checks, heterogeneous equality, cross-type numeric ordering, commutative
-``&&``/``||`` error absorption, optionals (``?.``, ``[?]``, ``optional.*``,
-``orValue``...), and an approximate cel-go runtime cost limit (1,000,000); the
-libraries: standard functions and conversions, strings extension v2 (charAt, indexOf,
-lastIndexOf, lowerAscii, upperAscii, replace, split, substring, trim, join,
-strings.quote, format), lists extension v3 (slice, flatten, sort, sortBy, lists.range,
-reverse, distinct), sets extension, Kubernetes lists (isSorted, sum, min, max,
-indexOf, lastIndexOf), regex (matches, find, findAll), Quantity, Semver, IP and CIDR,
-URL (approximate: parsed with urllib, not Go's net/url), and DRA's ``includes``.
-Not provided: timestamps and durations beyond type names, the ``format`` named-format
-library, the authorizer libraries (DRA selectors have no ``authorizer`` variable),
-and the optMap/optFlatMap macros.
+sortBy, cel.bind, optMap/optFlatMap), signed literals, cel-go-formatted errors; a type
+checker as cel-go's (one type substitution per expression, overloads with fresh type
+variables, undeclared references, result type bool/dyn) followed by Kubernetes' AST
+validators (homogeneous literals, duration/timestamp/regex literals, the format
+validator); the build-time failures of cel.OptOptimize (constant conversions that fail);
+a closure-compiling evaluator with int64/uint64 overflow checks, heterogeneous equality,
+cel-go's cross-type numeric ordering, typed map keys (1, 1u, 1.0 and true are different
+keys), commutative ``&&``/``||`` error absorption, optionals (``?.``, ``[?]``,
+``optional.*``, ``orValue``...), and an approximate cel-go runtime cost limit (1,000,000);
+the libraries: standard functions and conversions, timestamps and durations
+(:mod:`draspeed.cel.timestamps`), strings extension v2 (charAt, indexOf, lastIndexOf,
+lowerAscii, upperAscii, replace, split, substring, trim, join, strings.quote, format as
+version 2 formats), lists extension v3 (slice, flatten, sort, sortBy, lists.range,
+reverse, distinct), sets extension, Kubernetes lists (isSorted, sum, min, max, indexOf,
+lastIndexOf), regex (matches, find, findAll), Quantity, Semver, IP and CIDR, URL
+(approximate: parsed with urllib, not Go's net/url), the ``format`` named-format library
+(:mod:`draspeed.cel.formats`) and DRA's ``includes``.
+Not provided: the authorizer libraries (DRA selectors have no ``authorizer`` variable)
+and protobuf message construction (``google.protobuf.Int64Value{value: 1}``).
+:mod:`draspeed.cel.program` compiles expressions with other declared variables (the
+cel-spec conformance tests use it).
 """
 
 from __future__ import annotations

@@ -54,11 +54,14 @@ class Index(Node):
 
 @dataclass(eq=False, slots=True)
 class Call(Node):
-    """A function or operator call; ``target`` is the receiver of a member call."""
+    """A function or operator call; ``target`` is the receiver of a member call.
+    ``element_type`` is set by the checker where the runtime needs the resolved
+    overload (the element type of the list ``sum`` adds up)."""
 
     function: str
     args: list[Node]
     target: Node | None = None
+    element_type: str = ""
 
 
 @dataclass(eq=False, slots=True)

@@ -1,10 +1,13 @@
 """Type-check a parsed selector the way cel-go checks it in the Kubernetes environment.
 
-Reports undeclared references, overloads that do not resolve, undefined fields, bad
-comprehension ranges, mixed-type literals (HomogeneousAggregateLiterals and its
-validator), invalid regex literals, and rewrites namespaced calls (``optional.of``,
-``sets.contains``, ``lists.range``, ``strings.quote``) into global calls. The result is
-the expression's output type; the caller checks it is bool or dyn.
+Types are inferred as cel-go's checker infers them: one substitution of type parameters
+for the whole expression (so ``[[], [1]]`` is ``list(list(int))``), overloads resolved in
+declaration order with fresh type variables, literals whose elements do not unify typed
+``dyn`` (Kubernetes' validator then rejects them, see :mod:`draspeed.cel.validators`).
+Reports undeclared references, overloads that do not resolve, undefined fields and bad
+comprehension ranges, and rewrites namespaced calls (``optional.of``, ``sets.contains``,
+``lists.range``, ``strings.quote``...) into global calls. The result is the expression's
+output type; the caller checks it is bool or dyn.
 """
 
 from __future__ import annotations
@@ -26,9 +29,8 @@ from draspeed.cel.ast import (
     Select,
     Ternary,
 )
-from draspeed.cel.functions import FUNCTIONS, Function
+from draspeed.cel.functions import FUNCTIONS, Function, Overload
 from draspeed.cel.parser import ErrorList
-from draspeed.cel.regex import regex_error
 
 DEVICE_FIELDS: dict[str, T.Type] = {
     "driver": T.STRING,
@@ -41,7 +43,10 @@ OBJECT_FIELDS: dict[str, dict[str, T.Type]] = {"kubernetes.DRADevice": DEVICE_FI
 
 VARIABLES: dict[str, T.Type] = {"device": T.DEVICE}
 
-# Identifiers that name types (``type(x) == int``).
+# Identifiers that name types (``type(x) == int``): cel-go's standard type identifiers,
+# optional_type (OptionalTypes) and the two types Kubernetes registers (IP and CIDR).
+# Not dyn, and not kubernetes.Quantity, Semver, URL or NamedFormat: upstream reports
+# "undeclared reference" for those.
 TYPE_IDENTS: dict[str, T.Type] = {
     "int": T.INT,
     "uint": T.UINT,
@@ -52,16 +57,12 @@ TYPE_IDENTS: dict[str, T.Type] = {
     "list": T.list_of(T.DYN),
     "map": T.map_of(T.DYN, T.DYN),
     "null_type": T.NULL,
-    "type": T.type_of(T.DYN),
-    "dyn": T.DYN,
+    "type": T.Type("type"),
     "optional_type": T.optional_of(T.DYN),
     "google.protobuf.Timestamp": T.TIMESTAMP,
     "google.protobuf.Duration": T.DURATION,
-    "kubernetes.Quantity": T.QUANTITY,
-    "kubernetes.Semver": T.SEMVER,
     "net.IP": T.IP,
     "net.CIDR": T.CIDR,
-    "kubernetes.URL": T.URL,
 }
 
 _CONST_TYPES = {
@@ -74,40 +75,72 @@ _CONST_TYPES = {
     "null": T.NULL,
 }
 
-# Functions whose list/map literal arguments may mix element types.
-_HOMOGENEITY_EXEMPT = frozenset({"format"})
+
+def _pseudo(name: str, *signatures: str) -> Function:
+    """Operators the checker resolves like functions (``_[_]``, ``_?_:_``...)."""
+    fn = Function(name)
+    for sig in signatures:
+        params, _, result = sig.partition("->")
+        fn.overloads.append(
+            Overload(
+                tuple(T.parse_type(p) for p in T.split_top_level(params)),
+                T.parse_type(result),
+                False,
+            )
+        )
+    return fn
+
+
+_INDEX = _pseudo(
+    "_[_]",
+    "list(A), int -> A",
+    "map(A, B), A -> B",
+    "opt(list(A)), int -> opt(A)",
+    "opt(map(A, B)), A -> opt(B)",
+)
+_OPT_INDEX = _pseudo(
+    "_[?_]",
+    "list(A), int -> opt(A)",
+    "opt(list(A)), int -> opt(A)",
+    "map(A, B), A -> opt(B)",
+    "opt(map(A, B)), A -> opt(B)",
+)
+_CONDITIONAL = _pseudo("_?_:_", "bool, A, A -> A")
 
 
 @dataclass(slots=True)
 class CheckResult:
+    """The output type, and every node's type (by ``id(node)``), free parameters as dyn."""
+
     output: T.Type
     types: dict[int, T.Type] = field(default_factory=dict)
 
 
 class Checker:
-    def __init__(self, errors: ErrorList) -> None:
+    def __init__(self, errors: ErrorList, variables: dict[str, T.Type] | None = None) -> None:
         self.errors = errors
+        self.variables = VARIABLES if variables is None else variables
         self.types: dict[int, T.Type] = {}
+        self.mapping: T.Mapping = {}
         self._scopes: list[dict[str, T.Type]] = []
-        self._exempt_depth = 0
-        self._fresh_count = 0
+        self._var_count = 0
+        self._sums: list[Call] = []
 
-    def _fresh(self, t: T.Type) -> T.Type:
-        """Give the type parameters left in a call's result type unique names, so that a
-        later use (e.g. a literal list element) can still bind them, as cel-go's type
-        variables are."""
-        if t.kind == "param":
-            self._fresh_count += 1
-            return T.param(f"_var{self._fresh_count}")
-        if t.params:
-            return T.Type(t.kind, tuple(self._fresh(p) for p in t.params), t.name)
-        return t
+    def _new_var(self) -> T.Type:
+        self._var_count += 1
+        return T.param(f"_var{self._var_count - 1}")
 
     # ---- entry -------------------------------------------------------------------
 
     def check(self, root: Node) -> CheckResult:
         out = self._check(root)
-        return CheckResult(out, self.types)
+        final = {key: T.substitute(self.mapping, t, True) for key, t in self.types.items()}
+        for call in self._sums:
+            assert call.target is not None
+            receiver = final.get(id(call.target), T.DYN)
+            if receiver.kind == "list":
+                call.element_type = str(receiver.params[0])
+        return CheckResult(T.substitute(self.mapping, out, True), final)
 
     def _set(self, node: Node, t: T.Type) -> T.Type:
         self.types[id(node)] = t
@@ -136,21 +169,24 @@ class Checker:
             return self._set(node, self._comprehension(node))
         if isinstance(node, Bind):
             return self._set(node, self._bind(node))
-        raise AssertionError(type(node))
+        raise TypeError(f"unknown CEL node {type(node).__name__}")
 
     # ---- names -------------------------------------------------------------------
 
+    def is_local(self, name: str) -> bool:
+        return any(name in scope for scope in self._scopes)
+
     def lookup_var(self, name: str) -> T.Type | None:
+        """A name's type: a local (innermost first), a declared variable, a type name.
+        A leading dot skips the locals."""
         if name.startswith("."):
-            root = name[1:]
-            if root in VARIABLES:
-                return VARIABLES[root]
-            return T.type_of(TYPE_IDENTS[root]) if root in TYPE_IDENTS else None
-        for scope in reversed(self._scopes):
-            if name in scope:
-                return scope[name]
-        if name in VARIABLES:
-            return VARIABLES[name]
+            name = name[1:]
+        else:
+            for scope in reversed(self._scopes):
+                if name in scope:
+                    return scope[name]
+        if name in self.variables:
+            return self.variables[name]
         if name in TYPE_IDENTS:
             return T.type_of(TYPE_IDENTS[name])
         return None
@@ -164,31 +200,24 @@ class Checker:
             return T.ERROR
         return t
 
-    def _qualified_name(self, node: Node) -> str | None:
-        parts: list[str] = []
-        while isinstance(node, Select) and not node.test_only and not node.optional:
-            parts.append(node.field)
-            node = node.operand
-        if isinstance(node, Ident):
-            parts.append(node.name)
-            return ".".join(reversed(parts))
-        return None
-
     # ---- selection ---------------------------------------------------------------
 
     def _select(self, node: Select) -> T.Type:
-        qualified = self._qualified_name(node)
-        if qualified is not None and qualified in TYPE_IDENTS and "." in qualified:
-            root = qualified.split(".", 1)[0]
-            if self.lookup_var(root) is None:
-                return T.type_of(TYPE_IDENTS[qualified])
+        if not node.test_only and not node.optional:
+            qualified = qualified_name(node)
+            if qualified is not None and not self.is_local(qualified.split(".", 1)[0]):
+                name = qualified.lstrip(".")
+                if name in self.variables:
+                    return self.variables[name]
+                if name in TYPE_IDENTS:
+                    return T.type_of(TYPE_IDENTS[name])
         result = self._select_field(node, node.operand, node.field, node.optional)
         if node.test_only:
             return T.BOOL
-        return result
+        return T.substitute(self.mapping, result, False)
 
     def _select_field(self, node: Node, operand: Node, name: str, optional: bool) -> T.Type:
-        operand_type = self._check(operand)
+        operand_type = T.substitute(self.mapping, self._check(operand), False)
         target, is_opt = _unwrap_optional(operand_type)
         if target.kind == "map":
             result = target.params[1]
@@ -199,60 +228,40 @@ class Checker:
             else:
                 self.errors.add(node.pos, f"undefined field '{name}'")
                 result = T.ERROR
-        elif T.is_dyn_like(target):
+        elif target.kind == "param":
+            self._assign(T.DYN, target)
+            result = T.DYN
+        elif target.kind in ("dyn", "error"):
             result = T.DYN
         else:
-            self.errors.add(node.pos, f"type '{target}' does not support field selection")
+            self.errors.add(
+                node.pos, f"type '{T.format_cel_type(target)}' does not support field selection"
+            )
             result = T.DYN
         if is_opt or optional:
             return T.optional_of(result)
         return result
 
     def _index(self, node: Index) -> T.Type:
-        operand_type = self._check(node.operand)
-        key_type = self._check(node.key)
-        target, is_opt = _unwrap_optional(operand_type)
-        name = "_[?_]" if node.optional else "_[_]"
-        if target.kind == "list":
-            if not T.assignable(T.INT, key_type, {}):
-                self._no_overload(node, name, [operand_type, key_type], False)
-                return T.ERROR
-            result = target.params[0]
-        elif target.kind == "map":
-            if not T.assignable(target.params[0], key_type, {}):
-                self._no_overload(node, name, [operand_type, key_type], False)
-                return T.ERROR
-            result = target.params[1]
-        elif T.is_dyn_like(target):
-            result = T.DYN
-        else:
-            self._no_overload(node, name, [operand_type, key_type], False)
-            return T.ERROR
-        if is_opt or node.optional:
-            return T.optional_of(result)
-        return result
+        arg_types = [self._check(node.operand), self._check(node.key)]
+        fn = _OPT_INDEX if node.optional else _INDEX
+        result = self._resolve(node, fn, arg_types, False)
+        return result if result is not None else T.ERROR
 
     # ---- calls -------------------------------------------------------------------
 
     def _call(self, node: Call) -> T.Type:
         if node.target is not None:
-            prefix = self._qualified_name(node.target)
-            if prefix is not None:
+            prefix = qualified_name(node.target)
+            if prefix is not None and not prefix.startswith("."):
                 qualified = f"{prefix}.{node.function}"
                 root = prefix.split(".", 1)[0]
                 if qualified in FUNCTIONS and self.lookup_var(root) is None:
                     node.function = qualified
                     node.target = None
-        exempt = node.function in _HOMOGENEITY_EXEMPT
-        if exempt:
-            self._exempt_depth += 1
-        try:
-            target_type = self._check(node.target) if node.target is not None else None
-            arg_types = [self._check(a) for a in node.args]
-        finally:
-            if exempt:
-                self._exempt_depth -= 1
-        fn = FUNCTIONS.get(node.function)
+        target_type = self._check(node.target) if node.target is not None else None
+        arg_types = [self._check(a) for a in node.args]
+        fn = FUNCTIONS.get(node.function.lstrip("."))
         if fn is None:
             self.errors.add(
                 node.pos, f"undeclared reference to '{node.function}' (in container '')"
@@ -260,49 +269,59 @@ class Checker:
             return T.ERROR
         all_types = ([target_type] if target_type is not None else []) + arg_types
         result = self._resolve(node, fn, all_types, node.target is not None)
-        if result is not None and fn.name == "matches":
-            self._check_regex_literal(node)
+        if fn.name == "sum" and node.target is not None:
+            self._sums.append(node)
         return result if result is not None else T.ERROR
+
+    def _assign(self, t1: T.Type, t2: T.Type) -> bool:
+        """Is ``t1`` assignable to ``t2``? Keeps the bindings that makes so."""
+        trial = T.is_assignable(self.mapping, t1, t2)
+        if trial is None:
+            return False
+        self.mapping = trial
+        return True
+
+    def _instantiate(self, overload: Overload) -> tuple[list[T.Type], T.Type]:
+        """The overload's signature with fresh type variables for its parameters."""
+        names: set[str] = set()
+        for t in (*overload.params, overload.result):
+            names |= T.type_params(t)
+        if not names:
+            return list(overload.params), overload.result
+        fresh = {name: self._new_var() for name in sorted(names)}
+        params = [T.substitute(fresh, p, False) for p in overload.params]
+        return params, T.substitute(fresh, overload.result, False)
 
     def _resolve(
         self, node: Node, fn: Function, arg_types: list[T.Type], member: bool
     ) -> T.Type | None:
+        """cel-go's overload resolution: every matching overload in turn binds its type
+        variables; the first gives the result type, a differing later one makes it dyn."""
         result: T.Type | None = None
         for overload in fn.overloads:
             if overload.member != member or len(overload.params) != len(arg_types):
                 continue
-            subst: T.Subst = {}
-            if all(
-                T.assignable(p, a, subst) for p, a in zip(overload.params, arg_types, strict=False)
-            ):
-                rt = self._fresh(T.substitute(overload.result, subst, free_to_dyn=False))
-                if result is None:
-                    result = rt
-                elif result.kind != "dyn" and rt != result:
-                    result = T.DYN
+            params, result_type = self._instantiate(overload)
+            trial = T.is_assignable_list(self.mapping, arg_types, params)
+            if trial is None:
+                continue
+            self.mapping = trial
+            rt = T.substitute(self.mapping, result_type, False)
+            if result is None:
+                result = rt
+            elif not T.is_dyn(result) and rt != result:
+                result = T.DYN
         if result is None:
             self._no_overload(node, fn.name, arg_types, member)
         return result
 
     def _no_overload(self, node: Node, name: str, arg_types: list[T.Type], member: bool) -> None:
-        shown = [str(T.substitute(t, {})) for t in arg_types]
+        shown = [T.format_cel_type(T.substitute(self.mapping, t, True)) for t in arg_types]
         joined = ", ".join(shown[1:] if member else shown)
         signature = f"{shown[0]}.({joined})" if member else f"({joined})"
         self.errors.add(
             node.pos, f"found no matching overload for '{name}' applied to '{signature}'"
         )
-
-    def _check_regex_literal(self, node: Call) -> None:
-        # cel-go's ValidateRegexLiterals: the pattern (first argument after the receiver
-        # of the member form) must compile when it is a literal.
-        # cel-go looks at the first non-receiver argument in both call styles.
-        pattern = node.args[0] if node.args else None
-        if (
-            isinstance(pattern, Const)
-            and pattern.kind == "string"
-            and regex_error(pattern.value) is not None
-        ):
-            self.errors.add(pattern.pos, "invalid matches argument")
 
     # ---- logic and conditionals --------------------------------------------------
 
@@ -310,95 +329,77 @@ class Checker:
         ok = True
         for operand in node.operands:
             t = self._check(operand)
-            if not T.assignable(T.BOOL, t, {}):
-                self.errors.add(operand.pos, f"expected type 'bool' but found '{t}'")
+            if not self._assign(t, T.BOOL):
+                self.errors.add(
+                    operand.pos, f"expected type 'bool' but found '{T.format_cel_type(t)}'"
+                )
                 ok = False
         return T.BOOL if ok else T.ERROR
 
     def _ternary(self, node: Ternary) -> T.Type:
-        cond = self._check(node.cond)
-        then = self._check(node.then)
-        other = self._check(node.other)
-        subst: T.Subst = {}
-        if (
-            T.assignable(T.BOOL, cond, subst)
-            and T.assignable(T.param("A"), then, subst)
-            and T.assignable(T.param("A"), other, subst)
-        ):
-            return T.substitute(T.param("A"), subst)
-        self._no_overload(node, "_?_:_", [cond, then, other], False)
-        return T.ERROR
+        arg_types = [self._check(node.cond), self._check(node.then), self._check(node.other)]
+        result = self._resolve(node, _CONDITIONAL, arg_types, False)
+        return result if result is not None else T.ERROR
 
     # ---- literals ----------------------------------------------------------------
 
+    def _join(self, previous: T.Type | None, current: T.Type) -> T.Type:
+        """cel-go's joinTypes for literal elements: the more general of two types that
+        unify, dyn when they do not (the homogeneity validator reports that later)."""
+        if previous is None:
+            return current
+        if self._assign(previous, current):
+            return T.most_general(previous, current)
+        return T.DYN
+
+    def _unwrap_optional_entry(self, node: Node, t: T.Type) -> T.Type:
+        inner, is_opt = _unwrap_optional(t)
+        if not is_opt and not T.is_dyn(inner):
+            shown = T.format_cel_type(inner)
+            self.errors.add(node.pos, f"expected type 'optional_type({shown})' but found '{shown}'")
+        return inner
+
     def _list(self, node: ListLit) -> T.Type:
         elem: T.Type | None = None
-        first: T.Type | None = None
-        mismatch_reported = False
         for i, e in enumerate(node.elements):
             t = self._check(e)
             if i in node.optional_indices:
-                if t.kind == "optional_type":
-                    t = t.params[0]
-                elif not T.is_dyn_like(t):
-                    self.errors.add(e.pos, f"expected type 'optional_type({t})' but found '{t}'")
-            if first is None:
-                first = t
-            elif (
-                self._exempt_depth == 0
-                and t != first
-                and not mismatch_reported
-                and not (_has_param(t) or _has_param(first))
-            ):
-                self.errors.add(e.pos, f"expected type '{first}' but found '{t}'")
-                mismatch_reported = True
-            elem = t if elem is None else _join_elem(elem, t)
-        return T.list_of(elem if elem is not None else T.DYN)
+                t = self._unwrap_optional_entry(e, t)
+            elem = self._join(elem, t)
+        return T.list_of(elem if elem is not None else self._new_var())
 
     def _map(self, node: MapLit) -> T.Type:
         key_t: T.Type | None = None
         val_t: T.Type | None = None
-        first_k: T.Type | None = None
-        first_v: T.Type | None = None
         for k, v, optional in node.entries:
-            kt = self._check(k)
+            key_t = self._join(key_t, self._check(k))
             vt = self._check(v)
-            if kt.kind not in ("string", "int", "uint", "bool") and not T.is_dyn_like(kt):
-                self.errors.add(k.pos, f"unsupported map key type: {kt}")
             if optional:
-                if vt.kind == "optional_type":
-                    vt = vt.params[0]
-                elif not T.is_dyn_like(vt):
-                    self.errors.add(v.pos, f"expected type 'optional_type({vt})' but found '{vt}'")
-            if first_k is None:
-                first_k, first_v = kt, vt
-            elif self._exempt_depth == 0:
-                if kt != first_k and not (_has_param(kt) or _has_param(first_k)):
-                    self.errors.add(k.pos, f"expected type '{first_k}' but found '{kt}'")
-                if vt != first_v and not (_has_param(vt) or _has_param(first_v)):
-                    self.errors.add(v.pos, f"expected type '{first_v}' but found '{vt}'")
-            key_t = kt if key_t is None else _join_elem(key_t, kt)
-            val_t = vt if val_t is None else _join_elem(val_t, vt)
-        return T.map_of(key_t or T.DYN, val_t or T.DYN)
+                vt = self._unwrap_optional_entry(v, vt)
+            val_t = self._join(val_t, vt)
+        if key_t is None or val_t is None:
+            return T.map_of(self._new_var(), self._new_var())
+        return T.map_of(key_t, val_t)
 
     # ---- comprehensions and bindings ---------------------------------------------
 
     def _comprehension(self, node: Comprehension) -> T.Type:
-        range_t = self._check(node.range)
+        range_t = T.substitute(self.mapping, self._check(node.range), False)
         two = node.var2 is not None
         if range_t.kind == "list":
             var_t, var2_t = (T.INT, range_t.params[0]) if two else (range_t.params[0], T.DYN)
         elif range_t.kind == "map":
             var_t, var2_t = range_t.params[0], range_t.params[1]
-        elif T.is_dyn_like(range_t):
+        elif range_t.kind in ("dyn", "error", "param"):
+            self._assign(T.DYN, range_t)
             var_t, var2_t = T.DYN, T.DYN
         else:
             self.errors.add(
                 node.range.pos,
-                f"expression of type '{range_t}' cannot be range of a comprehension "
-                "(must be list, map, or dynamic)",
+                f"expression of type '{T.format_cel_type(range_t)}' cannot be range of a "
+                "comprehension (must be list, map, or dynamic)",
             )
-            var_t, var2_t = T.DYN, T.DYN
+            var_t, var2_t = T.ERROR, T.ERROR
         if node.kind in ("transformMap", "transformMapEntry") and range_t.kind == "list":
             var_t, var2_t = T.INT, range_t.params[0]
         scope: dict[str, T.Type] = {node.var: var_t}
@@ -410,44 +411,60 @@ class Checker:
             trans_t = self._check(node.transform) if node.transform is not None else None
         finally:
             self._scopes.pop()
-        if (
-            pred_t is not None
-            and node.predicate is not None
-            and not T.assignable(T.BOOL, pred_t, {})
-        ):
-            op = "_||_" if node.kind.startswith("exists") and node.kind != "exists_one" else "_&&_"
-            if node.kind in ("map", "filter", "exists_one", "exists_one2") or node.kind.startswith(
-                "transform"
-            ):
-                op = "_?_:_"
-                self._no_overload(node.predicate, op, [pred_t, T.DYN, T.DYN], False)
-            else:
-                self._no_overload(node.predicate, op, [T.BOOL, pred_t], False)
         kind = node.kind
+        if pred_t is not None and node.predicate is not None:
+            self._check_predicate(node, pred_t, trans_t, var_t, range_t)
         if kind in ("all", "exists", "exists_one", "all2", "exists2", "exists_one2"):
             return T.BOOL
-        if kind == "map":
+        if kind in ("map", "transformList"):
             return T.list_of(trans_t or T.DYN)
         if kind == "filter":
-            return T.list_of(var_t if range_t.kind != "map" else range_t.params[0])
-        if kind == "transformList":
-            return T.list_of(trans_t or T.DYN)
+            return T.list_of(var_t)
         if kind == "transformMap":
-            key = (
-                range_t.params[0]
-                if range_t.kind == "map"
-                else (T.INT if range_t.kind == "list" else T.DYN)
-            )
+            key = var_t if range_t.kind in ("list", "map") else T.DYN
             return T.map_of(key, trans_t or T.DYN)
         if kind == "transformMapEntry":
             if trans_t is not None and trans_t.kind == "map":
                 return trans_t
             if trans_t is not None and not T.is_dyn_like(trans_t):
-                self.errors.add(node.pos, f"expected type 'map(dyn, dyn)' but found '{trans_t}'")
+                shown = T.format_cel_type(trans_t)
+                self.errors.add(node.pos, f"expected type 'map(dyn, dyn)' but found '{shown}'")
             return T.map_of(T.DYN, T.DYN)
         if kind == "sortBy":
             return range_t
-        raise AssertionError(kind)
+        raise ValueError(f"unknown comprehension {kind}")
+
+    def _check_predicate(
+        self,
+        node: Comprehension,
+        pred_t: T.Type,
+        trans_t: T.Type | None,
+        var_t: T.Type,
+        range_t: T.Type,
+    ) -> None:
+        """The predicate is a bool, reported as cel-go's expanded macro reports it: in
+        ``accu && p`` / ``accu || p`` for all/exists, in a conditional otherwise."""
+        assert node.predicate is not None
+        if self._assign(pred_t, T.BOOL):
+            return
+        kind = node.kind
+        if kind in ("all", "exists", "all2", "exists2"):
+            shown = T.format_cel_type(pred_t)
+            self.errors.add(node.predicate.pos, f"expected type 'bool' but found '{shown}'")
+            return
+        if kind in ("exists_one", "exists_one2"):
+            branches = [T.INT, T.INT]
+        elif kind == "filter":
+            branches = [T.list_of(var_t)] * 2
+        elif kind in ("map", "transformList"):
+            branches = [T.list_of(trans_t or T.DYN)] * 2
+        elif kind == "transformMap":
+            key = var_t if range_t.kind in ("list", "map") else T.DYN
+            branches = [T.map_of(key, trans_t or T.DYN)] * 2
+        else:
+            branches = [T.map_of(T.DYN, T.DYN)] * 2
+        # The expanded macro's conditional is reported at the macro call.
+        self._no_overload(node, "_?_:_", [pred_t, *branches], False)
 
     def _bind(self, node: Bind) -> T.Type:
         init_t = self._check(node.init)
@@ -458,10 +475,16 @@ class Checker:
             self._scopes.pop()
 
 
-def _has_param(t: T.Type | None) -> bool:
-    if t is None:
-        return False
-    return t.kind == "param" or any(_has_param(p) for p in t.params)
+def qualified_name(node: Node) -> str | None:
+    """``a.b.c`` for a chain of plain field selections on an identifier, else None."""
+    parts: list[str] = []
+    while isinstance(node, Select) and not node.test_only and not node.optional:
+        parts.append(node.field)
+        node = node.operand
+    if isinstance(node, Ident):
+        parts.append(node.name)
+        return ".".join(reversed(parts))
+    return None
 
 
 def _unwrap_optional(t: T.Type) -> tuple[T.Type, bool]:
@@ -470,15 +493,6 @@ def _unwrap_optional(t: T.Type) -> tuple[T.Type, bool]:
     return t, False
 
 
-def _join_elem(a: T.Type, b: T.Type) -> T.Type:
-    if T.assignable(a, b, {}):
-        return (
-            a
-            if b.kind in ("dyn", "error") or a == b
-            else (b if a.kind in ("dyn",) else T.join(a, b))
-        )
-    return T.DYN
-
-
-def check(root: Node, errors: ErrorList) -> CheckResult:
-    return Checker(errors).check(root)
+def check(root: Node, errors: ErrorList, variables: dict[str, T.Type] | None = None) -> CheckResult:
+    """Type-check ``root`` against the declared ``variables`` (default: DRA's ``device``)."""
+    return Checker(errors, variables).check(root)

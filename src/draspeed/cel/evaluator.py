@@ -13,6 +13,7 @@ expressions without comprehensions cannot come near the limit, so they are not c
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,8 @@ from draspeed.cel.ast import (
     Ternary,
     count_nodes,
 )
-from draspeed.cel.checker import TYPE_IDENTS
+from draspeed.cel.checker import TYPE_IDENTS, qualified_name
+from draspeed.cel.extensions import SUM_ZEROS
 from draspeed.cel.functions import FUNCTIONS
 from draspeed.cel.stdlib import compare, contains_in, not_equal
 from draspeed.cel.values import (
@@ -43,9 +45,10 @@ from draspeed.cel.values import (
     TypeValue,
     UInt,
     cel_equal,
-    check_map_key,
+    format_value,
     map_find,
     map_index,
+    map_insert,
     no_such_key,
     no_such_overload,
 )
@@ -74,6 +77,10 @@ class Activation:
 _NO_SLOTS: list[Any] = []
 
 
+class PlanError(Exception):
+    """The program cannot be built (cel-go: "program instantiation failed")."""
+
+
 class _Err:
     """A ``cel.bind`` variable whose initialiser failed (raised only when read)."""
 
@@ -83,13 +90,22 @@ class _Err:
         self.error = error
 
 
+def unbound_variable(name: str) -> _Err:
+    """The slot value of a declared variable the caller gave no value (cel-go's text)."""
+    return _Err(EvalError(f"no such attribute(s): {name}"))
+
+
 Fn = Callable[[Activation], Any]
 
 
 class Compiler:
-    def __init__(self) -> None:
-        self._scopes: list[dict[str, int]] = []
-        self.nslots = 0
+    """Compiles an AST to closures. ``variables`` names the declared variables besides
+    ``device``: they take the first slots, which the caller fills before evaluating."""
+
+    def __init__(self, variables: tuple[str, ...] = (), *, device: bool = True) -> None:
+        self._scopes: list[dict[str, int]] = [{name: i for i, name in enumerate(variables)}]
+        self.nslots = len(variables)
+        self._device = device  # the DRA environment: ``device`` is the activation's device
 
     def _slot(self) -> int:
         self.nslots += 1
@@ -115,18 +131,53 @@ class Compiler:
         return lambda a: value
 
     def _c_Ident(self, node: Ident) -> Fn:
-        name = node.name
-        if not name.startswith("."):
-            slot = self._lookup(name)
-            if slot is not None:
-                return self._slot_reader(slot)
-        name = name.lstrip(".")
-        if name == "device":
+        resolved = self._name(node.name)
+        if resolved is not None:
+            return resolved
+        # Only an unchecked expression gets here: cel-go fails when the name is read.
+        error = EvalError(f"no such attribute(s): {node.name.lstrip('.')}")
+
+        def unresolved(a: Activation) -> Any:
+            raise error
+
+        return unresolved
+
+    def _is_local(self, name: str) -> bool:
+        return any(name in scope for scope in self._scopes[1:])
+
+    def _name(self, name: str) -> Fn | None:
+        """A variable or type name: a local (unless the name has a leading dot), a
+        declared variable, ``device``, a type identifier; None if it is none of them."""
+        if name.startswith("."):
+            name = name[1:]
+        else:
+            local = self._lookup(name)
+            if local is not None and self._is_local(name):
+                return self._slot_reader(local)
+        slot = self._scopes[0].get(name)
+        if slot is not None:
+            return self._slot_reader(slot)
+        if name == "device" and self._device:
             return lambda a: a.device
         if name in TYPE_IDENTS:
             tv = TypeValue(_type_value_name(name))
             return lambda a: tv
-        raise AssertionError(f"unresolved identifier {name}")
+        return None
+
+    def _qualified(self, node: Select) -> Fn | None:
+        """``a.b.c`` naming a declared variable or a type (``net.IP``), as the checker
+        resolves it; None when the root is a local variable or nothing matches."""
+        name = qualified_name(node)
+        if name is None or self._is_local(name.split(".", 1)[0]):
+            return None
+        bare = name.lstrip(".")
+        slot = self._scopes[0].get(bare)
+        if slot is not None:
+            return self._slot_reader(slot)
+        if bare in TYPE_IDENTS:
+            tv = TypeValue(_type_value_name(bare))
+            return lambda a: tv
+        return None
 
     @staticmethod
     def _slot_reader(slot: int) -> Fn:
@@ -142,6 +193,10 @@ class Compiler:
 
     def _c_Select(self, node: Select) -> Fn:
         name = node.field
+        if not node.test_only and not node.optional:
+            resolved = self._qualified(node)
+            if resolved is not None:
+                return resolved
         if (
             isinstance(node.operand, Ident)
             and node.operand.name in ("device", ".device")
@@ -204,7 +259,8 @@ class Compiler:
     # ---- calls -------------------------------------------------------------------
 
     def _c_Call(self, node: Call) -> Fn:
-        name = node.function
+        self._resolve_namespaced(node)
+        name = node.function = node.function.lstrip(".")
         if node.target is not None and name in ("or", "orValue") and len(node.args) == 1:
             return self._optional_or(node)
         if name == "@in" and isinstance(node.args[1], ListLit):
@@ -216,10 +272,21 @@ class Compiler:
             fn = special(self, node)
             if fn is not None:
                 return fn
-        func = FUNCTIONS[name]
-        impl = func.member_impl if node.target is not None else func.impl
+        func = FUNCTIONS.get(name)
+        if func is None:
+            return self._unknown_function(node)
+        impl: Callable[..., Any] | None = func.member_impl if node.target is not None else func.impl
         if impl is None:
-            raise AssertionError(f"function {name} has no implementation")
+            # Only unchecked: cel-go dispatches by function name, whatever the call style.
+            impl = func.impl or func.member_impl
+        if impl is None:
+            raise PlanError(f"no such overload: {name}")
+        arity = len(node.args) + (node.target is not None)
+        if all(len(o.params) != arity for o in func.overloads):
+            # Unchecked only: no overload takes this many arguments.
+            return self._no_overload_call(node)
+        if name == "sum" and node.element_type in SUM_ZEROS:
+            impl = functools.partial(impl, zero=SUM_ZEROS[node.element_type])
         if (
             name in _FOLDABLE
             and node.target is None
@@ -255,6 +322,40 @@ class Compiler:
         if len(arg_fns) == 0:
             return lambda a: impl()
         return lambda a: impl(*[f(a) for f in arg_fns])
+
+    def _resolve_namespaced(self, node: Call) -> None:
+        """``optional.of(x)`` parsed as a member call on ``optional``: a global call of
+        ``optional.of`` (the checker does this for checked expressions)."""
+        if node.target is None:
+            return
+        prefix = qualified_name(node.target)
+        if prefix is None or prefix.startswith("."):
+            return
+        root = prefix.split(".", 1)[0]
+        if f"{prefix}.{node.function}" in FUNCTIONS and self._name(root) is None:
+            node.function = f"{prefix}.{node.function}"
+            node.target = None
+
+    def _unknown_function(self, node: Call) -> Fn:
+        """A function no library declares (unchecked expressions only): with arguments,
+        cel-go fails when the call is evaluated; without, when the program is built."""
+        name = node.function
+        if node.target is None and not node.args:
+            raise PlanError(f"no such overload: {name}()")
+        return self._no_overload_call(node, f"no such overload: {name}")
+
+    def _no_overload_call(self, node: Call, message: str = "no such overload") -> Fn:
+        """A call no overload can take: its arguments are evaluated, then it fails."""
+        parts = ([node.target] if node.target is not None else []) + list(node.args)
+        arg_fns = [self.compile(x) for x in parts]
+        error = EvalError(message)
+
+        def unknown(a: Activation) -> Any:
+            for f in arg_fns:
+                f(a)  # argument errors come first
+            raise error
+
+        return unknown
 
     def _in_literal_list(self, node: Call) -> Fn | None:
         """``x in ["a", "b"]`` with literals of one hashable kind: a set lookup."""
@@ -430,7 +531,10 @@ class Compiler:
                 v = f(a)
                 if i in optional:
                     if type(v) is not Optional:
-                        raise no_such_overload()
+                        raise EvalError(
+                            "cannot initialize optional list element from non-optional "
+                            f"value {format_value(v)}"
+                        )
                     if v.has:
                         out.append(v.value)
                 else:
@@ -443,21 +547,24 @@ class Compiler:
     def _c_MapLit(self, node: MapLit) -> Fn:
         entries = [(self.compile(k), self.compile(v), opt) for k, v, opt in node.entries]
 
+        # As cel-go builds a map literal (a Go map): any key type, a repeated key keeps
+        # the last value, an absent optional value removes the key.
         def build(a: Activation) -> Any:
             out: dict[Any, Any] = {}
             for kf, vf, opt in entries:
                 k = kf(a)
-                check_map_key(k)
                 v = vf(a)
                 if opt:
                     if type(v) is not Optional:
-                        raise no_such_overload()
+                        raise EvalError(
+                            f"cannot initialize optional entry '{format_value(k)}' "
+                            f"from non-optional value {format_value(v)}"
+                        )
                     if not v.has:
+                        out.pop(k, None)
                         continue
                     v = v.value
-                if map_find(out, k)[0]:
-                    raise EvalError(f"Failed with repeated key: {k}")
-                out[k] = v
+                out = map_insert(out, k, v)
             a.charge(len(entries))
             return out
 
@@ -766,14 +873,14 @@ def _transform(kind: str) -> Builder:
                 if kind == "transformList":
                     out_list.append(result)
                 elif kind == "transformMap":
-                    out_map[k] = result
+                    out_map = map_insert(out_map, k, result)
                 else:
                     if not isinstance(result, dict):
                         raise no_such_overload()
                     for rk, rv in result.items():
                         if map_find(out_map, rk)[0]:
-                            raise EvalError(f"insert failed: key {rk} already exists")
-                        out_map[rk] = rv
+                            raise EvalError(f"insert failed: key {format_value(rk)} already exists")
+                        out_map = map_insert(out_map, rk, rv)
             return out_list if kind == "transformList" else out_map
 
         return run

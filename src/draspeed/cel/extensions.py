@@ -11,14 +11,14 @@
 
 from __future__ import annotations
 
-import math
-from functools import cmp_to_key
 from itertools import pairwise
 from typing import Any
 
+from draspeed.cel.formatting import format_string
 from draspeed.cel.functions import declare, size_cost, string_cost
+from draspeed.cel.gosort import sort_slice
 from draspeed.cel.regex import compile_regex, find_all, regex_cost
-from draspeed.cel.stdlib import add, compare, format_double
+from draspeed.cel.stdlib import ORDER_TYPES, add, compare
 from draspeed.cel.values import (
     OPTIONAL_NONE,
     CostLimitExceeded,
@@ -28,7 +28,6 @@ from draspeed.cel.values import (
     cel_equal,
     format_value,
     no_such_overload,
-    type_name,
 )
 from draspeed.golang import GO_ESCAPES
 
@@ -57,24 +56,27 @@ def char_at(s: Any, i: Any) -> str:
     return s[i] if i < len(s) else ""
 
 
-def index_of(s: Any, sub: Any, offset: Any = 0) -> int:
+def index_of(s: Any, sub: Any, *offset: Any) -> int:
+    """cel-go's indexOf: an empty substring is found at the offset, whatever it is; an
+    offset past the end finds nothing; a negative one (non-empty substring) is an error."""
     if type(s) is list or type(s) is tuple:
-        return list_index_of(s, sub)
+        return list_index_of(s, sub, *offset)
     s = _str(s)
     sub = _str(sub)
-    off = _int_arg(offset)
+    off = _int_arg(offset[0]) if offset else 0
+    if sub == "":
+        return off
     if off < 0:
         raise EvalError(f"index out of range: {off}")
-    if sub == "":
-        return min(off, len(s))
     if off >= len(s):
         return -1
     return s.find(sub, off)
 
 
 def last_index_of(s: Any, sub: Any, *offset: Any) -> int:
+    """cel-go's lastIndexOf (same offset rules as indexOf, searching backwards)."""
     if type(s) is list or type(s) is tuple:
-        return list_last_index_of(s, sub)
+        return list_last_index_of(s, sub, *offset)
     s = _str(s)
     sub = _str(sub)
     if not offset:
@@ -85,10 +87,10 @@ def last_index_of(s: Any, sub: Any, *offset: Any) -> int:
         off = len(s) - 1
     else:
         off = _int_arg(offset[0])
+    if sub == "":
+        return off
     if off < 0:
         raise EvalError(f"index out of range: {off}")
-    if sub == "":
-        return min(off, len(s))
     if off >= len(s):
         return -1
     off = min(off, len(s) - len(sub))
@@ -172,113 +174,6 @@ def quote(s: Any) -> str:
     return '"' + "".join(GO_ESCAPES.get(c, c) for c in text) + '"'
 
 
-def format_string(fmt: Any, args: Any) -> str:
-    """strings ext ``format`` (version 2 clauses: %s %d %f %e %b %o %x %X %%)."""
-    fmt = _str(fmt)
-    if type(args) is not list and type(args) is not tuple:
-        raise no_such_overload()
-    out: list[str] = []
-    i = 0
-    arg_index = 0
-    n = len(fmt)
-    while i < n:
-        c = fmt[i]
-        if c != "%":
-            out.append(c)
-            i += 1
-            continue
-        i += 1
-        if i >= n:
-            raise EvalError("unexpected end of string")
-        if fmt[i] == "%":
-            out.append("%")
-            i += 1
-            continue
-        precision: int | None = None
-        if fmt[i] == ".":
-            j = i + 1
-            while j < n and fmt[j].isdigit():
-                j += 1
-            precision = int(fmt[i + 1 : j] or "0")
-            i = j
-            if i >= n:
-                raise EvalError("unexpected end of string")
-        verb = fmt[i]
-        i += 1
-        if arg_index >= len(args):
-            raise EvalError(f"index {arg_index} out of range")
-        out.append(_format_clause(verb, precision, args[arg_index]))
-        arg_index += 1
-    return "".join(out)
-
-
-def _format_clause(verb: str, precision: int | None, arg: Any) -> str:
-    t = type(arg)
-    if verb == "s":
-        return _format_as_string(arg)
-    if verb == "d":
-        if t is int or t is UInt:
-            return str(int(arg))
-        if t is float and (math.isinf(arg) or math.isnan(arg)):
-            return format_double(arg).replace("+Inf", "Infinity").replace("-Inf", "-Infinity")
-        raise EvalError(
-            "error during formatting: decimal clause can only be used on integers, "
-            f"was given {type_name(arg)}"
-        )
-    if verb in "fe":
-        if t not in (int, UInt, float):
-            raise EvalError(
-                "error during formatting: fixed-point clause can only be used on doubles, "
-                f"was given {type_name(arg)}"
-            )
-        f = float(arg)
-        if math.isnan(f):
-            return "NaN"
-        if math.isinf(f):
-            return "Infinity" if f > 0 else "-Infinity"
-        p = 6 if precision is None else precision
-        return f"{f:.{p}{verb}}"
-    if verb in "boxX":
-        if t is int or t is UInt:
-            v = int(arg)
-            spec = {"b": "b", "o": "o", "x": "x", "X": "X"}[verb]
-            return ("-" if v < 0 else "") + format(abs(v), spec)
-        if verb in "xX" and t in (str, bytes):
-            data = arg.encode() if t is str else arg
-            h = data.hex()
-            return h.upper() if verb == "X" else h
-        raise EvalError(
-            "error during formatting: only integers, byte buffers, and strings can be "
-            f"formatted as hex, was given {type_name(arg)}"
-        )
-    raise EvalError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
-
-
-def _format_as_string(arg: Any) -> str:
-    t = type(arg)
-    if t is str:
-        return arg
-    if t is bool:
-        return "true" if arg else "false"
-    if t is int or t is UInt:
-        return str(int(arg))
-    if t is float:
-        return format_double(arg)
-    if t is bytes:
-        return arg.decode("utf-8", "replace")
-    if arg is None:
-        return "null"
-    if t is list or t is tuple:
-        return "[" + ", ".join(_format_as_string(x) for x in arg) + "]"
-    if isinstance(arg, dict):
-        items = sorted(((_format_as_string(k), _format_as_string(v)) for k, v in arg.items()))
-        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
-    text = getattr(arg, "cel_string", None)
-    if callable(text):
-        return str(text())
-    return str(arg)
-
-
 # ---- lists -----------------------------------------------------------------------
 
 
@@ -288,30 +183,70 @@ def _list(v: Any) -> list[Any] | tuple[Any, ...]:
     return v
 
 
-def list_index_of(items: Any, value: Any) -> int:
+def list_index_of(items: Any, value: Any, *extra: Any) -> int:
+    if extra:
+        raise no_such_overload()
     for i, item in enumerate(_list(items)):
-        if cel_equal(item, value):
+        if _equal_true(item, value):
             return i
     return -1
 
 
-def list_last_index_of(items: Any, value: Any) -> int:
+def list_last_index_of(items: Any, value: Any, *extra: Any) -> int:
+    if extra:
+        raise no_such_overload()
     seq = _list(items)
     for i in range(len(seq) - 1, -1, -1):
-        if cel_equal(seq[i], value):
+        if _equal_true(seq[i], value):
             return i
     return -1
+
+
+def _equal_true(a: Any, b: Any) -> bool:
+    """Kubernetes' ``Equal(...) == types.True``: an equality error is "not equal"."""
+    try:
+        return cel_equal(a, b)
+    except EvalError:
+        return False
+
+
+_COMPARERS = (bool, bytes, float, int, str, UInt)
+
+
+def _comparer(value: Any) -> Any:
+    """cel-go's ``value.(traits.Comparer)`` check: no such overload for other types."""
+    if type(value) in _COMPARERS or type(value) in ORDER_TYPES:
+        return value
+    raise no_such_overload()
+
+
+def _compare_result(a: Any, b: Any) -> int | None:
+    """Kubernetes' ``a.Compare(b)``: None where cel-go yields an error value (NaN, two
+    unrelated types), which its callers treat as "neither less nor greater"."""
+    try:
+        return compare(a, b)
+    except EvalError:
+        return None
 
 
 def is_sorted(items: Any) -> bool:
     seq = _list(items)
-    return all(compare(prev, nxt) != 1 for prev, nxt in pairwise(seq))
+    for item in seq:
+        _comparer(item)
+    return all(_compare_result(prev, nxt) != 1 for prev, nxt in pairwise(seq))
 
 
-def list_sum(items: Any) -> Any:
+# The zero Kubernetes' sum of an empty list is, by the element type the checker resolved
+# (the timestamps module adds durations).
+SUM_ZEROS: dict[str, Any] = {"int": 0, "uint": UInt(0), "double": 0.0}
+
+
+def list_sum(items: Any, zero: Any = 0) -> Any:
+    """Kubernetes' sum; an empty list sums to ``zero``, the zero of the element type the
+    checker resolved (int 0 when it is not known)."""
     seq = _list(items)
     if not seq:
-        return 0
+        return zero
     acc = seq[0]
     for item in seq[1:]:
         acc = add(acc, item)
@@ -323,9 +258,10 @@ def _extreme(name: str, prefer: int) -> Any:
         seq = _list(items)
         if not seq:
             raise EvalError(f"{name} called on empty list")
-        best = seq[0]
+        best = _comparer(seq[0])
         for item in seq[1:]:
-            if compare(best, item) == prefer:
+            _comparer(item)
+            if _compare_result(best, item) == prefer:
                 best = item
         return best
 
@@ -370,15 +306,24 @@ def sort_by_keys(items: list[Any], keys: list[Any]) -> list[Any]:
     if not items:
         return items
     first = type(keys[0])
-    if first not in (int, UInt, float, bool, str, bytes):
+    if first not in (int, UInt, float, bool, str, bytes) and first not in ORDER_TYPES:
         raise EvalError("list elements must be comparable")
     if any(type(k) is not first for k in keys):
         raise EvalError("list elements must have the same type")
 
-    def by_key(i: int, j: int) -> int:
-        return compare(keys[i], keys[j])
+    order = list(range(len(items)))
 
-    order = sorted(range(len(items)), key=cmp_to_key(by_key))
+    def less(i: int, j: int) -> bool:
+        # cel-go sorts with "Compare(...) == -1" as less: a NaN is never less.
+        try:
+            return compare(keys[order[i]], keys[order[j]]) == -1
+        except EvalError:
+            return False
+
+    def swap(i: int, j: int) -> None:
+        order[i], order[j] = order[j], order[i]
+
+    sort_slice(len(order), less, swap)  # Go's sort.Slice: ties in its (unstable) order
     return [items[i] for i in order]
 
 

@@ -2,8 +2,8 @@
 
 Texts and semantics follow kubernetes/apiserver ``pkg/cel/library/{quantity,semverlib,
 ip,cidr,urls}.go`` and kubernetes/dynamic-resource-allocation ``cel/compile.go``.
-Not provided: the ``format`` named-format library and the authorizer libraries
-(the latter need an ``authorizer`` variable that DRA selectors do not have).
+The ``format`` library is :mod:`draspeed.cel.formats`. Not provided: the authorizer
+libraries (they need an ``authorizer`` variable that DRA selectors do not have).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from draspeed.cel.functions import declare, string_cost
 from draspeed.cel.stdlib import CONVERSION_HOOKS
 from draspeed.cel.values import EvalError, cel_equal, no_such_overload, register_opaque
 from draspeed.errors import QuantityError, SemverError
+from draspeed.golang import go_quote
 from draspeed.quantity import DECIMAL_EXPONENT, Quantity
 from draspeed.semantic_version import SemVer, is_semver, parse_semver
 
@@ -212,16 +213,16 @@ register_opaque(CIDR, lambda a, b: a.addr == b.addr and a.prefix == b.prefix)
 
 def _parse_addr(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     if "%" in s:
-        raise EvalError(f"IP address with zone value is not allowed: {s}")
+        raise EvalError(f"IP address {go_quote(s)} with zone value is not allowed")
     try:
         addr = ipaddress.ip_address(s)
     except ValueError:
         raise EvalError(
-            f"IP Address {s!r} parse error during conversion from string: "
-            f"ParseAddr({s!r}): unable to parse IP"
+            f"IP Address {go_quote(s)} parse error during conversion from string: "
+            f"ParseAddr({go_quote(s)}): unable to parse IP"
         ) from None
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        raise EvalError(f"IPv4-mapped IPv6 address {s!r} is not allowed")
+        raise EvalError(f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
     return addr
 
 

@@ -10,6 +10,7 @@ MapEntry, sortBy, cel.bind), bounds the nesting depth and reports errors in cel-
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from draspeed.cel.ast import (
@@ -130,8 +131,9 @@ def _line_col(source: str, offset: int) -> tuple[int, int]:
     return line, offset - start
 
 
-def parse(source: str) -> Node:
-    """Parse ``source``; raises :class:`ParseError` with cel-go-formatted issues."""
+def parse(source: str, *, macros: bool = True) -> Node:
+    """Parse ``source``; raises :class:`ParseError` with cel-go-formatted issues.
+    Without ``macros``, has(), all(), cel.bind() etc. stay ordinary calls."""
     errors = ErrorList(source)
     try:
         tree = _lalr_parser().parse(source)
@@ -146,7 +148,7 @@ def parse(source: str) -> Node:
             errors.add(tok.start_pos, f"Syntax error: mismatched input '{tok}'")
         raise ParseError(errors.render()) from None
     try:
-        node = _Builder(errors).build(tree)
+        node = _Builder(errors, macros).build(tree)
     except RecursionError:
         errors.items = [(0, f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")]
         raise ParseError(errors.render()) from None
@@ -202,8 +204,9 @@ def _tokens(items: list[Any]) -> list[Token]:
 class _Builder:
     """Turns the lark tree into AST nodes; the walk is explicit-stack for deep trees."""
 
-    def __init__(self, errors: ErrorList) -> None:
+    def __init__(self, errors: ErrorList, macros: bool = True) -> None:
         self.errors = errors
+        self.macros = macros
         self._depth = 0
         self.too_deep = False
 
@@ -282,6 +285,8 @@ class _Builder:
     def _field_name(self, tok: Token) -> str:
         text = str(tok)
         if tok.type == "ESC_IDENT":
+            # Kubernetes does not enable cel-go's EnableIdentifierEscapeSyntax.
+            self.errors.add(_pos(tok), "unsupported syntax: '`'")
             return text[1:-1]
         return text
 
@@ -412,7 +417,7 @@ class _Builder:
     # ---- macros ------------------------------------------------------------------
 
     def _global_call_or_macro(self, pos: int, name: str, args: list[Node]) -> Node:
-        if name == "has" and len(args) == 1:
+        if self.macros and name == "has" and len(args) == 1:
             arg = args[0]
             if isinstance(arg, Select) and not arg.optional:
                 return Select(pos, arg.operand, arg.field, test_only=True)
@@ -427,6 +432,8 @@ class _Builder:
 
     def _receiver_call_or_macro(self, pos: int, name: str, target: Node, args: list[Node]) -> Node:
         n = len(args)
+        if not self.macros:
+            return Call(pos, name, args, target)
         if name == "bind" and n == 3 and isinstance(target, Ident) and target.name == "cel":
             var = self._simple_name(args[0])
             if var is None:
@@ -452,10 +459,31 @@ class _Builder:
             return self._comprehension(pos, two_var[name], target, args[0], args[1], args[2], None)
         if name == "sortBy" and n == 2:
             return self._comprehension(pos, "sortBy", target, args[0], None, None, args[1])
+        if name in ("optMap", "optFlatMap") and n == 2:
+            return self._opt_map(pos, name, target, args[0], args[1])
         if name in ("transformList", "transformMap", "transformMapEntry") and n in (3, 4):
             predicate = args[2] if n == 4 else None
             return self._comprehension(pos, name, target, args[0], args[1], predicate, args[-1])
         return Call(pos, name, args, target)
+
+    def _opt_map(self, pos: int, name: str, target: Node, var_node: Node, body: Node) -> Node:
+        """cel-go's optMap/optFlatMap macros: ``t.optMap(v, e)`` is
+        ``t.hasValue() ? optional.of(cel.bind(v, t.value(), e)) : optional.none()``
+        (optFlatMap without the optional.of); the target is evaluated twice, as there."""
+        var = self._simple_name(var_node)
+        if var is None:
+            self.errors.add(var_node.pos, f"{name}() variable name must be a simple identifier")
+            return Const(pos, "bool", False)
+        value = Call(pos, "value", [], copy.deepcopy(target))
+        bound: Node = Bind(pos, var, value, body)
+        if name == "optMap":
+            bound = Call(pos, "optional.of", [bound])
+        return Ternary(
+            pos,
+            Call(pos, "hasValue", [], target),
+            bound,
+            Call(pos, "optional.none", []),
+        )
 
     def _comprehension(
         self,

@@ -9,19 +9,29 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from draspeed.cel import extensions, kubernetes, stdlib  # noqa: F401  (register libraries)
+from draspeed.cel import (  # noqa: F401  (the libraries register themselves)
+    extensions,
+    formats,
+    kubernetes,
+    stdlib,
+    timestamps,
+)
 from draspeed.cel.ast import Node
-from draspeed.cel.checker import check
+from draspeed.cel.checker import TYPE_IDENTS, check
 from draspeed.cel.deadline import check_deadline
 from draspeed.cel.device import DeviceInput
-from draspeed.cel.evaluator import COST_LIMIT, Activation, Compiler, CostLimitExceeded
+from draspeed.cel.evaluator import COST_LIMIT, Activation, Compiler, CostLimitExceeded, PlanError
 from draspeed.cel.parser import ErrorList, ParseError, parse
+from draspeed.cel.planning import ConstantFoldingError, check_constant_folding
 from draspeed.cel.types import Type
+from draspeed.cel.validators import validate
 from draspeed.cel.values import to_bool_result
 from draspeed.errors import CELCompileError, CELRuntimeError
 
 if TYPE_CHECKING:
     from draspeed.cel.table import DeviceTable
+
+TYPE_NAMES = frozenset(TYPE_IDENTS)
 
 # resourceapi.CELSelectorExpressionMaxLength; the API server rejects longer expressions
 # (field.TooLong) before compiling them.
@@ -104,12 +114,22 @@ def run_program(program: Any, nslots: int, device_value: Any, limit: int = COST_
         raise _runtime_error(exc) from None
 
 
-def _runtime_error(exc: Exception) -> CELRuntimeError:
-    """Upstream's text for an evaluation failure (the allocator's EnhanceRuntimeError
-    hint included)."""
+def run_bound_program(program: Any, nslots: int, values: list[Any], limit: int = COST_LIMIT) -> Any:
+    """Run a program compiled with declared variables, their values in slot order."""
+    act = Activation(None, nslots, limit)
+    act.slots[: len(values)] = values
+    try:
+        return program(act)
+    except Exception as exc:  # every failure becomes a CEL error
+        raise _runtime_error(exc, hint=False) from None
+
+
+def _runtime_error(exc: Exception, *, hint: bool = True) -> CELRuntimeError:
+    """Upstream's text for an evaluation failure (with ``hint``, the DRA allocator's
+    EnhanceRuntimeError hint for missing keys)."""
     if isinstance(exc, CELRuntimeError):
         message = str(exc)
-        if "no such key:" in message and not message.endswith(NO_SUCH_KEY_HINT):
+        if hint and "no such key:" in message and not message.endswith(NO_SUCH_KEY_HINT):
             return CELRuntimeError(message + NO_SUCH_KEY_HINT)
         return exc
     if isinstance(exc, (CostLimitExceeded, RecursionError)):
@@ -142,15 +162,18 @@ def _compile(expression: str) -> Selector:
     except RecursionError:
         errors.items = [(0, "expression recursion limit exceeded: 250")]
         raise CELCompileError(f"compilation failed: {errors.render()}") from None
+    if not errors.items:
+        validate(ast, result.types, errors)
     if errors.items:
         raise CELCompileError(f"compilation failed: {errors.render()}")
     out = result.output
-    if out.kind == "param":
-        out = Type("dyn")
     if out.kind not in ("bool", "dyn"):
         raise CELCompileError(f"must evaluate to bool or the unknown type, not {out}")
     try:
+        check_constant_folding(ast, TYPE_NAMES)
         return Selector(expression, ast, out)
+    except (ConstantFoldingError, PlanError) as exc:
+        raise CELCompileError(f"program instantiation failed: {exc}") from None
     except RecursionError:
         errors.items = [(0, "expression recursion limit exceeded: 250")]
         raise CELCompileError(f"compilation failed: {errors.render()}") from None

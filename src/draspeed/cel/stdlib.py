@@ -17,7 +17,6 @@ from draspeed.cel.values import (
     INT64_MAX,
     INT64_MIN,
     UINT64_MAX,
-    DomainMap,
     EvalError,
     TypeValue,
     UInt,
@@ -162,23 +161,45 @@ ORDER_TYPES: set[type] = set()
 # ---- comparison ------------------------------------------------------------------
 
 _NUMS = (int, float, UInt)
+_2_63 = 9.223372036854775807e18  # float64(math.MaxInt64) == 2**63
+_2_64 = 1.8446744073709551615e19  # float64(math.MaxUint64) == 2**64
 
 
 def compare(a: Any, b: Any) -> int:
-    """-1/0/1 for orderable pairs (numbers across types); error otherwise."""
+    """-1/0/1 for orderable pairs, as cel-go compares: numbers across types (an int or
+    uint against a double in range is converted to double first), NaN an error."""
     ta = type(a)
     tb = type(b)
-    if (ta is tb and (ta in (str, bytes, bool) or ta in ORDER_TYPES)) or (
-        ta in _NUMS and tb in _NUMS
-    ):
-        if (ta is float and math.isnan(a)) or (tb is float and math.isnan(b)):
-            return 2  # unordered: every ordering operator is false
-        if a < b:
-            return -1
-        if a > b:
-            return 1
-        return 0
+    if ta is tb and (ta in (str, bytes, bool, int, UInt) or ta in ORDER_TYPES):
+        return -1 if a < b else (1 if a > b else 0)
+    if ta in _NUMS and tb in _NUMS:
+        if ta is float or tb is float:
+            if (ta is float and math.isnan(a)) or (tb is float and math.isnan(b)):
+                raise EvalError("NaN values cannot be ordered")
+            if ta is float and tb is not float:
+                return _compare_double_integer(a, b)
+            if tb is float and ta is not float:
+                return -_compare_double_integer(b, a)
+            return -1 if a < b else (1 if a > b else 0)
+        # int against uint: exact (cel-go's compareIntUint)
+        return -1 if a < b else (1 if a > b else 0)
     raise no_such_overload()
+
+
+def _compare_double_integer(d: float, i: int) -> int:
+    """cel-go's compareDoubleInt / compareDoubleUint."""
+    if type(i) is UInt:
+        if d < 0:
+            return -1
+        if d > _2_64:
+            return 1
+    else:
+        if d < -_2_63:
+            return -1
+        if d > _2_63:
+            return 1
+    f = float(i)
+    return -1 if d < f else (1 if d > f else 0)
 
 
 def less(a: Any, b: Any) -> bool:
@@ -186,7 +207,7 @@ def less(a: Any, b: Any) -> bool:
 
 
 def less_equal(a: Any, b: Any) -> bool:
-    return compare(a, b) in (-1, 0)
+    return compare(a, b) != 1
 
 
 def greater(a: Any, b: Any) -> bool:
@@ -194,7 +215,7 @@ def greater(a: Any, b: Any) -> bool:
 
 
 def greater_equal(a: Any, b: Any) -> bool:
-    return compare(a, b) in (0, 1)
+    return compare(a, b) != -1
 
 
 def equal(a: Any, b: Any) -> bool:
@@ -221,7 +242,7 @@ def contains_in(elem: Any, container: Any) -> bool:
             except EvalError:
                 continue
         return False
-    if t is dict or t is DomainMap:
+    if isinstance(container, dict):
         return map_find(container, elem)[0]
     raise no_such_overload()
 
@@ -238,7 +259,7 @@ def in_cost(args: tuple[Any, ...], result: Any) -> int:
 
 def size(v: Any) -> int:
     t = type(v)
-    if t is str or t is bytes or t is list or t is tuple or t is dict or t is DomainMap:
+    if t is str or t is bytes or t is list or t is tuple or isinstance(v, dict):
         return len(v)
     raise no_such_overload()
 
@@ -345,7 +366,8 @@ def to_double(v: Any) -> float:
 
 
 def format_double(f: float) -> str:
-    """Go's ``%g`` of a float64 (shortest representation, exponent form outside 1e-4..1e21)."""
+    """Go's ``%g`` of a float64: the shortest digits, in exponent form when the decimal
+    exponent is below -4 or at least 6 (strconv's rule for the shortest precision)."""
     if math.isnan(f):
         return "NaN"
     if math.isinf(f):
@@ -363,7 +385,7 @@ def format_double(f: float) -> str:
     elif float(f"1e{exp + 1}") <= abs(f):
         exp += 1
     ndigits = len(digits.rstrip("0")) or 1
-    if exp < -4 or exp >= max(ndigits, 21):
+    if exp < -4 or exp >= 6:
         sig = digits.rstrip("0") or "0"
         body = sig[0] + ("." + sig[1:] if len(sig) > 1 else "")
         sign = "-" if f < 0 else ""
@@ -499,7 +521,8 @@ def _register() -> None:
             impl,
         )
     declare("g _%_(int, int) -> int\ng _%_(uint, uint) -> uint", mod)
-    declare("g -_(int) -> int\ng -_(double) -> double\ng -_(duration) -> duration", neg)
+    # No -_(duration) overload in cel-go; a dyn duration still negates at run time.
+    declare("g -_(int) -> int\ng -_(double) -> double", neg)
     declare("g !_(bool) -> bool", logical_not)
     for op, impl in (
         ("_<_", less),

@@ -87,6 +87,108 @@ class DomainMap(dict):
 _EMPTY: dict[str, Any] = {}
 
 
+# ---- map keys ------------------------------------------------------------------------
+# A CEL map's keys are CEL values compared by type and value, as Go compares the ref.Val
+# keys of cel-go's map: 1, 1u, 1.0 and true are four different keys. Python would merge
+# them (1 == 1.0 == True), so a map with any key that is not a string is a CelMap, which
+# stores such keys wrapped in _Key and hands them back unwrapped. Maps with string keys
+# only (every device map) stay plain dicts.
+
+
+class _Key:
+    """A non-string map key: equal to another only with the same type and value."""
+
+    __slots__ = ("by_identity", "hash", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.by_identity = False
+        try:
+            self.hash = hash((type(value), value))
+        except TypeError:  # lists, maps: cel-go's Go map compares them by reference
+            self.by_identity = True
+            self.hash = id(value)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not _Key or type(self.value) is not type(other.value):
+            return False
+        if self.by_identity or other.by_identity:
+            return self.value is other.value
+        return bool(self.value == other.value)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def _stored(key: Any) -> Any:
+    return key if type(key) is str else _Key(key)
+
+
+def _cel_key(key: Any) -> Any:
+    return key.value if type(key) is _Key else key
+
+
+class CelMap(dict[Any, Any]):
+    """A CEL map with keys other than strings (see above); reads like a dict of CEL keys."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Any:
+        return (_cel_key(k) for k in dict.__iter__(self))
+
+    def keys(self) -> Any:
+        return [_cel_key(k) for k in dict.__iter__(self)]
+
+    def items(self) -> Any:
+        return [(_cel_key(k), v) for k, v in dict.items(self)]
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, _stored(key))
+
+    def __getitem__(self, key: Any) -> Any:
+        return dict.__getitem__(self, _stored(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return dict.get(self, _stored(key), default)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        dict.__setitem__(self, _stored(key), value)
+
+    def __delitem__(self, key: Any) -> None:
+        dict.__delitem__(self, _stored(key))
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        return dict.pop(self, _stored(key), *default)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "}"
+
+
+def map_insert(m: dict[Any, Any], key: Any, value: Any) -> dict[Any, Any]:
+    """``m[key] = value`` with CEL key identity; returns the map to keep using (a plain
+    dict becomes a CelMap at its first key that is not a string)."""
+    if type(key) is not str and type(m) is not CelMap:
+        m = CelMap(m.items())
+    m[key] = value
+    return m
+
+
+def make_map(pairs: Any) -> dict[Any, Any]:
+    """A CEL map from (key, value) pairs (a repeated key keeps the last value)."""
+    out: dict[Any, Any] = {}
+    for k, v in pairs:
+        out = map_insert(out, k, v)
+    return out
+
+
+def map_items(m: dict[Any, Any]) -> Any:
+    """The (key, value) pairs of a CEL map, keys as CEL values."""
+    return m.items()
+
+
 def no_such_key(key: Any) -> EvalError:
     return EvalError(f"no such key: {format_value(key)}")
 
@@ -159,7 +261,7 @@ def cel_equal(a: Any, b: Any) -> bool:
     if ta is tb:
         if ta is list or ta is tuple:
             return _list_equal(a, b)
-        if ta is dict or ta is DomainMap:
+        if ta is dict or ta is DomainMap or ta is CelMap:
             return _map_equal(a, b)
         if ta is Optional:
             if a.has != b.has:
@@ -218,33 +320,34 @@ def _map_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
     return True
 
 
-def check_map_key(key: Any) -> None:
-    t = type(key)
-    if t is str or t is int or t is UInt or t is bool:
-        return
-    raise EvalError(f"unsupported key type: {type_name(key)}")
-
-
 def map_find(m: dict[Any, Any], key: Any) -> tuple[bool, Any]:
-    """Look a key up with CEL semantics (bool never matches 1; numbers cross-type)."""
-    t = type(key)
-    if t is str:
+    """cel-go's map Find: the key itself, else an int, uint or integral double key finds
+    an equal number stored as the other integer types (never bool, never a double)."""
+    if type(key) is str:
         if key in m:
             return True, m[key]
         return False, None
-    if t is bool:
-        for k, v in m.items():
-            if type(k) is bool and k == key:
-                return True, v
-        return False, None
-    if t is int or t is UInt or t is float:
-        if t is float and not key.is_integer():
-            return False, None
-        for k, v in m.items():
-            tk = type(k)
-            if (tk is int or tk is UInt) and k == key:
-                return True, v
-        return False, None
+    if type(m) is not CelMap:
+        return False, None  # only string keys here
+    stored = _Key(key)
+    if dict.__contains__(m, stored):
+        return True, dict.__getitem__(m, stored)
+    t = type(key)
+    candidates: tuple[Any, ...] = ()
+    if t is float:
+        if key.is_integer() and -(2.0**63) <= key < 2.0**63:
+            candidates = (int(key),)
+        if key.is_integer() and 0 <= key < 2.0**64:
+            candidates += (UInt(int(key)),)
+    elif t is int:
+        if key >= 0:
+            candidates = (UInt(key),)
+    elif t is UInt and key <= INT64_MAX:
+        candidates = (int(key),)
+    for other in candidates:
+        stored = _Key(other)
+        if dict.__contains__(m, stored):
+            return True, dict.__getitem__(m, stored)
     return False, None
 
 
