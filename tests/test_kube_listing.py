@@ -142,11 +142,13 @@ def test_lists_every_kind_page_by_page(kubeconfig: Path, server: tuple[str, list
     assert all(q["limit"] == ["2"] for _, q in lists)
     slices = [q.get("continue", [""])[0] for p, q in lists if p.endswith("/resourceslices")]
     assert slices == list(ROUTES[f"{RESOURCE}/v1/resourceslices"])
-    # DeviceTaintRules: not served in v1 and v1beta2, found in v1alpha3.
+    # DeviceTaintRules: not served in v1 and v1beta2, found in v1alpha3. A version whose
+    # API class in the kubernetes client has no lister for them is skipped without a
+    # request (clients before 37 know them in fewer versions): the order is asserted.
     taint_paths = [p for p, _ in seen if p.endswith("/devicetaintrules")]
-    assert taint_paths == [
-        f"{RESOURCE}/{v}/devicetaintrules" for v in ("v1", "v1beta2", "v1alpha3")
-    ]
+    preferred = [f"{RESOURCE}/{v}/devicetaintrules" for v in ("v1", "v1beta2", "v1alpha3")]
+    assert taint_paths[-1] == preferred[-1]
+    assert taint_paths == [p for p in preferred if p in taint_paths]
 
 
 def test_the_listed_cluster_is_analysed(kubeconfig: Path) -> None:

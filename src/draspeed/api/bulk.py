@@ -66,7 +66,8 @@ class ListText:
                 except msgspec.ValidationError:  # not of the shape the Structs take
                     pass
             return msgspec.json.decode(text), text
-        except (ValueError, RecursionError) as exc:
+        # DecodeError by name: it is a ValueError only from msgspec 0.21 on.
+        except (msgspec.DecodeError, ValueError, RecursionError) as exc:
             raise NotJSON(str(exc)) from exc
 
     def decodes_from(self, j: int) -> bool:
@@ -101,7 +102,7 @@ def read_list(text: str | bytes, limits: Limits) -> ListText | None:
     items_open, items_close, spans = found
     try:
         envelope = msgspec.json.decode(data[: items_open + 1] + data[items_close:])
-    except (ValueError, RecursionError):
+    except (msgspec.DecodeError, ValueError, RecursionError):
         return None
     kind = envelope.get("kind") if type(envelope) is dict else None
     if kind not in _SLICE_LISTS:

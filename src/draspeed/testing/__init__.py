@@ -8,5 +8,6 @@
 - :mod:`draspeed.testing.cases`: scenarios in the differential format (``<id>.yaml`` +
   ``<id>.expected.json``), read and written.
 - :mod:`draspeed.testing.strategies`: Hypothesis strategies for clusters and claim sets
-  (imports hypothesis; only tests import it).
+  (the only module here that needs hypothesis, from the ``test`` extra; the others need
+  only draspeed's runtime dependencies).
 """

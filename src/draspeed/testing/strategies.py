@@ -18,7 +18,8 @@ consumed capacity). Claim sets cover ExactCount and All, ``firstAvailable``,
 tolerations, capacity requests and configs, plus inputs only the allocator rejects
 (unknown classes, CEL that does not compile or fails at run time, too many devices).
 
-This module is the only one of draspeed that imports hypothesis; only tests import it.
+This module is the only one of draspeed that imports hypothesis (the ``test`` extra, not a
+runtime dependency); only tests import it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:  # the wheel's runtime dependencies leave hypothesis out
+    raise ImportError(
+        "draspeed.testing.strategies needs hypothesis: pip install 'draspeed[test]'"
+    ) from exc
 
 from draspeed.features import Features
 from draspeed.testing.cases import Scenario
