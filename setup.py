@@ -6,7 +6,8 @@ overrides the ``-g`` in Python's own CFLAGS and ``-s`` drops the symbol table at
 time (4.2 MB of ``.so`` files become 0.7 MB; only the module init symbols, which are
 dynamic, are needed). ``DRASPEED_DEBUG=1`` builds with bounds and wraparound checks on,
 without optimisation and with debug information, for fuzzing the core through its
-Python entry points and for debuggers.
+Python entry points and for debuggers. ``DRASPEED_PROFILE=1`` keeps the optimisation and
+adds the symbols and debug information profilers (callgrind, perf) need.
 ``DRASPEED_ONLY=_name`` builds just that module (development: one extension at a time).
 """
 
@@ -21,6 +22,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("DRASPEED_DEBUG", "") not in ("", "0")
+PROFILE = os.environ.get("DRASPEED_PROFILE", "") not in ("", "0")
 
 directives = {
     "language_level": 3,
@@ -31,9 +33,9 @@ directives = {
     "embedsignature": True,
     "freethreading_compatible": True,
 }
-compile_args = ["-O0", "-g"] if DEBUG else ["-O3", "-g0"]
+compile_args = ["-O0", "-g"] if DEBUG else ["-O3", "-g" if PROFILE else "-g0"]
 # -s is a GNU ld option; the wheels are built for Linux only.
-link_args = ["-s"] if not DEBUG and sys.platform.startswith("linux") else []
+link_args = ["-s"] if not (DEBUG or PROFILE) and sys.platform.startswith("linux") else []
 
 extensions = [
     Extension(
@@ -57,6 +59,6 @@ extensions = [
 # modules of several packages.
 setup(
     ext_modules=cythonize(
-        extensions, compiler_directives=directives, include_path=["cext/api"], quiet=True
+        extensions, compiler_directives=directives, include_path=["cext/api", "cext/engine"], quiet=True
     )
 )

@@ -165,9 +165,34 @@ def test_request_without_alternative_is_rejected(
 def test_exact_must_be_the_exact_sums_object(
     real_arrays: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:
-    arrays, flags = dict(real_arrays[0]), real_arrays[1]
-    arrays["exact"] = 1
-    with pytest.raises((TypeError, ValueError)):
+    arrays, flags = real_arrays
+    with pytest.raises(TypeError):
+        _core.Problem(dict(arrays), **{**flags, "exact": 1})
+
+
+def test_unknown_array_names_are_rejected(
+    real_arrays: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    arrays, flags = real_arrays
+    with pytest.raises(ValueError, match="unknown arrays: cons_ptr"):
+        _core.Problem({**arrays, "cons_ptr": np.zeros(1, np.int32)}, **flags)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("cons_start", -1), ("cons_len", 1 << 20), ("cons_rel", 1 << 20)],
+)
+def test_consumption_outside_the_shared_table_is_rejected(
+    real_arrays: tuple[dict[str, Any], dict[str, Any]], name: str, value: int
+) -> None:
+    """Each position's counter consumption must lie in cons_rel and name its pool's slots."""
+    case = next(UPSTREAM.glob("083-*.expected.json"))  # partitionable devices: positions consume
+    arrays, flags = capture(_core, [case])[0]
+    assert arrays["cons_len"][0] > 0
+    changed = arrays[name].copy()
+    changed[0] = value
+    arrays[name] = changed
+    with pytest.raises(ValueError):
         _core.Problem(arrays, **flags)
 
 

@@ -27,6 +27,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
+from core_view cimport *
+
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
     struct timespec:
@@ -43,31 +45,9 @@ cdef extern from *:
     """
     bint add_overflow "draspeed_add_overflow"(long long a, long long b, long long *out) nogil
 
-# Outcomes of the search and of its steps (negative values are errors; they unwind).
 cdef enum:
-    FOUND = 1
-    NOT_FOUND = 0
-    MAX_SIZE_EXCEEDED = -2   # upstream's errAllocationResultMaxSizeExceeded
-    ERR_SELECTOR = -3        # a selector failed on a device the search reached
-    ERR_CONSTRAINT = -4      # an All-mode device breaks a constraint
-    ERR_DEADLINE = -5
-    ERR_OVERFLOW = -6
-
-# Per (alternative, position) selector verdicts, as the caller computes them.
-cdef enum:
-    SEL_NO = 0
-    SEL_YES = 1
-    SEL_ERROR = 2
-
-# Per (alternative, position) capacity verdicts.
-cdef enum:
-    CAP_FAIL = 0      # capacity request cannot be met (or names unknown capacity)
-    CAP_OK = 1        # fits, nothing in flight can change that
-    CAP_DYNAMIC = 2   # fits unless in-flight shared allocations use the room up
-
-cdef enum:
-    MAX_RESULTS = 32  # resource.k8s.io AllocationResultsMaxSize
     DEADLINE_CHECK_EVERY = 64
+    MAX_RESULTS_BOUND = 4096
 
 OUTCOME_NAMES = {
     FOUND: "found", NOT_FOUND: "not found", MAX_SIZE_EXCEEDED: "max size exceeded",
@@ -81,315 +61,248 @@ OUTCOME = {"found": FOUND, "not_found": NOT_FOUND, "max_size": MAX_SIZE_EXCEEDED
            "deadline": ERR_DEADLINE, "overflow": ERR_OVERFLOW}
 
 
-cdef struct View:
-    # P: positions of the node being searched; S: the stride of (row, position) arrays,
-    # i.e. the positions of all nodes (a node's block starts at its offset in every row).
-    int P, S, A, R, C, K, N
-    bint taints, consumable
-    const int32_t *claim_req_ptr
-    const uint8_t *req_has_subs
-    const int32_t *req_alt_ptr
-    const uint8_t *alt_all
-    const uint8_t *alt_admin
-    const int32_t *alt_count
-    const int32_t *all_ptr
-    const int32_t *all_pos
-    const uint8_t *selectable
-    const uint8_t *taint_blocks
-    const uint8_t *capacity
-    const uint8_t *possible
-    const int32_t *last_error
-    const uint8_t *rest_prunable
-    const int32_t *rest_need
-    const int32_t *rest_max
-    const int32_t *rest_requests
-    const uint8_t *rest_possible
-    const uint8_t *in_use
-    const uint8_t *allow_multi
-    const uint8_t *counters_blocked
-    const uint8_t *committed_share
-    const int32_t *pos_pool
-    const int32_t *cons_ptr
-    const int32_t *cons_slot
-    const int64_t *cons_amount
-    const int32_t *pool_slot_ptr
-    const int64_t *slot_available
-    const int32_t *cap_ptr
-    const int64_t *cap_room
-    const int64_t *alt_cap_use
-    const int32_t *claim_con_ptr
-    const uint8_t *con_distinct
-    const uint8_t *con_applies
-    const int32_t *con_value_ptr
-    const int32_t *con_values
-    const uint8_t *con_present
-    const uint8_t *con_first_needs_value
-    const int32_t *node_ptr
-    int Q
+# The arrays of a Problem: name, dtype, expected length (an expression over the shape:
+# N nodes, C claims, R requests, A alternatives, S positions, K capacity entries,
+# Q constraints; None: any), and how a node's view moves it ("position": by the node's
+# first position, "node_alt"/"node_req": by node * A / node * R). core_view.pxd says what
+# each one holds.
+ARRAYS = (
+    ("node_ptr", "int32", "N + 1", None),
+    ("node_pool_ptr", "int32", "N + 1", None),
+    ("claim_req_ptr", "int32", "C + 1", None),
+    ("req_has_subs", "uint8", "R", None),
+    ("req_alt_ptr", "int32", "R + 1", None),
+    ("alt_all", "uint8", "A", None),
+    ("alt_admin", "uint8", "A", None),
+    ("alt_count", "int32", "N * A", "node_alt"),
+    ("all_ptr", "int32", "N * A + 1", "node_alt"),
+    ("all_pos", "int32", None, None),
+    ("selectable", "uint8", "A * S", "position"),
+    ("taint_blocks", "uint8", "A * S", "position"),
+    ("capacity", "uint8", "A * S", "position"),
+    ("possible", "uint8", "A * S", "position"),
+    ("last_error", "int32", "N * A", "node_alt"),
+    ("rest_prunable", "uint8", "N * R", "node_req"),
+    ("rest_need", "int32", "R", None),
+    ("rest_max", "int32", "R", None),
+    ("rest_requests", "int32", "R", None),
+    ("rest_possible", "uint8", "R * S", "position"),
+    ("in_use", "uint8", "S", "position"),
+    ("allow_multi", "uint8", "S", "position"),
+    ("counters_blocked", "uint8", "S", "position"),
+    ("committed_share", "uint8", "S", "position"),
+    ("pos_pool", "int32", "S", "position"),
+    ("cons_start", "int32", "S", "position"),
+    ("cons_len", "int32", "S", "position"),
+    ("cons_rel", "int32", None, None),
+    ("cons_amount", "int64", "E", None),
+    ("pool_slot_ptr", "int32", None, None),
+    ("slot_available", "int64", None, None),
+    ("cap_ptr", "int32", "S + 1", "position"),
+    ("cap_room", "int64", "K", None),
+    ("alt_cap_use", "int64", "A * K", None),
+    ("claim_con_ptr", "int32", "C + 1", None),
+    ("con_distinct", "uint8", "Q", None),
+    ("con_applies", "uint8", "Q * A", None),
+    ("con_value_ptr", "int32", "Q * S + 1", "position"),
+    ("con_values", "int32", None, None),
+    ("con_present", "uint8", "Q * S", "position"),
+    ("con_first_needs_value", "uint8", "Q", None),
+)
 
 
 cdef class Problem:
-    """One Allocate question over one or many nodes, as arrays (``draspeed.engine.claim_arrays``).
+    """One Allocate question over one or many nodes, as arrays (``ARRAYS``, core_view.pxd).
 
-    Positions of all nodes are concatenated, node by node (``node_ptr``); an array
-    indexed by (row, position) holds rows of all positions, so a node's part of every
-    row starts at the node's offset.  Per-node values (All-mode lists, counts, bounds)
-    are indexed node-major.  The search of node n sees exactly what a one-node problem
-    made of its block would show it.
+    ``arrays`` maps every name of ``ARRAYS`` to an array (any integer array-like: it is
+    made contiguous in the dtype the table says, once). The shape is read from the
+    arrays themselves and checked, with every index the search follows, before any
+    search runs.
     """
 
-    # -- shape ----------------------------------------------------------------------
-    cdef public int n_claims, n_positions, n_alts, n_constraints, n_nodes
+    cdef public int n_claims, n_positions, n_alts, n_constraints, n_nodes, n_codes
+    cdef public int max_results
     cdef public bint taints_enabled, consumable_enabled
-    cdef const int32_t[::1] node_ptr          # node n owns positions [ptr[n], ptr[n+1])
-    # -- claims and requests ---------------------------------------------------------
-    cdef const int32_t[::1] claim_req_ptr     # claim c owns requests [ptr[c], ptr[c+1])
-    cdef const uint8_t[::1] req_has_subs      # request came with firstAvailable
-    cdef const int32_t[::1] req_alt_ptr       # request r owns alternatives [ptr[r], ptr[r+1])
-    cdef const uint8_t[::1] alt_all           # allocationMode All
-    cdef const uint8_t[::1] alt_admin         # adminAccess
-    cdef const int32_t[::1] alt_count         # n * n_alts + a: devices needed (All: its list)
-    cdef const int32_t[::1] all_ptr           # All-mode lists, CSR over (n * n_alts + a)
-    cdef const int32_t[::1] all_pos           # ... of node-local positions
-    # -- static verdicts, alternative-major (a * n_positions + p) -----------------
-    cdef const uint8_t[::1] selectable
-    cdef const uint8_t[::1] taint_blocks
-    cdef const uint8_t[::1] capacity
-    cdef const uint8_t[::1] possible          # could be allocated if nothing were in flight
-    cdef const int32_t[::1] last_error        # n * n_alts + a: last SEL_ERROR position, or -1
-    # Per request r: bounds over r and the claim's later requests (see may_finish_claim).
-    cdef const uint8_t[::1] rest_prunable     # n * n_requests + r
-    cdef const int32_t[::1] rest_need
-    cdef const int32_t[::1] rest_max
-    cdef const int32_t[::1] rest_requests
-    cdef const uint8_t[::1] rest_possible    # r * n_positions + p
-    # -- positions -------------------------------------------------------------------
-    cdef const uint8_t[::1] in_use            # committed by other claims
-    cdef const uint8_t[::1] allow_multi       # allowMultipleAllocations (feature applied)
-    cdef const uint8_t[::1] counters_blocked  # consumes counters, partitionable off
-    cdef const uint8_t[::1] committed_share  # has a committed share (or its capacity)
-    cdef const int32_t[::1] pos_pool          # pool of each position (pools of all nodes)
-    cdef const int32_t[::1] cons_ptr          # counter consumption, CSR over positions
-    cdef const int32_t[::1] cons_slot
-    cdef const int64_t[::1] cons_amount
-    cdef const int32_t[::1] pool_slot_ptr     # pool q owns counter slots [ptr[q], ptr[q+1])
-    cdef const int64_t[::1] slot_available
-    cdef const int32_t[::1] cap_ptr           # capacity entries, CSR over positions
-    cdef const int64_t[::1] cap_room          # capacity minus committed consumption
-    cdef const int64_t[::1] alt_cap_use       # a * n_cap_entries + k: what alt a takes of entry k
-    # -- constraints -----------------------------------------------------------------
-    cdef const int32_t[::1] claim_con_ptr     # claim c owns constraints [ptr[c], ptr[c+1])
-    cdef const uint8_t[::1] con_distinct
-    cdef const uint8_t[::1] con_applies       # q * n_alts + a
-    cdef const int32_t[::1] con_value_ptr     # (q * n_positions + p) -> value codes
-    cdef const int32_t[::1] con_values
-    cdef const uint8_t[::1] con_present       # q * n_positions + p: the device has the attribute
-    cdef const uint8_t[::1] con_first_needs_value  # matchAttribute in list mode
-    cdef public int n_codes
-    # Exact Python-integer sums when values do not fit int64 (draspeed.engine.claim_arrays), or None.
-    cdef public object exact
-    # Raw pointers into the arrays above (kept alive by this object), for the search.
+    cdef public object exact  # ExactSums when sums may leave int64 (claim_arrays), or None
+    cdef public dict arrays  # name -> the array a View field points into (kept alive)
+    cdef int max_slots  # counter slots of the node with the most
+    cdef int max_caps  # capacity entries of the node with the most
     cdef View v
 
-    def __init__(self, dict a not None, *, bint taints_enabled, bint consumable_enabled):
-        self.node_ptr = a["node_ptr"] if "node_ptr" in a else _one_node(a["in_use"])
-        self.claim_req_ptr = a["claim_req_ptr"]
-        self.req_has_subs = a["req_has_subs"]
-        self.req_alt_ptr = a["req_alt_ptr"]
-        self.alt_all = a["alt_all"]
-        self.alt_admin = a["alt_admin"]
-        self.alt_count = a["alt_count"]
-        self.all_ptr = a["all_ptr"]
-        self.all_pos = a["all_pos"]
-        self.selectable = a["selectable"]
-        self.taint_blocks = a["taint_blocks"]
-        self.capacity = a["capacity"]
-        self.possible = a["possible"]
-        self.last_error = a["last_error"]
-        self.rest_prunable = a["rest_prunable"]
-        self.rest_need = a["rest_need"]
-        self.rest_max = a["rest_max"]
-        self.rest_requests = a["rest_requests"]
-        self.rest_possible = a["rest_possible"]
-        self.in_use = a["in_use"]
-        self.allow_multi = a["allow_multi"]
-        self.counters_blocked = a["counters_blocked"]
-        self.committed_share = a["committed_share"]
-        self.pos_pool = a["pos_pool"]
-        self.cons_ptr = a["cons_ptr"]
-        self.cons_slot = a["cons_slot"]
-        self.cons_amount = a["cons_amount"]
-        self.pool_slot_ptr = a["pool_slot_ptr"]
-        self.slot_available = a["slot_available"]
-        self.cap_ptr = a["cap_ptr"]
-        self.cap_room = a["cap_room"]
-        self.alt_cap_use = a["alt_cap_use"]
-        self.claim_con_ptr = a["claim_con_ptr"]
-        self.con_distinct = a["con_distinct"]
-        self.con_applies = a["con_applies"]
-        self.con_value_ptr = a["con_value_ptr"]
-        self.con_values = a["con_values"]
-        self.con_present = a["con_present"]
-        self.con_first_needs_value = a["con_first_needs_value"]
-        for name in ("claim_req_ptr", "req_alt_ptr", "all_ptr", "cons_ptr", "pool_slot_ptr",
-                     "cap_ptr", "claim_con_ptr", "con_value_ptr", "node_ptr"):
-            if len(a.get(name, self.node_ptr)) == 0:  # every CSR pointer array holds its end
+    def __init__(self, dict arrays not None, *, bint taints_enabled, bint consumable_enabled,
+                 int max_results, object exact=None, int n_codes=0):
+        import numpy as np
+        missing = [name for name, _, _, _ in ARRAYS if name not in arrays]
+        if missing:
+            raise ValueError(f"Problem: arrays missing: {', '.join(missing)}")
+        unknown = sorted(set(arrays) - {name for name, _, _, _ in ARRAYS})
+        if unknown:
+            raise ValueError(f"Problem: unknown arrays: {', '.join(unknown)}")
+        self.arrays = {
+            name: np.ascontiguousarray(arrays[name], dtype=dtype)
+            for name, dtype, _, _ in ARRAYS
+        }
+        a = self.arrays
+        for name in ("node_ptr", "node_pool_ptr", "claim_req_ptr", "req_alt_ptr", "all_ptr",
+                     "pool_slot_ptr", "cap_ptr", "claim_con_ptr", "con_value_ptr"):
+            if len(a[name]) == 0:  # every CSR pointer array holds its end
                 raise ValueError(f"Problem.{name} is empty")
-        self.n_claims = self.claim_req_ptr.shape[0] - 1
-        self.n_nodes = self.node_ptr.shape[0] - 1
-        self.n_positions = self.in_use.shape[0]
-        self.n_alts = self.alt_all.shape[0]
-        self.n_constraints = self.con_distinct.shape[0]
-        self.n_codes = int(a["n_codes"])
-        self.exact = a.get("exact")
+        self.n_nodes = len(a["node_ptr"]) - 1
+        self.n_claims = len(a["claim_req_ptr"]) - 1
+        self.n_positions = len(a["in_use"])
+        self.n_alts = len(a["alt_all"])
+        self.n_constraints = len(a["con_distinct"])
+        self.n_codes = n_codes
+        self.max_results = max_results
+        self.exact = exact
         self.taints_enabled = taints_enabled
         self.consumable_enabled = consumable_enabled
-        self._check_shapes()
+        shape = {
+            "N": self.n_nodes, "C": self.n_claims, "R": len(a["req_has_subs"]),
+            "A": self.n_alts, "S": self.n_positions, "K": len(a["cap_room"]),
+            "Q": self.n_constraints, "E": len(a["cons_rel"]),
+        }
+        for name, _, length, _ in ARRAYS:
+            if length is not None and len(a[name]) != eval(length, {}, shape):
+                raise ValueError(f"Problem.{name}: length {len(a[name])}, expected {length} "
+                                 f"= {eval(length, {}, shape)}")
+        if not 1 <= max_results <= MAX_RESULTS_BOUND:
+            # upstream's limit is 32; the bound keeps the scratch (claims x results) sane
+            raise ValueError(f"Problem: max_results must be in [1, {MAX_RESULTS_BOUND}]")
+        self._check_indices()
         self._point()
 
     def node_offsets(self):
         """Where each node's positions start, and the end: ``node_ptr`` as a list."""
-        return [self.node_ptr[i] for i in range(self.n_nodes + 1)]
+        return self.arrays["node_ptr"].tolist()
 
     cdef void _point(self):
         """Fill ``self.v``: the arrays as raw pointers, read by the nogil search."""
+        a = self.arrays
         cdef View *v = &self.v
-        v.P, v.A, v.C = self.n_positions, self.n_alts, self.n_claims
-        v.S, v.N = self.n_positions, self.n_nodes
-        v.node_ptr = _i32(self.node_ptr)
-        v.R = self.req_has_subs.shape[0]
-        v.K = self.cap_room.shape[0]
-        v.Q = self.n_constraints
+        cdef Py_ssize_t n
+        v.P = v.S = self.n_positions
+        v.A, v.C, v.N, v.Q = self.n_alts, self.n_claims, self.n_nodes, self.n_constraints
+        v.R = len(a["req_has_subs"])
+        v.K = len(a["cap_room"])
+        v.M = self.max_results
+        v.slot_base = v.cap_base = 0
         v.taints, v.consumable = self.taints_enabled, self.consumable_enabled
-        v.claim_req_ptr = _i32(self.claim_req_ptr)
-        v.req_has_subs = _u8(self.req_has_subs)
-        v.req_alt_ptr = _i32(self.req_alt_ptr)
-        v.alt_all = _u8(self.alt_all)
-        v.alt_admin = _u8(self.alt_admin)
-        v.alt_count = _i32(self.alt_count)
-        v.all_ptr = _i32(self.all_ptr)
-        v.all_pos = _i32(self.all_pos)
-        v.selectable = _u8(self.selectable)
-        v.taint_blocks = _u8(self.taint_blocks)
-        v.capacity = _u8(self.capacity)
-        v.possible = _u8(self.possible)
-        v.last_error = _i32(self.last_error)
-        v.rest_prunable = _u8(self.rest_prunable)
-        v.rest_need = _i32(self.rest_need)
-        v.rest_max = _i32(self.rest_max)
-        v.rest_requests = _i32(self.rest_requests)
-        v.rest_possible = _u8(self.rest_possible)
-        v.in_use = _u8(self.in_use)
-        v.allow_multi = _u8(self.allow_multi)
-        v.counters_blocked = _u8(self.counters_blocked)
-        v.committed_share = _u8(self.committed_share)
-        v.pos_pool = _i32(self.pos_pool)
-        v.cons_ptr = _i32(self.cons_ptr)
-        v.cons_slot = _i32(self.cons_slot)
-        v.cons_amount = _i64(self.cons_amount)
-        v.pool_slot_ptr = _i32(self.pool_slot_ptr)
-        v.slot_available = _i64(self.slot_available)
-        v.cap_ptr = _i32(self.cap_ptr)
-        v.cap_room = _i64(self.cap_room)
-        v.alt_cap_use = _i64(self.alt_cap_use)
-        v.claim_con_ptr = _i32(self.claim_con_ptr)
-        v.con_distinct = _u8(self.con_distinct)
-        v.con_applies = _u8(self.con_applies)
-        v.con_value_ptr = _i32(self.con_value_ptr)
-        v.con_values = _i32(self.con_values)
-        v.con_present = _u8(self.con_present)
-        v.con_first_needs_value = _u8(self.con_first_needs_value)
+        v.node_ptr = _i32(a["node_ptr"])
+        v.node_pool_ptr = _i32(a["node_pool_ptr"])
+        v.claim_req_ptr = _i32(a["claim_req_ptr"])
+        v.req_has_subs = _u8(a["req_has_subs"])
+        v.req_alt_ptr = _i32(a["req_alt_ptr"])
+        v.alt_all = _u8(a["alt_all"])
+        v.alt_admin = _u8(a["alt_admin"])
+        v.alt_count = _i32(a["alt_count"])
+        v.all_ptr = _i32(a["all_ptr"])
+        v.all_pos = _i32(a["all_pos"])
+        v.selectable = _u8(a["selectable"])
+        v.taint_blocks = _u8(a["taint_blocks"])
+        v.capacity = _u8(a["capacity"])
+        v.possible = _u8(a["possible"])
+        v.last_error = _i32(a["last_error"])
+        v.rest_prunable = _u8(a["rest_prunable"])
+        v.rest_need = _i32(a["rest_need"])
+        v.rest_max = _i32(a["rest_max"])
+        v.rest_requests = _i32(a["rest_requests"])
+        v.rest_possible = _u8(a["rest_possible"])
+        v.in_use = _u8(a["in_use"])
+        v.allow_multi = _u8(a["allow_multi"])
+        v.counters_blocked = _u8(a["counters_blocked"])
+        v.committed_share = _u8(a["committed_share"])
+        v.pos_pool = _i32(a["pos_pool"])
+        v.cons_start = _i32(a["cons_start"])
+        v.cons_len = _i32(a["cons_len"])
+        v.cons_rel = _i32(a["cons_rel"])
+        v.cons_amount = _i64(a["cons_amount"])
+        v.pool_slot_ptr = _i32(a["pool_slot_ptr"])
+        v.slot_available = _i64(a["slot_available"])
+        v.cap_ptr = _i32(a["cap_ptr"])
+        v.cap_room = _i64(a["cap_room"])
+        v.alt_cap_use = _i64(a["alt_cap_use"])
+        v.claim_con_ptr = _i32(a["claim_con_ptr"])
+        v.con_distinct = _u8(a["con_distinct"])
+        v.con_applies = _u8(a["con_applies"])
+        v.con_value_ptr = _i32(a["con_value_ptr"])
+        v.con_values = _i32(a["con_values"])
+        v.con_present = _u8(a["con_present"])
+        v.con_first_needs_value = _u8(a["con_first_needs_value"])
+        # The scratch of one node's search is sized to the node with the most slots and
+        # capacity entries (a node's own are contiguous: its pools', its positions').
+        self.max_slots = self.max_caps = 0
+        for n in range(v.N):
+            self.max_slots = max(
+                self.max_slots,
+                v.pool_slot_ptr[v.node_pool_ptr[n + 1]] - v.pool_slot_ptr[v.node_pool_ptr[n]],
+            )
+            self.max_caps = max(
+                self.max_caps, v.cap_ptr[v.node_ptr[n + 1]] - v.cap_ptr[v.node_ptr[n]]
+            )
 
-    cdef void _check_shapes(self) except *:
-        # One up-front check so the unchecked loops below cannot read out of bounds.
-        cdef Py_ssize_t P = self.n_positions, A = self.n_alts, Q = self.n_constraints
-        cdef Py_ssize_t R = self.req_has_subs.shape[0]
-        cdef Py_ssize_t K = self.cap_room.shape[0]
-        cdef Py_ssize_t N = self.n_nodes
-        expect = {
-            "req_alt_ptr": (self.req_alt_ptr.shape[0], R + 1),
-            "alt_admin": (self.alt_admin.shape[0], A),
-            "alt_count": (self.alt_count.shape[0], N * A),
-            "all_ptr": (self.all_ptr.shape[0], N * A + 1),
-            "selectable": (self.selectable.shape[0], A * P),
-            "taint_blocks": (self.taint_blocks.shape[0], A * P),
-            "capacity": (self.capacity.shape[0], A * P),
-            "possible": (self.possible.shape[0], A * P),
-            "last_error": (self.last_error.shape[0], N * A),
-            "rest_prunable": (self.rest_prunable.shape[0], N * R),
-            "rest_need": (self.rest_need.shape[0], R),
-            "rest_max": (self.rest_max.shape[0], R),
-            "rest_requests": (self.rest_requests.shape[0], R),
-            "rest_possible": (self.rest_possible.shape[0], R * P),
-            "allow_multi": (self.allow_multi.shape[0], P),
-            "counters_blocked": (self.counters_blocked.shape[0], P),
-            "committed_share": (self.committed_share.shape[0], P),
-            "pos_pool": (self.pos_pool.shape[0], P),
-            "cons_ptr": (self.cons_ptr.shape[0], P + 1),
-            "cons_amount": (self.cons_amount.shape[0], self.cons_slot.shape[0]),
-            "cap_ptr": (self.cap_ptr.shape[0], P + 1),
-            "alt_cap_use": (self.alt_cap_use.shape[0], A * K),
-            "claim_con_ptr": (self.claim_con_ptr.shape[0], self.n_claims + 1),
-            "con_applies": (self.con_applies.shape[0], Q * A),
-            "con_value_ptr": (self.con_value_ptr.shape[0], Q * P + 1),
-            "con_present": (self.con_present.shape[0], Q * P),
-            "con_first_needs_value": (self.con_first_needs_value.shape[0], Q),
-        }
-        for name, (got, want) in expect.items():
-            if got != want:
-                raise ValueError(f"Problem.{name}: length {got}, expected {want}")
-        if self.node_ptr[N] != P:
-            raise ValueError("Problem: node pointers do not cover the positions")
-        if self.claim_req_ptr[self.n_claims] != R or self.req_alt_ptr[R] != A:
-            raise ValueError("Problem: request/alternative pointers do not cover the arrays")
-        if self.all_ptr[N * A] != self.all_pos.shape[0] or self.cons_ptr[P] != self.cons_slot.shape[0]:
-            raise ValueError("Problem: CSR pointers do not cover their arrays")
-        if self.cap_ptr[P] != K or self.con_value_ptr[Q * P] != self.con_values.shape[0]:
-            raise ValueError("Problem: CSR pointers do not cover their arrays")
-        if self.claim_con_ptr[self.n_claims] != Q:
-            raise ValueError("Problem: constraint pointers do not cover the constraints")
-        n_pools = self.pool_slot_ptr.shape[0] - 1
-        if self.pool_slot_ptr[n_pools] != self.slot_available.shape[0]:
-            raise ValueError("Problem: pool slot pointers do not cover the slots")
-        for name, ptr in (("claim_req_ptr", self.claim_req_ptr), ("req_alt_ptr", self.req_alt_ptr),
-                          ("all_ptr", self.all_ptr), ("cons_ptr", self.cons_ptr),
-                          ("pool_slot_ptr", self.pool_slot_ptr), ("cap_ptr", self.cap_ptr),
-                          ("claim_con_ptr", self.claim_con_ptr),
-                          ("con_value_ptr", self.con_value_ptr), ("node_ptr", self.node_ptr)):
-            if not _monotonic(ptr):
-                raise ValueError(f"Problem.{name} must start at 0 and never decrease")
-        cdef Py_ssize_t p, k, a, n
+    cdef void _check_indices(self) except *:
+        """Every pointer array monotone and covering its array; every index in range."""
+        a = self.arrays
+        cdef Py_ssize_t P = self.n_positions, A = self.n_alts, N = self.n_nodes
+        cdef Py_ssize_t R = len(a["req_has_subs"])
+        cdef const int32_t[::1] node_ptr = a["node_ptr"], node_pool_ptr = a["node_pool_ptr"]
+        cdef const int32_t[::1] req_alt_ptr = a["req_alt_ptr"], all_ptr = a["all_ptr"]
+        cdef const int32_t[::1] all_pos = a["all_pos"], alt_count = a["alt_count"]
+        cdef const uint8_t[::1] alt_all = a["alt_all"], req_has_subs = a["req_has_subs"]
+        cdef const int32_t[::1] pos_pool = a["pos_pool"], pool_slot_ptr = a["pool_slot_ptr"]
+        cdef const int32_t[::1] cons_start = a["cons_start"], cons_len = a["cons_len"]
+        cdef const int32_t[::1] cons_rel = a["cons_rel"], con_values = a["con_values"]
+        cdef Py_ssize_t n_pools = pool_slot_ptr.shape[0] - 1, E = cons_rel.shape[0]
+        cdef Py_ssize_t p, k, n, r, pool, width
+        covers = (
+            ("node_ptr", P), ("node_pool_ptr", n_pools), ("claim_req_ptr", R),
+            ("req_alt_ptr", A), ("all_ptr", len(a["all_pos"])),
+            ("pool_slot_ptr", len(a["slot_available"])), ("cap_ptr", len(a["cap_room"])),
+            ("claim_con_ptr", self.n_constraints), ("con_value_ptr", len(a["con_values"])),
+        )
+        for name, end in covers:
+            ptr = a[name]
+            if ptr[0] != 0 or ptr[-1] != end or (len(ptr) > 1 and (ptr[1:] < ptr[:-1]).any()):
+                raise ValueError(f"Problem.{name} must start at 0, never decrease and end at {end}")
         for p in range(P):
-            if not 0 <= self.pos_pool[p] < n_pools:
+            pool = pos_pool[p]
+            if not 0 <= pool < n_pools:
                 raise ValueError(f"Problem.pos_pool[{p}] out of range")
-        for k in range(self.cons_slot.shape[0]):
-            if not 0 <= self.cons_slot[k] < self.slot_available.shape[0]:
-                raise ValueError(f"Problem.cons_slot[{k}] out of range")
+            width = pool_slot_ptr[pool + 1] - pool_slot_ptr[pool]
+            if cons_len[p] < 0 or cons_start[p] < 0 or cons_start[p] + cons_len[p] > E:
+                raise ValueError(f"Problem: position {p}'s consumption is outside cons_rel")
+            for k in range(cons_start[p], cons_start[p] + cons_len[p]):
+                if not 0 <= cons_rel[k] < width:
+                    raise ValueError(f"Problem.cons_rel[{k}] is not a slot of position {p}'s pool")
         for n in range(N):
-            for k in range(self.all_ptr[n * A], self.all_ptr[n * A + A]):
-                if not 0 <= self.all_pos[k] < self.node_ptr[n + 1] - self.node_ptr[n]:
+            if not (node_pool_ptr[n] <= node_pool_ptr[n + 1]):
+                raise ValueError("Problem.node_pool_ptr must never decrease")
+            for p in range(node_ptr[n], node_ptr[n + 1]):
+                if not node_pool_ptr[n] <= pos_pool[p] < node_pool_ptr[n + 1]:
+                    raise ValueError(f"Problem.pos_pool[{p}] is not a pool of node {n}")
+            for k in range(all_ptr[n * A], all_ptr[n * A + A]):
+                if not 0 <= all_pos[k] < node_ptr[n + 1] - node_ptr[n]:
                     raise ValueError(f"Problem.all_pos[{k}] out of range for node {n}")
-        for k in range(self.con_values.shape[0]):
-            if not 0 <= self.con_values[k] < self.n_codes:
+            for r in range(A):
+                k = n * A + r
+                if alt_count[k] < 0:
+                    raise ValueError(f"Problem.alt_count[{k}] is negative")
+                if alt_all[r] and all_ptr[k + 1] - all_ptr[k] != alt_count[k]:
+                    raise ValueError(f"Problem: All-mode alternative {r} of node {n} has a "
+                                     "list of another length")
+        for k in range(con_values.shape[0]):
+            if not 0 <= con_values[k] < self.n_codes:
                 raise ValueError(f"Problem.con_values[{k}] out of range")
-        cdef Py_ssize_t r
         for r in range(R):
-            owned = self.req_alt_ptr[r + 1] - self.req_alt_ptr[r]
-            if owned < 1 or (not self.req_has_subs[r] and owned != 1):
+            owned = req_alt_ptr[r + 1] - req_alt_ptr[r]
+            if owned < 1 or (not req_has_subs[r] and owned != 1):
                 raise ValueError(f"Problem: request {r} owns {owned} alternatives "
                                  "(a plain request owns one, a prioritized list at least one)")
         if self.exact is not None and not all(
                 callable(getattr(self.exact, m, None))
                 for m in ("reset", "charge", "release", "fits", "take")):
             raise TypeError("Problem.exact must be None or a draspeed.engine.claim_arrays.ExactSums")
-        for n in range(N):
-            for a in range(A):
-                k = n * A + a
-                if self.alt_count[k] < 0:
-                    raise ValueError(f"Problem.alt_count[{k}] is negative")
-                if self.alt_all[a] and self.all_ptr[k + 1] - self.all_ptr[k] != self.alt_count[k]:
-                    raise ValueError(f"Problem: All-mode alternative {a} of node {n} has a "
-                                     "list of another length")
 
 cdef struct Scratch:
     # in flight
@@ -431,33 +344,37 @@ cdef int charge_counters(View *v, Scratch *s, int p) noexcept nogil:
 
     Every counter of the pool is checked, not only those p consumes: a counter that
     committed allocations already overdrew blocks every further consumer (upstream).
+    ``s.consumed`` is indexed from the node's first slot.
     """
     cdef int k, slot, pool = v.pos_pool[p]
+    cdef int first = v.pool_slot_ptr[pool] - v.slot_base
+    cdef int start = v.cons_start[p], end = v.cons_start[p] + v.cons_len[p]
     cdef long long total
     if s.exact != NULL:
         with gil:
             return FOUND if (<object>s.exact).charge(p) else NOT_FOUND
-    for k in range(v.cons_ptr[p], v.cons_ptr[p + 1]):
-        slot = v.cons_slot[k]
+    for k in range(start, end):
+        slot = first + v.cons_rel[k]
         if add_overflow(s.consumed[slot], v.cons_amount[k], &total):
             release_counters(v, s, p, k)
             return ERR_OVERFLOW
         s.consumed[slot] = total
     for slot in range(v.pool_slot_ptr[pool], v.pool_slot_ptr[pool + 1]):
-        if v.slot_available[slot] < s.consumed[slot]:
-            release_counters(v, s, p, v.cons_ptr[p + 1])
+        if v.slot_available[slot] < s.consumed[slot - v.slot_base]:
+            release_counters(v, s, p, end)
             return NOT_FOUND
     return FOUND
 
 
 cdef inline void release_counters(View *v, Scratch *s, int p, int upto) noexcept nogil:
-    cdef int k
+    """Give back p's consumption entries before ``upto`` (all of them: the end)."""
+    cdef int k, first = v.pool_slot_ptr[v.pos_pool[p]] - v.slot_base
     if s.exact != NULL:
         with gil:
             (<object>s.exact).release(p)
         return
-    for k in range(v.cons_ptr[p], upto):
-        s.consumed[v.cons_slot[k]] -= v.cons_amount[k]
+    for k in range(v.cons_start[p], upto):
+        s.consumed[first + v.cons_rel[k]] -= v.cons_amount[k]
 
 
 cdef int capacity_fits(View *v, Scratch *s, int a, int p) noexcept nogil:
@@ -471,7 +388,7 @@ cdef int capacity_fits(View *v, Scratch *s, int a, int p) noexcept nogil:
         with gil:
             return FOUND if (<object>s.exact).fits(a, p) else NOT_FOUND
     for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
-        if add_overflow(s.cap_used[k], v.alt_cap_use[<Py_ssize_t>a * v.K + k], &total):
+        if add_overflow(s.cap_used[k - v.cap_base], v.alt_cap_use[<Py_ssize_t>a * v.K + k], &total):
             return ERR_OVERFLOW
         if total > v.cap_room[k]:
             return NOT_FOUND
@@ -486,7 +403,7 @@ cdef inline void take_capacity(View *v, Scratch *s, int a, int p, int sign) noex
             (<object>s.exact).take(a, p, sign)
         return
     for k in range(v.cap_ptr[p], v.cap_ptr[p + 1]):
-        s.cap_used[k] += sign * v.alt_cap_use[<Py_ssize_t>a * v.K + k]
+        s.cap_used[k - v.cap_base] += sign * v.alt_cap_use[<Py_ssize_t>a * v.K + k]
 
 
 cdef inline bint constraint_accepts(View *v, Scratch *s, int q, int p) noexcept nogil:
@@ -549,14 +466,14 @@ cdef int allocate_device(View *v, Scratch *s, int c, int a, int p, bint must) no
             return NOT_FOUND
     if v.counters_blocked[p]:
         return NOT_FOUND
-    if v.cons_ptr[p + 1] > v.cons_ptr[p] and not (multi and (v.committed_share[p] or s.shared_n[p] > 0)):
+    if v.cons_len[p] > 0 and not (multi and (v.committed_share[p] or s.shared_n[p] > 0)):
         rc = charge_counters(v, s, p)
         if rc != FOUND:
             return rc
         charged = True
     if v.taints and v.taint_blocks[<Py_ssize_t>a * v.S + p]:
         if charged:
-            release_counters(v, s, p, v.cons_ptr[p + 1])
+            release_counters(v, s, p, v.cons_start[p] + v.cons_len[p])
         return NOT_FOUND
     for q in range(v.claim_con_ptr[c], v.claim_con_ptr[c + 1]):
         if not v.con_applies[<Py_ssize_t>q * v.A + a]:
@@ -564,7 +481,7 @@ cdef int allocate_device(View *v, Scratch *s, int c, int a, int p, bint must) no
         if not constraint_accepts(v, s, q, p):
             constraints_remove(v, s, c, a, p, q)
             if charged:
-                release_counters(v, s, p, v.cons_ptr[p + 1])
+                release_counters(v, s, p, v.cons_start[p] + v.cons_len[p])
             if must:
                 s.err_alt, s.err_pos = a, p
                 return ERR_CONSTRAINT
@@ -575,7 +492,7 @@ cdef int allocate_device(View *v, Scratch *s, int c, int a, int p, bint must) no
         if rc != FOUND:
             constraints_remove(v, s, c, a, p, v.claim_con_ptr[c + 1])
             if charged:
-                release_counters(v, s, p, v.cons_ptr[p + 1])
+                release_counters(v, s, p, v.cons_start[p] + v.cons_len[p])
             return rc
     if not multi:
         s.by_claim[<Py_ssize_t>c * v.P + p] = 1
@@ -584,9 +501,9 @@ cdef int allocate_device(View *v, Scratch *s, int c, int a, int p, bint must) no
         take_capacity(v, s, a, p, 1)
         s.shared_n[p] += 1
     n = s.res_n[c]
-    s.res_alt[c * MAX_RESULTS + n] = a
-    s.res_pos[c * MAX_RESULTS + n] = p
-    s.res_charged[c * MAX_RESULTS + n] = charged
+    s.res_alt[c * v.M + n] = a
+    s.res_pos[c * v.M + n] = p
+    s.res_charged[c * v.M + n] = charged
     s.res_n[c] = n + 1
     return FOUND
 
@@ -594,7 +511,7 @@ cdef int allocate_device(View *v, Scratch *s, int c, int a, int p, bint must) no
 cdef void deallocate_last(View *v, Scratch *s, int c) noexcept nogil:
     """Undo the claim's newest result (upstream's rollback closure)."""
     cdef int n = s.res_n[c] - 1
-    cdef int a = s.res_alt[c * MAX_RESULTS + n], p = s.res_pos[c * MAX_RESULTS + n], k
+    cdef int a = s.res_alt[c * v.M + n], p = s.res_pos[c * v.M + n], k
     constraints_remove(v, s, c, a, p, v.claim_con_ptr[c + 1])
     if not v.allow_multi[p]:
         s.by_claim[<Py_ssize_t>c * v.P + p] = 0
@@ -602,8 +519,8 @@ cdef void deallocate_last(View *v, Scratch *s, int c) noexcept nogil:
     elif v.consumable:
         take_capacity(v, s, a, p, -1)
         s.shared_n[p] -= 1
-    if s.res_charged[c * MAX_RESULTS + n]:
-        release_counters(v, s, p, v.cons_ptr[p + 1])
+    if s.res_charged[c * v.M + n]:
+        release_counters(v, s, p, v.cons_start[p] + v.cons_len[p])
     s.res_n[c] = n
 
 
@@ -671,7 +588,7 @@ cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
         # Not fatal: a different allocation of this claim may leave room later.
         return NOT_FOUND if rc == MAX_SIZE_EXCEEDED else rc
     if (d == 0 and not in_sub and v.rest_prunable[R]
-            and s.res_n[c] + v.rest_max[R] <= MAX_RESULTS
+            and s.res_n[c] + v.rest_max[R] <= v.M
             and not may_finish_claim(v, s, c, R)):
         return NOT_FOUND
     if not in_sub and v.req_has_subs[R]:
@@ -692,7 +609,7 @@ cdef int allocate_one(View *v, Scratch *s, int c, int r, int sub, int d,
         return NOT_FOUND
     if d >= v.alt_count[a]:
         return allocate_one(v, s, c, r + 1, 0, 0, False, 0)
-    if s.res_n[c] + v.alt_count[a] - d > MAX_RESULTS:
+    if s.res_n[c] + v.alt_count[a] - d > v.M:
         return MAX_SIZE_EXCEEDED
     if v.alt_all[a]:
         p = v.all_pos[v.all_ptr[a] + d]
@@ -744,21 +661,23 @@ cdef inline Py_ssize_t _carve(Py_ssize_t at, Py_ssize_t n, size_t size) noexcept
 
 cdef void _alloc_scratch(Scratch *s, Problem pb, Py_ssize_t max_p) except *:
     """Zeroed scratch for searching nodes of up to ``max_p`` positions (a search leaves
-    it zeroed again, so one allocation serves node after node). One block for all
-    parts: a one-node call pays one calloc, not twelve."""
-    cdef Py_ssize_t C = pb.n_claims, R = pb.req_has_subs.shape[0]
+    it zeroed again, so one allocation serves node after node). Counter slots and
+    capacity entries are the node's own, indexed from its first: the scratch is the
+    size of the largest node, not of the cluster. One block for all parts: a one-node
+    call pays one calloc, not twelve."""
+    cdef Py_ssize_t C = pb.n_claims, R = len(pb.arrays["req_has_subs"]), M = pb.max_results
     cdef Py_ssize_t at[13]
     at[0] = 0
     at[1] = _carve(at[0], C * max_p, sizeof(uint8_t))
     at[2] = _carve(at[1], max_p, sizeof(int32_t))
     at[3] = _carve(at[2], max_p, sizeof(int32_t))
-    at[4] = _carve(at[3], pb.slot_available.shape[0], sizeof(int64_t))
-    at[5] = _carve(at[4], pb.cap_room.shape[0], sizeof(int64_t))
+    at[4] = _carve(at[3], pb.max_slots, sizeof(int64_t))
+    at[5] = _carve(at[4], pb.max_caps, sizeof(int64_t))
     at[6] = _carve(at[5], pb.n_codes, sizeof(int32_t))
     at[7] = _carve(at[6], pb.n_constraints, sizeof(int32_t))
-    at[8] = _carve(at[7], C * MAX_RESULTS, sizeof(int32_t))
-    at[9] = _carve(at[8], C * MAX_RESULTS, sizeof(int32_t))
-    at[10] = _carve(at[9], C * MAX_RESULTS, sizeof(uint8_t))
+    at[8] = _carve(at[7], C * M, sizeof(int32_t))
+    at[9] = _carve(at[8], C * M, sizeof(int32_t))
+    at[10] = _carve(at[9], C * M, sizeof(uint8_t))
     at[11] = _carve(at[10], C, sizeof(int32_t))
     at[12] = _carve(at[11], R, sizeof(int32_t))
     cdef char *block = <char*>_zeroed(at[12], 1)
@@ -783,10 +702,13 @@ cdef void _free_scratch(Scratch *s) noexcept:
 
 
 cdef void node_view(const View *base, View *v, int n) noexcept nogil:
-    """``v``: what the search of node n sees -- every pointer moved to the node's block."""
+    """``v``: what the search of node n sees -- every pointer moved to the node's block,
+    and its first counter slot and capacity entry as the scratch's origin."""
     cdef Py_ssize_t off = base.node_ptr[n]
     v[0] = base[0]
     v.P = base.node_ptr[n + 1] - base.node_ptr[n]
+    v.slot_base = base.pool_slot_ptr[base.node_pool_ptr[n]]
+    v.cap_base = base.cap_ptr[off]
     v.selectable = base.selectable + off
     v.taint_blocks = base.taint_blocks + off
     v.capacity = base.capacity + off
@@ -797,7 +719,8 @@ cdef void node_view(const View *base, View *v, int n) noexcept nogil:
     v.counters_blocked = base.counters_blocked + off
     v.committed_share = base.committed_share + off
     v.pos_pool = base.pos_pool + off
-    v.cons_ptr = base.cons_ptr + off
+    v.cons_start = base.cons_start + off
+    v.cons_len = base.cons_len + off
     v.cap_ptr = base.cap_ptr + off
     v.con_present = base.con_present + off
     v.con_value_ptr = base.con_value_ptr + off
@@ -821,8 +744,8 @@ def search_nodes(Problem pb not None, double deadline=0.0, nodes=None, state=Non
 
     Returns a dict of arrays over the searched nodes (in the order searched):
     ``outcome``, ``work``, ``err_alt``, ``err_pos`` (one value per node), ``res_n``
-    (node-major, one per claim), ``res_alt`` / ``res_pos`` (node, claim, slot: 32 slots
-    per claim, alternative and node-local position of each pick in upstream's order),
+    (node-major, one per claim), ``res_alt`` / ``res_pos`` (node, claim, slot: ``max_results``
+    slots per claim, alternative and node-local position of each pick in upstream's order),
     ``chosen_sub`` (node, request). Once ``deadline`` (a ``time.monotonic()`` value)
     passes, the nodes not yet searched report the deadline outcome without a search.
     ``state``: ``(in_use, committed_share, slot_available)`` of a later cluster version
@@ -852,8 +775,8 @@ def search_nodes(Problem pb not None, double deadline=0.0, nodes=None, state=Non
     err_alt = np.full(M, -1, dtype=np.int32)
     err_pos = np.full(M, -1, dtype=np.int32)
     res_n = np.zeros(M * C, dtype=np.int32)
-    res_alt = np.zeros(M * C * MAX_RESULTS, dtype=np.int32)
-    res_pos = np.zeros(M * C * MAX_RESULTS, dtype=np.int32)
+    res_alt = np.zeros(M * C * base.M, dtype=np.int32)
+    res_pos = np.zeros(M * C * base.M, dtype=np.int32)
     chosen = np.full(M * R, -1, dtype=np.int32)
     cdef int32_t[::1] o_outcome = outcome, o_err_alt = err_alt, o_err_pos = err_pos
     cdef int64_t[::1] o_work = work
@@ -925,10 +848,10 @@ cdef void _search_one(const View *base, Scratch *s, int n, Py_ssize_t j, int64_t
     if rc == FOUND:
         for c in range(C):
             o_res_n[j * C + c] = s.res_n[c]
-            out = (j * C + c) * MAX_RESULTS
+            out = (j * C + c) * base.M
             for i in range(s.res_n[c]):
-                o_res_alt[out + i] = s.res_alt[c * MAX_RESULTS + i]
-                o_res_pos[out + i] = s.res_pos[c * MAX_RESULTS + i]
+                o_res_alt[out + i] = s.res_alt[c * base.M + i]
+                o_res_pos[out + i] = s.res_pos[c * base.M + i]
         for i in range(R):
             o_chosen[j * R + i] = s.chosen_sub[i]
         unwind(&v, s)
@@ -950,7 +873,7 @@ cdef void _use_state(Problem pb, View *v, object state) except *:
     in_use, committed, available = state
     if in_use.shape[0] != pb.n_positions or committed.shape[0] != pb.n_positions:
         raise ValueError("state: in_use/committed_share must have one entry per position")
-    if available.shape[0] != pb.slot_available.shape[0]:
+    if available.shape[0] != len(pb.arrays["slot_available"]):
         raise ValueError("state: slot_available must have one entry per counter slot")
     v.in_use = _u8(in_use)
     v.committed_share = _u8(committed)
@@ -1000,7 +923,7 @@ def search_node(Problem pb not None, int n, double deadline=0.0, state=None):
         results = ()
         if rc == FOUND:
             results = tuple([
-                tuple([(s.res_alt[c * MAX_RESULTS + i], s.res_pos[c * MAX_RESULTS + i])
+                tuple([(s.res_alt[c * base.M + i], s.res_pos[c * base.M + i])
                        for i in range(s.res_n[c])])
                 for c in range(C)
             ])

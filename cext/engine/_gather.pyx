@@ -93,10 +93,11 @@ cdef int buf_init(Buf *b, Py_ssize_t size, Py_ssize_t cap) except -1:
 
 
 cdef int buf_grow(Buf *b) except -1:
-    cdef char *bigger = <char*>realloc(b.data, 2 * b.cap * b.size)
+    # Four times the room: outputs grow to the size of the cluster in a few steps.
+    cdef char *bigger = <char*>realloc(b.data, 4 * b.cap * b.size)
     if bigger == NULL:
         raise MemoryError()
-    b.data, b.cap = bigger, 2 * b.cap
+    b.data, b.cap = bigger, 4 * b.cap
     return 0
 
 
@@ -113,6 +114,21 @@ cdef inline int push64(Buf *b, int64_t v) except -1:
         buf_grow(b)
     (<int64_t*>b.data)[b.n] = v
     b.n += 1
+    return 0
+
+
+cdef int reserve(Buf *b, Py_ssize_t more) except -1:
+    """Room for ``more`` items, so the writes that follow need no check."""
+    cdef char *bigger
+    cdef Py_ssize_t cap = b.cap
+    if b.n + more <= cap:
+        return 0
+    while cap < b.n + more:
+        cap *= 4
+    bigger = <char*>realloc(b.data, cap * b.size)
+    if bigger == NULL:
+        raise MemoryError()
+    b.data, b.cap = bigger, cap
     return 0
 
 
@@ -157,7 +173,14 @@ cdef struct Layouts:
     Buf set_ptr   # layout -> [ptr, ptr+1) of sets: the counter sets of the layout
     Buf sets
     Buf memo      # layout * n_patterns + pattern -> offset into mapped, or code
-    Buf mapped    # slot offsets of mapped patterns
+    Buf mapped    # slot offsets of mapped patterns (-1: a set's own entry)
+    # The consumption table the search reads: per mapped pattern, its entries without
+    # the sets' own ones, shared by every position consuming alike.
+    Buf table_start  # layout * n_patterns + pattern -> first entry in the table
+    Buf table_len    # ... and its number of entries
+    Buf table_rel    # entry -> slot, relative to the pool's first slot
+    Buf table_quantity  # entry -> quantity id
+    Buf table_layout    # entry -> layout id
     Buf fail_a    # failure k: (code, set, counter)
     Buf fail_b
     Buf fail_code
@@ -179,6 +202,11 @@ cdef int layouts_init(Layouts *t) except -1:
     buf_init(&t.sets, sizeof(int32_t), 16)
     buf_init(&t.memo, sizeof(int32_t), 64)
     buf_init(&t.mapped, sizeof(int32_t), 64)
+    buf_init(&t.table_start, sizeof(int32_t), 64)
+    buf_init(&t.table_len, sizeof(int32_t), 64)
+    buf_init(&t.table_rel, sizeof(int32_t), 64)
+    buf_init(&t.table_quantity, sizeof(int32_t), 64)
+    buf_init(&t.table_layout, sizeof(int32_t), 64)
     buf_init(&t.fail_a, sizeof(int32_t), 16)
     buf_init(&t.fail_b, sizeof(int32_t), 16)
     buf_init(&t.fail_code, sizeof(int32_t), 16)
@@ -190,6 +218,8 @@ cdef void layouts_free(Layouts *t) noexcept:
     free(t.slot_of.data); free(t.n_slots.data); free(t.slot_ptr.data)
     free(t.slot_set.data); free(t.slot_counter.data); free(t.memo.data)
     free(t.set_ptr.data); free(t.sets.data)
+    free(t.table_start.data); free(t.table_len.data); free(t.table_rel.data); free(t.table_quantity.data)
+    free(t.table_layout.data)
     free(t.mapped.data); free(t.fail_a.data); free(t.fail_b.data); free(t.fail_code.data)
 
 
@@ -224,8 +254,8 @@ cdef class _Gather:
     cdef int32_t *tgt, *everyone, *dev_sl, *cnt_sl, *oth_sl, *pools_order
     cdef Layouts lay
     # outputs
-    cdef Buf g, pos_pool, pdn, cons_ptr, cons_slot, cons_amount, cons_quantity
-    cdef Buf held_slot, held_quantity, node_ptr, node_pool_ptr
+    cdef Buf g, pos_pool, pdn, cons_start, cons_len
+    cdef Buf held_slot, held_quantity, node_ptr, node_pool_ptr, pool_layout
     cdef Buf pool_id, pool_state, pool_reason, pool_reason_a, pool_reason_b, pool_binding
     cdef Buf pool_slot_ptr, pool_member_ptr, pool_targeting, pool_members
     cdef Buf pool_slices_ptr, pool_slices_out, pool_slice_kind
@@ -243,8 +273,8 @@ cdef class _Gather:
         free(self.pools_order)
         layouts_free(&self.lay)
         free(self.g.data); free(self.pos_pool.data); free(self.pdn.data)
-        free(self.cons_ptr.data); free(self.cons_slot.data); free(self.cons_amount.data)
-        free(self.cons_quantity.data); free(self.held_slot.data); free(self.held_quantity.data)
+        free(self.cons_start.data); free(self.cons_len.data); free(self.pool_layout.data)
+        free(self.held_slot.data); free(self.held_quantity.data)
         free(self.node_ptr.data); free(self.node_pool_ptr.data); free(self.pool_id.data)
         free(self.pool_state.data); free(self.pool_reason.data); free(self.pool_reason_a.data)
         free(self.pool_reason_b.data); free(self.pool_binding.data)
@@ -286,9 +316,9 @@ cdef class _Gather:
         layouts_init(&self.lay)
         cdef Py_ssize_t N = max(n_nodes, 1)
         buf_init(&self.g, 8, 1024); buf_init(&self.pos_pool, 4, 1024)
-        buf_init(&self.pdn, 1, 1024); buf_init(&self.cons_ptr, 4, 1024)
-        buf_init(&self.cons_slot, 4, 1024); buf_init(&self.cons_amount, 8, 1024)
-        buf_init(&self.cons_quantity, 4, 1024); buf_init(&self.held_slot, 4, 256)
+        buf_init(&self.pdn, 1, 1024); buf_init(&self.cons_start, 4, 1024)
+        buf_init(&self.cons_len, 4, 1024); buf_init(&self.pool_layout, 4, N)
+        buf_init(&self.held_slot, 4, 256)
         buf_init(&self.held_quantity, 4, 256)
         buf_init(&self.node_ptr, 4, N + 1); buf_init(&self.node_pool_ptr, 4, N + 1)
         buf_init(&self.pool_id, 4, N); buf_init(&self.pool_state, 1, N)
@@ -312,7 +342,6 @@ cdef class _Gather:
         push32(&self.pool_slot_ptr, 0)
         push32(&self.pool_member_ptr, 0)
         push32(&self.pool_slices_ptr, 0)
-        push32(&self.cons_ptr, 0)
         return 0
 
     # ---- relevance -----------------------------------------------------------------
@@ -620,6 +649,8 @@ cdef class _Gather:
         push32(&self.lay.slot_ptr, self.lay.slot_set.n)
         for i in range(self.n_patterns):
             push32(&self.lay.memo, -(1 << 30))
+            push32(&self.lay.table_start, -1)
+            push32(&self.lay.table_len, 0)
         self.n_layouts += 1
         self.layout_ids.setdefault(h, []).append(lid)
         return lid
@@ -668,6 +699,21 @@ cdef class _Gather:
             push32(&self.lay.mapped, slot)
         found = <int32_t>start
         at32(&self.lay.memo)[key] = found
+        # Its entries in the table the search reads (the sets' own entries left out).
+        at32(&self.lay.table_start)[key] = <int32_t>self.lay.table_rel.n
+        i = start
+        for e in range(self.p_ptr[pattern], self.p_ptr[pattern + 1]):
+            slot = at32(&self.lay.mapped)[i]
+            i += 1
+            if slot >= 0:
+                push32(&self.lay.table_rel, slot)
+                push32(&self.lay.table_quantity, self.p_quantity[e])
+                push32(&self.lay.table_layout, layout)
+                if self.quantity_whole[self.p_quantity[e]] == C_NOT_WHOLE:
+                    self.whole = False
+        at32(&self.lay.table_len)[key] = (
+            <int32_t>self.lay.table_rel.n - at32(&self.lay.table_start)[key]
+        )
         return found
 
     # ---- output --------------------------------------------------------------------
@@ -692,6 +738,7 @@ cdef class _Gather:
             push_u8(&self.pool_binding, at32(&self.np_binding)[i])
             lo, hi = at32(&self.np_slices_ptr)[i], at32(&self.np_slices_ptr)[i + 1]
             layout = at32(&self.np_layout)[i]
+            push32(&self.pool_layout, layout)
             # The pool's slices: device slices (targeting, sorted), counter-set slices,
             # then slices of other nodes; pool_slice_kind says which (0, 1, 2).
             for j in range(lo, hi):
@@ -722,27 +769,45 @@ cdef class _Gather:
                 if at32(&self.np_kinds)[j] != 0:
                     continue
                 s = at32(&self.np_slices)[j]
-                for g in range(self.s_first[s], self.s_first[s] + self.s_ndev[s]):
-                    push64(&self.g, g)
-                    push32(&self.pos_pool, pool_index)
-                    push_u8(&self.pdn, self.device_verdict(n, g) if self.s_per_device[s] else PDN_NONE)
-                    if layout >= 0 and self.d_pattern[g] >= 0:
-                        off = self.mapped(layout, self.d_pattern[g])
-                        e = self.p_ptr[self.d_pattern[g]]
-                        while e < self.p_ptr[self.d_pattern[g] + 1]:
-                            if at32(&self.lay.mapped)[off] >= 0:
-                                push32(&self.cons_slot,
-                                       <int32_t>(first_slot + at32(&self.lay.mapped)[off]))
-                                whole = self.quantity_whole[self.p_quantity[e]]
-                                if whole == C_NOT_WHOLE:
-                                    self.whole = False
-                                push64(&self.cons_amount, whole)
-                                push32(&self.cons_quantity, self.p_quantity[e])
-                            off += 1
-                            e += 1
-                    push32(&self.cons_ptr, <int32_t>self.cons_slot.n)
+                self.positions(n, s, pool_index, layout)
         push32(&self.node_ptr, <int32_t>self.g.n)
         push32(&self.node_pool_ptr, <int32_t>self.pool_id.n)
+        return 0
+
+    cdef int positions(self, Py_ssize_t n, int32_t s, int32_t pool_index,
+                       int32_t layout) except -1:
+        """Slice s's devices as positions of node n: where each one's consumption lies in
+        the shared table (start, length)."""
+        cdef int64_t g, first = self.s_first[s], end = first + self.s_ndev[s]
+        cdef int32_t pattern, start, length
+        cdef Py_ssize_t key, at
+        cdef bint per_device = self.s_per_device[s]
+        reserve(&self.g, end - first)
+        reserve(&self.pos_pool, end - first)
+        reserve(&self.pdn, end - first)
+        reserve(&self.cons_start, end - first)
+        reserve(&self.cons_len, end - first)
+        cdef int64_t *out_g = at64(&self.g)
+        cdef int32_t *out_pool = at32(&self.pos_pool)
+        cdef uint8_t *out_pdn = <uint8_t*>self.pdn.data
+        cdef int32_t *out_start = at32(&self.cons_start)
+        cdef int32_t *out_len = at32(&self.cons_len)
+        at = self.g.n
+        for g in range(first, end):
+            out_g[at] = g
+            out_pool[at] = pool_index
+            out_pdn[at] = self.device_verdict(n, g) if per_device else PDN_NONE
+            start, length = 0, 0
+            pattern = self.d_pattern[g]
+            if layout >= 0 and pattern >= 0:
+                self.mapped(layout, pattern)  # a usable pool maps every pattern it has
+                key = <Py_ssize_t>layout * self.n_patterns + pattern
+                start = at32(&self.lay.table_start)[key]
+                length = at32(&self.lay.table_len)[key]
+            out_start[at] = start
+            out_len[at] = length
+            at += 1
+        self.g.n = self.pos_pool.n = self.pdn.n = self.cons_start.n = self.cons_len.n = at
         return 0
 
     cdef int slots(self, Py_ssize_t i, int32_t layout, Py_ssize_t lo, Py_ssize_t hi,
@@ -913,10 +978,12 @@ def gather(
         "g": to_array(&t.g, np.int64),
         "pos_pool": to_array(&t.pos_pool, np.int32),
         "pdn": to_array(&t.pdn, np.uint8),
-        "cons_ptr": to_array(&t.cons_ptr, np.int32),
-        "cons_slot": to_array(&t.cons_slot, np.int32),
-        "cons_amount": to_array(&t.cons_amount, np.int64),
-        "cons_quantity": to_array(&t.cons_quantity, np.int32),
+        "cons_start": to_array(&t.cons_start, np.int32),
+        "cons_len": to_array(&t.cons_len, np.int32),
+        "table_rel": to_array(&t.lay.table_rel, np.int32),
+        "table_quantity": to_array(&t.lay.table_quantity, np.int32),
+        "table_layout": to_array(&t.lay.table_layout, np.int32),
+        "pool_layout": to_array(&t.pool_layout, np.int32),
         "held_slot": to_array(&t.held_slot, np.int32),
         "held_quantity": to_array(&t.held_quantity, np.int32),
         "node_ptr": to_array(&t.node_ptr, np.int32),

@@ -5,6 +5,8 @@ from typing import Any, TypeAlias
 import numpy.typing as npt
 from typing_extensions import disjoint_base
 
+# name, dtype, expected length (expression over the shape, or None), how a node view moves it
+ARRAYS: tuple[tuple[str, str, str | None, str | None], ...]
 OUTCOME: dict[str, int]
 OUTCOME_NAMES: dict[int, str]
 SEL: dict[str, int]
@@ -20,15 +22,20 @@ class Problem:
     n_alts: int
     n_constraints: int
     n_codes: int
+    max_results: int
+    arrays: dict[str, npt.NDArray[Any]]
     taints_enabled: bool
     consumable_enabled: bool
     exact: Any  # ExactSums (draspeed.engine.claim_arrays) when sums may leave int64, else None
     def __init__(
         self,
-        a: dict[str, npt.NDArray[Any] | int],
+        arrays: dict[str, npt.ArrayLike],
         *,
         taints_enabled: bool,
         consumable_enabled: bool,
+        max_results: int,
+        exact: Any = None,
+        n_codes: int = 0,
     ) -> None: ...
     def node_offsets(self) -> list[int]:
         """Where each node's positions start, and the end."""
@@ -45,7 +52,7 @@ def search_nodes(
     """Search the nodes (all, or these indices, in this order) one after the other.
 
     Keys: outcome, work, err_alt, err_pos (per node), res_n (node, claim), res_alt and
-    res_pos (node, claim, 32 slots; node-local positions), chosen_sub (node, request).
+    res_pos (node, claim, max_results slots; node-local positions), chosen_sub (node, request).
     ``state``: (in_use, committed_share, slot_available) of a later cluster version."""
     ...
 

@@ -460,8 +460,9 @@ class ClaimArrays:
                 layout.pos_pool.tolist(),
                 layout.pool_slot_ptr.tolist(),
                 exact_available,
-                layout.cons_ptr.tolist(),
-                layout.cons_slot.tolist(),
+                layout.cons_start.tolist(),
+                layout.cons_len.tolist(),
+                layout.cons_rel.tolist(),
                 exact_amounts,
                 layout.cap_ptr.tolist(),
                 cap_room,
@@ -472,41 +473,48 @@ class ClaimArrays:
             cons_amount = np.zeros_like(cons_amount)
             cap_room, alt_cap_use = [0] * len(cap_room), [0] * len(alt_cap_use)
 
-        con = self._constraints(plan)
+        con, n_codes = self._constraints(plan)
+        # The arrays of _core.ARRAYS (the Problem makes each contiguous in its dtype).
         arrays: dict[str, Any] = {
             "node_ptr": layout.node_ptr,
-            "claim_req_ptr": _i32(np.cumsum([0, *map(len, plan.claim_requests)])),
-            "req_has_subs": _u8(plan.request_has_subs),
-            "req_alt_ptr": _i32(np.cumsum([0, *map(len, plan.request_alts)])),
-            "alt_all": _u8([alt.all_mode for alt in alts]),
-            "alt_admin": _u8(admin),
-            "alt_count": _i32(alt_count),
-            "all_ptr": _i32(all_ptr),
-            "all_pos": _i32(all_pos),
-            "selectable": _u8(selectable),
-            "taint_blocks": _u8(taint_rows),
-            "capacity": _u8(capacity),
-            "possible": _u8(possible),
-            "last_error": _i32(last_error),
+            "node_pool_ptr": layout.node_pool_ptr,
+            "claim_req_ptr": np.cumsum([0, *map(len, plan.claim_requests)]),
+            "req_has_subs": plan.request_has_subs,
+            "req_alt_ptr": np.cumsum([0, *map(len, plan.request_alts)]),
+            "alt_all": [alt.all_mode for alt in alts],
+            "alt_admin": admin,
+            "alt_count": alt_count.ravel(),
+            "all_ptr": all_ptr,
+            "all_pos": all_pos,
+            "selectable": selectable.ravel(),
+            "taint_blocks": taint_rows.ravel(),
+            "capacity": capacity.ravel(),
+            "possible": possible.ravel(),
+            "last_error": last_error.ravel(),
             **rest,
             "in_use": layout.in_use,
             "allow_multi": layout.multi,
             "counters_blocked": layout.counters_blocked,
             "committed_share": layout.committed,
             "pos_pool": layout.pos_pool,
-            "cons_ptr": layout.cons_ptr,
-            "cons_slot": layout.cons_slot,
-            "cons_amount": np.ascontiguousarray(cons_amount, dtype=np.int64),
+            "cons_start": layout.cons_start,
+            "cons_len": layout.cons_len,
+            "cons_rel": layout.cons_rel,
+            "cons_amount": cons_amount,
             "pool_slot_ptr": layout.pool_slot_ptr,
-            "slot_available": np.ascontiguousarray(slot_available, dtype=np.int64),
+            "slot_available": slot_available,
             "cap_ptr": layout.cap_ptr,
-            "cap_room": np.asarray(cap_room, dtype=np.int64),
-            "alt_cap_use": np.asarray(alt_cap_use, dtype=np.int64),
+            "cap_room": cap_room,
+            "alt_cap_use": alt_cap_use,
             **con,
-            "exact": exact,
         }
         self.problem = _core.Problem(
-            arrays, taints_enabled=f.device_taints, consumable_enabled=f.consumable_capacity
+            arrays,
+            taints_enabled=f.device_taints,
+            consumable_enabled=f.consumable_capacity,
+            max_results=MAX_RESULTS,
+            exact=exact,
+            n_codes=n_codes,
         )
 
     def _rest_bounds(
@@ -537,15 +545,16 @@ class ClaimArrays:
                 union_of[r] = union
         limit = 2**31 - 1
         return {
-            "rest_prunable": _u8(prunable_of),
-            "rest_need": _i32(np.minimum(need_of, limit)),
-            "rest_max": _i32(np.minimum(max_of, limit)),
-            "rest_requests": _i32(count_of),
-            "rest_possible": _u8(union_of),
+            "rest_prunable": prunable_of.ravel(),
+            "rest_need": np.minimum(need_of, limit),
+            "rest_max": np.minimum(max_of, limit),
+            "rest_requests": count_of,
+            "rest_possible": union_of.ravel(),
         }
 
-    def _constraints(self, plan: Plan) -> dict[str, Any]:
-        """Constraint attribute values as codes (sets; a scalar is a set of one)."""
+    def _constraints(self, plan: Plan) -> tuple[dict[str, Any], int]:
+        """Constraint attribute values as codes (sets; a scalar is a set of one), and the
+        number of codes."""
         layout, A = self.layout, len(plan.alternatives)
         list_types = self.features.list_type_attributes
         distinct: list[bool] = []
@@ -584,15 +593,14 @@ class ClaimArrays:
             claim_con_ptr.append(claim_con_ptr[-1] + len(claim.spec.devices.constraints))
         value_ptr = np.concatenate([*ptr_parts, np.asarray([n_values], dtype=np.int64)])
         return {
-            "claim_con_ptr": _i32(claim_con_ptr),
-            "con_distinct": _u8(distinct),
-            "con_applies": _u8(np.stack(applies) if applies else np.zeros((0, A), dtype=bool)),
-            "con_value_ptr": _i32(value_ptr),
-            "con_values": _i32(np.concatenate(value_parts) if value_parts else []),
-            "con_present": _u8(np.concatenate(present) if present else np.zeros(0, np.uint8)),
-            "con_first_needs_value": _u8(first_needs_value),
-            "n_codes": n_codes,
-        }
+            "claim_con_ptr": claim_con_ptr,
+            "con_distinct": distinct,
+            "con_applies": (np.stack(applies) if applies else np.zeros((0, A), bool)).ravel(),
+            "con_value_ptr": value_ptr,
+            "con_values": np.concatenate(value_parts) if value_parts else [],
+            "con_present": np.concatenate(present) if present else np.zeros(0, np.uint8),
+            "con_first_needs_value": first_needs_value,
+        }, n_codes
 
     # ----------------------------------------------------------------------------------
     # Messages
@@ -612,14 +620,6 @@ class ClaimArrays:
         return texts.selector_runtime_error(owner, index, device, runtime_error or "")
 
 
-def _i32(values: Any) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(values, dtype=np.int32).ravel())
-
-
-def _u8(values: Any) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(values, dtype=np.uint8).ravel())
-
-
 class ExactSums:
     """Counter and capacity sums in Python integers, for values beyond int64.
 
@@ -634,8 +634,9 @@ class ExactSums:
         pos_pool: list[int],
         pool_slot_ptr: list[int],
         available: list[int],
-        cons_ptr: list[int],
-        cons_slot: list[int],
+        cons_start: list[int],
+        cons_len: list[int],
+        cons_rel: list[int],
         cons_amount: list[int],
         cap_ptr: list[int],
         cap_room: list[int],
@@ -643,7 +644,8 @@ class ExactSums:
         n_cap: int,
     ):
         self.pos_pool, self.pool_slot_ptr, self.available = pos_pool, pool_slot_ptr, available
-        self.cons_ptr, self.cons_slot, self.cons_amount = cons_ptr, cons_slot, cons_amount
+        self.cons_start, self.cons_len = cons_start, cons_len
+        self.cons_rel, self.cons_amount = cons_rel, cons_amount
         self.cap_ptr, self.cap_room, self.alt_cap_use, self.n_cap = (
             cap_ptr,
             cap_room,
@@ -658,8 +660,10 @@ class ExactSums:
         self.cap_used = [0] * len(self.cap_room)
 
     def _add_counters(self, lp: int, sign: int) -> None:
-        for k in range(self.cons_ptr[lp], self.cons_ptr[lp + 1]):
-            self.consumed[self.cons_slot[k]] += sign * self.cons_amount[k]
+        first = self.pool_slot_ptr[self.pos_pool[lp]]
+        start = self.cons_start[lp]
+        for k in range(start, start + self.cons_len[lp]):
+            self.consumed[first + self.cons_rel[k]] += sign * self.cons_amount[k]
 
     def charge(self, p: int) -> bool:
         """Charge p's counters; undo and refuse if any counter of its pool is exceeded."""

@@ -130,8 +130,11 @@ class Layout:
         self.node_pool_ptr = out["node_pool_ptr"]
         self.pool_state = out["pool_state"]
         self.pool_slot_ptr = out["pool_slot_ptr"]
-        self.cons_ptr = out["cons_ptr"]
-        self.cons_slot = out["cons_slot"]
+        # Position p consumes entries [cons_start[p], + cons_len[p]) of the shared table
+        # (cons_rel, cons_amount); an entry's slot is relative to p's pool's first slot.
+        self.cons_start = out["cons_start"]
+        self.cons_len = out["cons_len"]
+        self.cons_rel = out["table_rel"]
         self.n_pools = len(out["pool_id"])
         self.node_slot_ptr = self.pool_slot_ptr[self.node_pool_ptr].astype(np.int64)
         # Positions of each pool (usable pools only; others own none).
@@ -197,20 +200,25 @@ class Layout:
         self._policy = np.full(self.L, 255, dtype=np.uint8)
 
     def _counters(self, out: dict[str, Any]) -> None:
-        """Counter slots and consumption: whole units from the gather, or (when some
-        value is not a small whole number) each slot in its own exact unit."""
+        """Counter slots and the consumption table: whole units from the gather, or (when
+        some value is not a small whole number) an exact unit per slot of each counter
+        layout."""
         self.n_slots = len(out["slot_set"])
         if out["whole"]:
             available = out["slot_available"]
-            amounts = out["cons_amount"]
+            amounts = self.snap.table.quantity_whole()[out["table_quantity"]]
             exact: tuple[list[int], list[int]] | None = None
         else:
             available, amounts, exact = _exact_units(self.snap, out)
         self._exact = exact
         self.slot_spread = np.abs(available.astype(np.float64))
-        self.slot_charges = np.zeros(self.n_slots, dtype=np.float64)
-        if len(amounts):
-            np.add.at(self.slot_charges, self.cons_slot, np.abs(amounts.astype(np.float64)))
+        # What the positions of a pool can consume of one of its slots, at most: an
+        # upper bound, enough for the core's overflow check (claim_arrays).
+        largest = float(np.abs(amounts).max()) if len(amounts) else 0.0
+        per_pool = np.bincount(self.pos_pool, minlength=self.n_pools).astype(np.float64)
+        slot_pool = np.repeat(np.arange(self.n_pools), np.diff(self.pool_slot_ptr))
+        width = float(max(int(np.diff(self.pool_slot_ptr).max()) if self.n_pools else 0, 1))
+        self.slot_charges = per_pool[slot_pool] * largest * width
         self.needs_exact = exact is not None or bool(
             (self.slot_spread + self.slot_charges >= _INT64_SAFE).any()
         )
@@ -372,8 +380,8 @@ class Layout:
         return PoolID(driver, name)
 
     def exact_lists(self) -> tuple[list[int], list[int]]:
-        """Counter availability per slot and consumption per entry as Python integers,
-        for sums beyond int64 (rare: built only when asked)."""
+        """Counter availability per slot and the consumption table's amounts as Python
+        integers, for sums beyond int64 (rare: built only when asked)."""
         if self._exact is not None:
             return self._exact
         return self.slot_available.tolist(), self.cons_amount.tolist()
@@ -470,13 +478,19 @@ def _reason_text(strings: list[str], reason: int, a: int, b: int) -> str:
 def _exact_units(
     snap: Snapshot, out: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray, tuple[list[int], list[int]] | None]:
-    """Slot availability and consumption in each slot's own unit (the gcd of every
-    value the slot sees), exactly; as int64 arrays when they fit, else also as
-    Python integer lists (the third item) for the core's exact sums.
+    """Slot availability and the consumption table in exact units: one unit per slot of
+    each counter layout (the gcd of every capacity and amount that slot sees, in every
+    pool of the layout), so the table stays shared. As int64 arrays when the values
+    fit, else also as Python integer lists (the third item) for the core's exact sums.
 
-    Python loops over the distinct (slot, quantity) pairs only: devices of a kind
-    consume the same few amounts."""
+    Python loops over distinct (layout, slot, quantity) triples and over slots: devices
+    of a kind consume the same few amounts.
+    """
     nanos = snap.table.names.quantity_nanos
+    slot_ptr = out["pool_slot_ptr"]
+    slot_pool = np.repeat(np.arange(len(out["pool_id"])), np.diff(slot_ptr))
+    slot_layout = out["pool_layout"][slot_pool].tolist()
+    slot_rel = (np.arange(len(slot_pool)) - slot_ptr[slot_pool]).tolist()
     capacity = [nanos[q] if q >= 0 else 0 for q in out["slot_quantity"].tolist()]
     available = list(capacity)
     if len(out["held_slot"]):
@@ -485,27 +499,24 @@ def _exact_units(
         )
         for (slot, q), k in zip(pairs.T.tolist(), counts.tolist(), strict=True):
             available[slot] -= nanos[q] * k
-    terms: list[set[int]] = [{v} for v in available]
-    used = np.zeros((0, 2), dtype=np.int64)
-    inverse = np.zeros(0, dtype=np.int64)
-    if len(out["cons_slot"]):
-        used, inverse = np.unique(
-            np.stack([out["cons_slot"], out["cons_quantity"]]), axis=1, return_inverse=True
-        )
-        used = used.T
-        for slot, q in used.tolist():
-            terms[slot].add(nanos[q])
-    units = [unit_of(sorted(t)) for t in terms]
-    scaled = [v // u for v, u in zip(available, units, strict=True)]
-    per_pair = [nanos[q] // units[slot] for slot, q in used.tolist()]
-    amounts_exact = [per_pair[i] for i in np.asarray(inverse).ravel().tolist()]
-    fits = all(abs(v) < _INT64_SAFE for v in scaled) and all(abs(a) < _INT64_SAFE for a in per_pair)
-    if fits:
-        pair_array = np.asarray(per_pair, dtype=np.int64)
-        amounts = (
-            pair_array[np.asarray(inverse).ravel()] if len(per_pair) else np.zeros(0, np.int64)
-        )
-        return np.asarray(scaled, dtype=np.int64), amounts, None
+    terms: dict[tuple[int, int], int] = {}
+    for key, value in zip(zip(slot_layout, slot_rel, strict=True), capacity, strict=True):
+        terms[key] = math.gcd(terms.get(key, 0), value)
+    entries = list(zip(out["table_layout"].tolist(), out["table_rel"].tolist(), strict=True))
+    quantities = out["table_quantity"].tolist()
+    for key, q in zip(entries, quantities, strict=True):
+        terms[key] = math.gcd(terms.get(key, 0), nanos[q])
+    scaled = [
+        v // (terms.get(key, 0) or 1)
+        for v, key in zip(available, zip(slot_layout, slot_rel, strict=True), strict=True)
+    ]
+    amounts_exact = [
+        nanos[q] // (terms.get(key, 0) or 1) for key, q in zip(entries, quantities, strict=True)
+    ]
+    if all(abs(v) < _INT64_SAFE for v in scaled) and all(
+        abs(a) < _INT64_SAFE for a in amounts_exact
+    ):
+        return np.asarray(scaled, dtype=np.int64), np.asarray(amounts_exact, np.int64), None
     return (
         np.zeros(len(scaled), dtype=np.int64),
         np.zeros(len(amounts_exact), dtype=np.int64),

@@ -39,13 +39,15 @@ POINTERS = {
     "claim_req_ptr": "req_has_subs",
     "req_alt_ptr": "alt_all",
     "all_ptr": "all_pos",
-    "cons_ptr": "cons_slot",
     "pool_slot_ptr": "slot_available",
     "cap_ptr": "cap_room",
     "claim_con_ptr": "con_distinct",
     "con_value_ptr": "con_values",
     "node_ptr": "in_use",
+    "node_pool_ptr": "pos_pool",  # bounded by the pools (len(pool_slot_ptr) - 1), see below
 }
+# Scalar arguments of Problem besides its arrays, mutated as flags are.
+SCALARS = ("n_codes", "max_results")
 
 
 def load_core(path: str | None) -> ModuleType:
@@ -74,12 +76,12 @@ def capture(core: ModuleType, cases: list[Path]) -> list[tuple[dict[str, Any], d
     captured: list[tuple[dict[str, Any], dict[str, Any]]] = []
     real = getattr(core, "Problem")  # noqa: B009 - replaced below, so looked up by name
 
+    dtypes = {name: dtype for name, dtype, _, _ in core.ARRAYS}
+
     def recording(arrays: dict[str, Any], **flags: Any) -> Any:
+        # Captured as the arrays Problem makes of them (callers may pass lists).
         captured.append(
-            (
-                {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()},
-                dict(flags),
-            )
+            ({k: np.array(v, dtype=dtypes.get(k)) for k, v in arrays.items()}, dict(flags))
         )
         return real(arrays, **flags)
 
@@ -110,8 +112,20 @@ def unchecked_problems(arrays: dict[str, Any]) -> list[str]:
         if ptr.ndim != 1 or len(ptr) == 0:
             continue
         limit = len(covered)
+        if name == "node_pool_ptr":
+            limit = len(arrays.get("pool_slot_ptr", [0])) - 1
         if ptr[0] < 0 or ptr.max() > limit or np.any(np.diff(ptr.astype(np.int64)) < 0):
             found.append(f"{name} not monotonic within [0, len({target})={limit}]")
+    start, length, rel = (arrays.get(k) for k in ("cons_start", "cons_len", "cons_rel"))
+    if (
+        isinstance(start, np.ndarray)
+        and isinstance(length, np.ndarray)
+        and isinstance(rel, np.ndarray)
+        and len(start) == len(length) > 0
+    ):
+        ends = start.astype(np.int64) + length
+        if start.min() < 0 or length.min() < 0 or ends.max() > len(rel):
+            found.append("a position's consumption lies outside cons_rel")
     subs, alts = arrays.get("req_has_subs"), arrays.get("req_alt_ptr")
     if isinstance(subs, np.ndarray) and isinstance(alts, np.ndarray) and len(alts) == len(subs) + 1:
         owned = np.diff(alts.astype(np.int64))
@@ -151,18 +165,19 @@ def mutate(rng: random.Random, arrays: dict[str, Any], flags: dict[str, Any]) ->
         ]
     )
     if op == "flags":
-        name = rng.choice(sorted(flags))
+        name = rng.choice(sorted(k for k in flags if isinstance(flags[k], bool)))
         flags[name] = not flags[name]
         return f"flag {name}={flags[name]}"
+    if op == "scalar":
+        name = rng.choice(SCALARS)
+        flags[name] = rng.choice(_INTERESTING)
+        return f"{name}={flags[name]}"
     if op == "drop":
         del arrays[key]
         return f"drop {key}"
     if not isinstance(value, np.ndarray):
         arrays[key] = rng.choice([*_INTERESTING, None, "x", 1.5])
         return f"{key}={arrays[key]!r}"
-    if op == "scalar":
-        arrays["n_codes"] = rng.choice(_INTERESTING)
-        return f"n_codes={arrays['n_codes']}"
     if op == "pointer" or (op == "value" and key in POINTERS and rng.random() < 0.5):
         key = rng.choice(sorted(k for k in POINTERS if k in arrays))
         value = arrays[key]
@@ -199,7 +214,7 @@ def mutate(rng: random.Random, arrays: dict[str, Any], flags: dict[str, Any]) ->
 def check_answer(answer: dict[str, Any], problem: Any, core: ModuleType) -> list[str]:
     """Problems with what ``search_nodes`` returned (every node of the problem)."""
     found = []
-    n_alts, C = problem.n_alts, problem.n_claims
+    n_alts, C, M = problem.n_alts, problem.n_claims, problem.max_results
     node_ptr = problem.node_offsets()
     for j, outcome in enumerate(answer["outcome"].tolist()):
         if outcome not in core.OUTCOME_NAMES:
@@ -209,10 +224,10 @@ def check_answer(answer: dict[str, Any], problem: Any, core: ModuleType) -> list
         size = node_ptr[j + 1] - node_ptr[j]
         for c in range(C):
             n = int(answer["res_n"][j * C + c])
-            if not 0 <= n <= 32:
+            if not 0 <= n <= M:
                 found.append(f"claim {c} of node {j}: {n} results")
                 continue
-            base = (j * C + c) * 32
+            base = (j * C + c) * M
             for alt, pos in zip(
                 answer["res_alt"][base : base + n].tolist(),
                 answer["res_pos"][base : base + n].tolist(),
