@@ -14,16 +14,12 @@ from draspeed.api import model
 
 from libc.stdint cimport int32_t, uint8_t
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
-from cpython.long cimport PyLong_FromVoidPtr
 from cpython.object cimport PyObject, PyTypeObject
 
-from model_slots cimport draspeed_get_slot, draspeed_slot_offset
-
-cdef inline object _identity(object o):
-    """The object's address as a dict key (what ``id()`` gives, without the audit
-    event that builtin raises on every call)."""
-    return PyLong_FromVoidPtr(<void*>o)
-
+from model_slots cimport (
+    PtrMap, draspeed_get_slot, draspeed_slot_offset, ptrmap_free, ptrmap_get, ptrmap_init,
+    ptrmap_put,
+)
 
 cdef extern from "Python.h":
     PyTypeObject *Py_TYPE(object o)
@@ -39,10 +35,12 @@ cdef Py_ssize_t _slot(object cls, str name) except -1:
 
 cdef PyTypeObject *_DEVICE = <PyTypeObject*>model.Device
 cdef PyTypeObject *_CAPACITY = <PyTypeObject*>model.DeviceCapacity
+cdef PyTypeObject *_ATTRIBUTE = <PyTypeObject*>model.DeviceAttribute
 cdef Py_ssize_t _attributes_at = _slot(model.Device, "attributes")
 cdef Py_ssize_t _capacity_at = _slot(model.Device, "capacity")
 cdef Py_ssize_t _multi_at = _slot(model.Device, "allow_multiple_allocations")
 cdef Py_ssize_t _value_at = _slot(model.DeviceCapacity, "value")
+cdef Py_ssize_t _kind_at = _slot(model.DeviceAttribute, "kind")
 
 
 cdef inline object _field(object obj, Py_ssize_t offset, str name, PyTypeObject *cls):
@@ -59,30 +57,43 @@ def intern_rows(list items, object key_of, object value_of):
     value among the distinct values; ``key_of(item)`` says which items are equal (None:
     treat as absent), ``value_of(item)`` gives the value of a new key (None: absent).
     Returns (ids, values, has_absent)."""
-    cdef Py_ssize_t n = len(items), i
-    ids_a = np.zeros(n, np.int32)
-    cdef int32_t[::1] ids = ids_a
-    cdef dict by_identity = {}, by_key = {}
+    ids_a = np.zeros(len(items), np.int32)
     cdef list values = [], keep = []
+    cdef PtrMap by_identity  # address of an item -> its id + 1
+    if ptrmap_init(&by_identity, 64) < 0:
+        ptrmap_free(&by_identity)
+        raise MemoryError()
+    try:
+        absent = _intern_scan(items, key_of, value_of, ids_a, &by_identity, values, keep)
+    finally:
+        ptrmap_free(&by_identity)
+    return ids_a, values, absent
+
+
+cdef bint _intern_scan(list items, object key_of, object value_of, int32_t[::1] ids,
+                       PtrMap *by_identity, list values, list keep) except -1:
+    cdef Py_ssize_t n = len(items), i
+    cdef dict by_key = {}
     cdef bint absent = False
-    cdef PyObject *found
     cdef int32_t code
+    cdef int found
+    cdef PyObject *item
     for i in range(n):
-        item = items[i]
-        if item is None:
+        item = <PyObject*>items[i]
+        if <object>item is None:
             absent = True
             continue
-        found = PyDict_GetItem(by_identity, _identity(item))
-        if found != NULL:
-            code = <int32_t><object>found
+        found = ptrmap_get(by_identity, item, 0)
+        if found != 0:
+            code = found - 1
         else:
-            key = key_of(item)
+            key = key_of(<object>item)
             if key is None:
                 code = 0
             else:
                 hit = by_key.get(key)
                 if hit is None:
-                    value = value_of(item)
+                    value = value_of(<object>item)
                     if value is None:
                         code = 0
                     else:
@@ -91,12 +102,13 @@ def intern_rows(list items, object key_of, object value_of):
                     by_key[key] = code
                 else:
                     code = hit
-            by_identity[_identity(item)] = code
-            keep.append(item)  # ids stay unique while the items are alive
+            if ptrmap_put(by_identity, item, code + 1) < 0:
+                raise MemoryError()
+            keep.append(<object>item)  # ids stay unique while the items are alive
         if code == 0:
             absent = True
         ids[i] = code
-    return ids_a, values, absent
+    return absent
 
 
 def attributes(list devices, list drivers, str domain, str ident):
@@ -147,34 +159,80 @@ def multi_flags(list devices):
     return out
 
 
+cdef enum:
+    KINDS_REMEMBERED = 16  # distinct kind strings told apart by address (there are 8)
+
+
 def conversion_errors(list devices, frozenset risky_kinds, object detail_of):
     """``(row, attribute name, detail)`` for each device with an attribute upstream
     cannot convert to a CEL value (the first such attribute, in its order):
     ``detail_of(attribute)`` is None when one converts, else the reason; it is asked
     once per distinct attribute object, and only for kinds in ``risky_kinds``."""
-    cdef Py_ssize_t n = len(devices), i, pos
     cdef list out = []
+    # Kinds are a handful of strings the decoder shares between attributes: most
+    # attributes are told safe by the address of their kind alone, with no dictionary
+    # lookup and no Python call (a million devices carry ten million attributes).
+    cdef PyObject *kinds[KINDS_REMEMBERED]
+    cdef bint kind_risky[KINDS_REMEMBERED]
+    # address of a DeviceAttribute -> 1 (converts) or 2 + the index of its reason
+    cdef PtrMap seen
+    cdef list reasons = [], keep = []
+    if ptrmap_init(&seen, 64) < 0:
+        ptrmap_free(&seen)
+        raise MemoryError()
+    try:
+        _conversion_scan(devices, risky_kinds, detail_of, &seen, kinds, kind_risky, out,
+                         reasons, keep)
+    finally:
+        ptrmap_free(&seen)
+    return out
+
+
+cdef void _conversion_scan(list devices, frozenset risky_kinds, object detail_of,
+                           PtrMap *seen, PyObject **kinds, bint *kind_risky, list out,
+                           list reasons, list keep) except *:
+    cdef Py_ssize_t n = len(devices), i, pos, j, n_kinds = 0
     cdef PyObject *key
     cdef PyObject *value
-    cdef PyObject *hit
-    cdef dict seen = {}  # address of a DeviceAttribute -> None (converts) or its reason
-    cdef list keep = []
+    cdef PyObject *kind
+    cdef bint risky
+    cdef int verdict
     for i in range(n):
         attrs = _field(devices[i], _attributes_at, "attributes", _DEVICE)
         if type(attrs) is not dict:
             attrs = dict(attrs)
         pos = 0
         while PyDict_Next(attrs, &pos, &key, &value):
-            hit = PyDict_GetItem(seen, _identity(<object>value))
-            if hit == NULL:
+            if Py_TYPE(<object>value) == _ATTRIBUTE:
+                kind = draspeed_get_slot(<object>value, _kind_at)
+                if kind != NULL:
+                    risky = True
+                    for j in range(n_kinds):
+                        if kinds[j] == kind:
+                            risky = kind_risky[j]
+                            break
+                    else:
+                        risky = (<object>kind) in risky_kinds
+                        if n_kinds < KINDS_REMEMBERED:
+                            kinds[n_kinds] = kind
+                            kind_risky[n_kinds] = risky
+                            n_kinds += 1
+                            keep.append(<object>kind)  # the address stays this string's
+                    if not risky:
+                        continue
+            verdict = ptrmap_get(seen, value, 0)
+            if verdict == 0:
                 detail = (
                     detail_of(<object>value) if (<object>value).kind in risky_kinds else None
                 )
-                seen[_identity(<object>value)] = detail
-                keep.append(<object>value)
-            else:
-                detail = <object>hit
-            if detail is not None:
-                out.append((i, <object>key, detail))
+                if detail is None:
+                    verdict = 1
+                else:
+                    reasons.append(detail)
+                    verdict = 1 + len(reasons)
+                if ptrmap_put(seen, value, verdict) < 0:
+                    raise MemoryError()
+                keep.append(<object>value)  # its address stays unique while alive
+            if verdict > 1:
+                out.append((i, <object>key, reasons[verdict - 2]))
                 break
-    return out
