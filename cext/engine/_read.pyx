@@ -47,6 +47,7 @@ DEVICE_FLAGS = {
     "binding": 4,  # has bindingConditions
     "tainted": 8,  # has taints
     "capacity": 16,  # has capacities
+    "capacity_policy": 32,  # a capacity has a requestPolicy
     "binds_to_node": 64,
 }
 cdef enum:
@@ -55,6 +56,7 @@ cdef enum:
     F_BINDING = 4
     F_TAINTED = 8
     F_CAPACITY = 16
+    F_POLICY = 32
     F_BINDS = 64
 
 # How a slice, or a device of a perDeviceNodeSelection slice, selects nodes (s_sel,
@@ -282,6 +284,24 @@ cdef inline bint _non_empty(object value):
     return bool(value)
 
 
+cdef bint _has_policy(object capacity) except -1:
+    """Whether any capacity of a device's capacity map has a request policy."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef PyObject *policy
+    if type(capacity) is not dict:
+        capacity = dict(capacity)
+    while PyDict_Next(capacity, &pos, &key, &value):
+        if Py_TYPE(<object>value) == _CAPACITY:
+            policy = draspeed_get_slot(<object>value, _policy_at)
+            if policy != NULL and policy != <PyObject*>None:
+                return True
+        elif (<object>value).request_policy is not None:
+            return True
+    return False
+
+
 def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     """Per-slice and per-device arrays of ``slices`` (device indices from ``first_device``).
 
@@ -387,10 +407,11 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
                 flags |= F_TAINTED
             if _is_true(_get(device, _binds_at, "binds_to_node", direct)):
                 flags |= F_BINDS
-            if _non_empty(_get(device, _capacity_at, "capacity", direct)):
-                # Whether a capacity has a request policy is read when a claim asks
-                # (capacity_policies): most devices are never a candidate for one.
+            capacity = _get(device, _capacity_at, "capacity", direct)
+            if _non_empty(capacity):
                 flags |= F_CAPACITY
+                if _has_policy(capacity):
+                    flags |= F_POLICY
             uses = _get(device, _consumes_at, "consumes_counters", direct)
             if _non_empty(uses):
                 flags |= F_CONSUMES
@@ -466,44 +487,3 @@ def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] 
             codes_out.extend(mine)
         ptr[i + 1] = len(codes_out)
     return ptr_a, np.asarray(codes_out, np.int32), present_a, len(codes)
-
-
-def capacity_policies(list slices, const int64_t[::1] s_first, const int64_t[::1] positions):
-    """Whether the device at each of ``positions`` (global indices) has a capacity with
-    a request policy (1) or not (0)."""
-    cdef Py_ssize_t L = positions.shape[0], i, lo, hi, mid, S = s_first.shape[0], pos
-    cdef Py_ssize_t s, last = -1
-    cdef int64_t g
-    out_a = np.zeros(L, np.uint8)
-    cdef uint8_t[::1] out = out_a
-    cdef list devices = None
-    cdef PyObject *key
-    cdef PyObject *value
-    cdef PyObject *policy
-    for i in range(L):
-        g = positions[i]
-        lo, hi = 0, S
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if s_first[mid] <= g:
-                lo = mid + 1
-            else:
-                hi = mid
-        s = lo - 1
-        if s != last:
-            devices = slices[s].spec.devices
-            last = s
-        capacity = devices[g - s_first[s]].capacity
-        if type(capacity) is not dict:
-            capacity = dict(capacity)
-        pos = 0
-        while PyDict_Next(capacity, &pos, &key, &value):
-            if Py_TYPE(<object>value) == _CAPACITY:
-                policy = draspeed_get_slot(<object>value, _policy_at)
-                if policy != NULL and policy != <PyObject*>None:
-                    out[i] = 1
-                    break
-            elif (<object>value).request_policy is not None:
-                out[i] = 1
-                break
-    return out_a

@@ -46,6 +46,3 @@ def attribute_codes(
     list_types: bool,
     values_of: Callable[[DeviceAttribute, bool], list[tuple[str, object]]],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.uint8], int]: ...
-def capacity_policies(
-    slices: list[ResourceSlice], s_first: npt.NDArray[np.int64], positions: npt.NDArray[np.int64]
-) -> npt.NDArray[np.uint8]: ...

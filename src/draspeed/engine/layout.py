@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from draspeed.api.model import Device, DeviceAttribute, Node
-from draspeed.engine import _gather, _read
+from draspeed.engine import _gather
 from draspeed.engine.slice_table import FLAGS
 from draspeed.rules import texts
 from draspeed.rules.ids import DeviceID, PoolID
@@ -195,9 +195,7 @@ class Layout:
         self.in_use = in_use.astype(np.uint8)
         self.committed = (committed & f.consumable_capacity).astype(np.uint8)
         self.has_capacity = (self._flags & FLAGS["capacity"]) != 0
-        # Whether a device's capacity has a request policy: read when first asked
-        # (255: not yet), and the same in every version of this layout's positions.
-        self._policy = np.full(self.L, 255, dtype=np.uint8)
+        self._has_policy = (self._flags & FLAGS["capacity_policy"]) != 0
 
     def _counters(self, out: dict[str, Any]) -> None:
         """Counter slots and the consumption table: whole units from the gather, or (when
@@ -347,14 +345,7 @@ class Layout:
         closer look than "every capacity consumed whole fits": a capacity with a
         request policy, or capacity that committed shares use."""
         candidates = candidates[self.has_capacity[candidates]]
-        unknown = candidates[self._policy[candidates] == 255]
-        if len(unknown):
-            table = self.snap.table
-            found = _read.capacity_policies(
-                table.slices, table.column("s_first"), np.ascontiguousarray(self.g[unknown])
-            )
-            self._policy[unknown] = found
-        keep = (self._policy[candidates] == 1) | (self.committed[candidates] != 0)
+        keep = self._has_policy[candidates] | (self.committed[candidates] != 0)
         return candidates[keep]
 
     def device_at(self, lp: int) -> Device:

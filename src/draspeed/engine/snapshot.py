@@ -392,7 +392,10 @@ class Snapshot:
             # By name (unique among the known nodes), then the labels compared: no
             # sorted key made on the hot path.
             for n in cluster.named.get(node.name, ()):
-                if n not in cluster.stale and cluster.nodes[n].labels == node.labels:
+                known = cluster.nodes[n]
+                # The snapshot's own Node object (the usual caller passes it back): no
+                # labels compared.
+                if n not in cluster.stale and (known is node or known.labels == node.labels):
                     return cluster, n
         return self.layout([node]), 0
 
