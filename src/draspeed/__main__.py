@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from draspeed.cli import main
+from draspeed.cli import command
 
 if __name__ == "__main__":
-    sys.exit(main())
+    command()

@@ -32,7 +32,6 @@ them raises one InputError naming the file (and document) and the limit.
 
 from __future__ import annotations
 
-import gc
 import os
 import stat
 import sys
@@ -72,6 +71,7 @@ from draspeed.api.text import (
     TextError,
 )
 from draspeed.api.text import parse_text as _parse_text
+from draspeed.collector import collector_paused
 from draspeed.errors import InputError
 
 _FILE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -167,14 +167,9 @@ def load(
     limits = Limits(max_bytes, max_depth, max_alias_expansion)
     default = _default_type(kind, api_version)
     loader = _Loader(validate, limits, default, recursive, timeout)
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         for source in sources:
             loader.source(source)
-    finally:
-        if was_enabled:
-            gc.enable()
     objects = loader.objects
     if objects.skipped:
         text = skipped_warning(objects.skipped)

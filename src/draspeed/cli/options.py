@@ -17,6 +17,7 @@ Input, as kubectl takes it:
 from __future__ import annotations
 
 import argparse
+import gc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -285,6 +286,16 @@ def _namespace_filter(args: argparse.Namespace) -> str | None:
 
 def load_sources(args: argparse.Namespace, err: TextIO, *, pods: Any = None) -> Objects:
     """The objects of ``-f`` (or of the live cluster with ``--from-cluster``)."""
+    objects = _read_sources(args, err, pods)
+    if getattr(args, "freeze_inputs", False):
+        # The command's own process (draspeed.cli.command) read them with the collector
+        # off: they live until it ends, so the collector need never walk them.
+        gc.freeze()
+        gc.enable()
+    return objects
+
+
+def _read_sources(args: argparse.Namespace, err: TextIO, pods: Any) -> Objects:
     from draspeed.api.loader import load
 
     if args.from_cluster:

@@ -29,6 +29,7 @@ from draspeed.api.model import (
     DeviceAllocationConfiguration,
     ResourceClaim,
 )
+from draspeed.collector import collector_paused
 from draspeed.engine import _core
 from draspeed.engine.layout import INCOMPLETE, INVALID, PDN_ERROR, PDN_NO, Layout, unit_of
 from draspeed.engine.store import ERROR, FALSE
@@ -135,7 +136,7 @@ def claim_arrays(
     found = layout.claim_sets.get(key)  # a dict read is atomic: no lock for a hit
     if found is not None:
         return found
-    with layout._lock:
+    with layout._lock, collector_paused():
         found = layout.claim_sets.get(key)
         if found is None:
             # A deadline that passes while selectors compile or evaluate raises

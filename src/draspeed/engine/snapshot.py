@@ -34,6 +34,7 @@ from draspeed.api.model import (
     ResourceClaim,
     ResourceSlice,
 )
+from draspeed.collector import collector_paused
 from draspeed.engine import _gather, _read
 from draspeed.engine.committed import EXCLUSIVE, ClaimLog, Holds, claim_holds
 from draspeed.engine.layout import Layout, NodeView, attribute_values, node_key
@@ -127,7 +128,8 @@ class Snapshot:
     ) -> Snapshot:
         """Read a cluster state. ``nodes``: Node objects (labels matter for node
         selectors); nodes named only by slices are known too, without labels."""
-        return cls(slices, classes, allocated_claims, features or Features(), nodes)
+        with collector_paused():
+            return cls(slices, classes, allocated_claims, features or Features(), nodes)
 
     # ----------------------------------------------------------------------------------
     # Versions: every update returns a new snapshot; this one stays as it was
@@ -407,7 +409,7 @@ class Snapshot:
     def cluster_layout(self) -> Layout:
         """The layout of the known nodes (:attr:`nodes`), built once; a version made by
         an allocation or class change patches its parent's instead of laying it out anew."""
-        with self._lock:
+        with self._lock, collector_paused():
             found = self._cluster
             if found is None:
                 pending = self._cluster_from
@@ -575,7 +577,7 @@ class Snapshot:
 
     def holds(self) -> Holds:
         """How many committed claims hold each device, and how (built on first use)."""
-        with self._lock:
+        with self._lock, collector_paused():
             if self._holds is None:
                 holds = Holds(self.n_devices)
                 consumable = self.features.consumable_capacity

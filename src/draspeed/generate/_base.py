@@ -10,16 +10,15 @@ capacity, a counter map) are one shared dict: treat the output as read-only and
 
 from __future__ import annotations
 
-import functools
-import gc
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from draspeed.api import limits
+from draspeed.collector import without_collector
 
 if TYPE_CHECKING:
     from draspeed.api.loader import Objects
@@ -81,24 +80,8 @@ class Cluster:
         return load(self.items(), validate=validate)
 
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def gc_paused(fn: F) -> F:
-    """Run ``fn`` with the cyclic garbage collector paused: building millions of
-    acyclic dicts would otherwise trigger collections that rescan all of them."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if was_enabled:
-                gc.enable()
-
-    return wrapper  # type: ignore[return-value]
+# Generators build millions of acyclic objects: they run with the collector paused.
+gc_paused = without_collector
 
 
 # --------------------------------------------------------------------------------------
