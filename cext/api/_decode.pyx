@@ -513,10 +513,33 @@ cdef Py_ssize_t _device_extra_at[MAX_SLOTS]
 cdef Py_ssize_t _device_extras = 0
 
 
+# JSONDevice.consumesCounters when the device has none (msgspec's default for it).
+cdef object _NO_CONSUMPTION = JSONDevice.__struct_defaults__[
+    JSONDevice.__struct_fields__.index("consumesCounters")
+    - (len(JSONDevice.__struct_fields__) - len(JSONDevice.__struct_defaults__))
+]
+
+
+cdef object _NO_COUNTER_SETS = JSONSpec.__struct_defaults__[
+    JSONSpec.__struct_fields__.index("sharedCounters")
+    - (len(JSONSpec.__struct_fields__) - len(JSONSpec.__struct_defaults__))
+]
+
+
+cdef bint _starts_list(object text) except -1:
+    """Whether a JSON text is a list."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(text, &view, PyBUF_SIMPLE)
+    cdef Py_ssize_t i = _ws(<const char *>view.buf, 0, view.len)
+    cdef bint found = i < view.len and (<const char *>view.buf)[i] == b'['
+    PyBuffer_Release(&view)
+    return found
+
+
 cdef void _read_struct_slots() except *:
     global _device_extras
     for name in JSONDevice.__struct_fields__:
-        if name not in ("name", "attributes", "capacity"):
+        if name not in ("name", "attributes", "capacity", "consumesCounters"):
             if _device_extras == MAX_SLOTS:
                 raise RuntimeError("draspeed.api._decode: JSONDevice has too many fields")
             _device_extra_at[_device_extras] = _offset(JSONDevice, name)
@@ -557,6 +580,8 @@ cdef enum Space:  # what a memo entry maps from its bytes
     M_STRING  # a string value -> its DeviceAttribute
     M_VERSION  # a version value -> its DeviceAttribute
     M_QUANTITY  # a capacity's quantity text -> its DeviceCapacity
+    M_CONSUMES  # a device's consumesCounters text -> its DeviceCounterConsumption tuple
+    M_COUNTER_SETS  # a slice's sharedCounters text -> its CounterSet tuple
 
 cdef enum:
     # Longer values are mostly identifiers unique per device (uuids, serials): they are
@@ -732,6 +757,21 @@ cdef bint _mentions(const char *p, Py_ssize_t n, const char *word, Py_ssize_t le
     return False
 
 
+cdef bint _has_items(object text) except -1:
+    """Whether the text of a list is more than ``null`` or ``[]``."""
+    cdef Py_buffer view
+    cdef Py_ssize_t i = 0, n
+    cdef const char *p
+    PyObject_GetBuffer(text, &view, PyBUF_SIMPLE)
+    p, n = <const char *>view.buf, view.len
+    i = _ws(p, 0, n)
+    cdef bint empty = (n - i >= 4 and memcmp(p + i, "null", 4) == 0) or (
+        i < n and p[i] == b'[' and _ws(p, i + 1, n) < n and p[_ws(p, i + 1, n)] == b']'
+    )
+    PyBuffer_Release(&view)
+    return not empty
+
+
 cdef bint _advanced(list devices) except -1:
     """Taints, counter consumption or list-type attributes on any device (the devices of
     such a slice are limited to 64), as ``slices._uses_advanced_features`` tells them;
@@ -747,7 +787,7 @@ cdef bint _advanced(list devices) except -1:
         if p != _UNSET and PyObject_IsTrue(<object>p):
             return True
         p = draspeed_get_slot(d, _device_consumes_at)
-        if p != _UNSET and PyObject_IsTrue(<object>p):
+        if p != <PyObject *>_NO_CONSUMPTION and _has_items(<object>p):
             return True
         PyObject_GetBuffer(<object>draspeed_get_slot(d, _device_attributes_at), &view, PyBUF_SIMPLE)
         found = (
@@ -872,6 +912,33 @@ cdef class SliceBuilder:
             self.bools[flag] = attr
         return attr
 
+    cdef object decoded(self, object text, int space):
+        """What the checked decoder made of this text (a device's consumesCounters, a
+        slice's sharedCounters) earlier in the load, or None."""
+        cdef Py_buffer view
+        cdef PyObject *found
+        PyObject_GetBuffer(text, &view, PyBUF_SIMPLE)
+        try:
+            found = self.memo.get(
+                _hash_bytes(<const char *>view.buf, view.len, space, NULL), space, NULL,
+                <const char *>view.buf, view.len)
+            return None if found is NULL else <object>found
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef int remember(self, object text, int space, tuple value) except -1:
+        """What the checked decoder made of a text: the same bytes always decode, and
+        check, to the same (shared) objects."""
+        cdef Py_buffer view
+        PyObject_GetBuffer(text, &view, PyBUF_SIMPLE)
+        try:
+            self.memo.put(
+                _hash_bytes(<const char *>view.buf, view.len, space, NULL), space, NULL,
+                <const char *>view.buf, view.len, value)
+        finally:
+            PyBuffer_Release(&view)
+        return 0
+
     cdef object quantity(self, const char *p, Py_ssize_t n):
         """The DeviceCapacity of a capacity's quantity text, if known."""
         cdef uint64_t h = _hash_bytes(p, n, M_QUANTITY, NULL)
@@ -955,8 +1022,11 @@ cdef class SliceBuilder:
             elif all_nodes is not True:
                 return None
         shared = spec.sharedCounters
-        if shared is not None and (type(shared) is not list or shared):
-            return None
+        if shared is not _NO_COUNTER_SETS and _has_items(shared):
+            if not _starts_list(shared):
+                return None  # the checked decoder words the type, before the devices
+        else:
+            shared = None
 
         devices_raw = spec.devices
         if devices_raw is None:
@@ -973,12 +1043,27 @@ cdef class SliceBuilder:
             if type(key_names) is not dict:
                 return None  # a driver's first devices: the checked decoder starts its names
             for i in range(n):
-                device = _typed_device(self, <dict>key_names, devices_raw[i])
+                d = devices_raw[i]
+                device = _typed_device(self, <dict>key_names, d)
                 if device is None:
                     if checked is None:
                         checked = fallback(raw)
                     device = checked(i, driver)
+                    if type(d) is JSONDevice:
+                        uses = draspeed_get_slot(d, _device_consumes_at)
+                        if uses != <PyObject *>_NO_CONSUMPTION:
+                            self.remember(
+                                <object>uses, M_CONSUMES, tuple(device.consumes_counters))
                 devices.append(device)
+        counter_sets = []
+        if shared is not None:
+            known = self.decoded(shared, M_COUNTER_SETS)
+            if known is None:
+                if checked is None:
+                    checked = fallback(raw)
+                known = tuple(checked.counter_sets())
+                self.remember(shared, M_COUNTER_SETS, known)
+            counter_sets = list(<tuple>known)
         decoded = None if checked is None else checked.raw
 
         empty = ""
@@ -996,7 +1081,6 @@ cdef class SliceBuilder:
         arguments[2] = <PyObject *>count
         pool_model = _POOL.make(arguments)
 
-        no_counters = []
         arguments[0] = <PyObject *>driver
         arguments[1] = <PyObject *>pool_model
         arguments[2] = <PyObject *>node_name
@@ -1004,7 +1088,7 @@ cdef class SliceBuilder:
         arguments[4] = <PyObject *>all_nodes
         arguments[5] = <PyObject *>None
         arguments[6] = <PyObject *>devices
-        arguments[7] = <PyObject *>no_counters
+        arguments[7] = <PyObject *>counter_sets
         spec_model = _SPEC.make(arguments)
 
         arguments[0] = <PyObject *>metadata
@@ -1121,7 +1205,13 @@ cdef object _typed_device(SliceBuilder b, dict key_names, object d):
         return None
     for i in range(_device_extras):
         if draspeed_get_slot(d, _device_extra_at[i]) != _UNSET:
-            return None  # counters, taints, node selection ...: the checked decoder
+            return None  # taints, node selection ...: the checked decoder
+    cdef object uses = None
+    cdef PyObject *consumes = draspeed_get_slot(d, _device_consumes_at)
+    if consumes != <PyObject *>_NO_CONSUMPTION:
+        uses = b.decoded(<object>consumes, M_CONSUMES)
+        if uses is None:
+            return None  # a text not seen yet: the checked decoder, which remembers it
     name = <object>draspeed_get_slot(d, _device_name_at)
     if type(name) is not str:
         return None
@@ -1139,7 +1229,10 @@ cdef object _typed_device(SliceBuilder b, dict key_names, object d):
         return None
     if b.validate and attributes + capacities > _MAX_FIELDS:
         return None
-    return _new_device(name, attrs, caps)
+    device = _new_device(name, attrs, caps)
+    if uses:
+        device.consumes_counters = list(<tuple>uses)
+    return device
 
 
 # ----------------------------------------------------------------- name syntax

@@ -19,7 +19,9 @@ So the types only need to be right for what they accept:
   are ``Any``: their presence alone sends the device or slice to the checked decoder;
 - a device's ``attributes`` and ``capacity`` stay JSON text (``msgspec.Raw``): the
   builder reads the common shape of these maps straight from their bytes, which saves
-  a dict, a Struct and a str per attribute.
+  a dict, a Struct and a str per attribute. ``consumesCounters`` stays text as well:
+  the checked decoder decodes each distinct text once, and the builder reuses its
+  answer for every later device with the same bytes.
 
 :class:`JSONMetadata` alone skips unknown fields: object metadata has many the model
 does not hold (``managedFields`` is the biggest part of most slices), and the decoder
@@ -50,7 +52,9 @@ class JSONDevice(Struct, gc=False, forbid_unknown_fields=True):
     # Kept as text: the builder reads these maps itself (see draspeed.api._decode).
     attributes: msgspec.Raw = _NULL
     capacity: msgspec.Raw = _NULL
-    consumesCounters: Any = UNSET
+    # Text too: a device's counter consumption repeats from node to node, and the
+    # builder takes a text it has seen decoded (and checked) before as it was.
+    consumesCounters: msgspec.Raw = _NULL
     nodeName: Any = UNSET
     nodeSelector: Any = UNSET
     allNodes: Any = UNSET
@@ -75,7 +79,8 @@ class JSONSpec(Struct, gc=False, forbid_unknown_fields=True):
     allNodes: bool | None = None
     perDeviceNodeSelection: Any = None
     devices: list[JSONDevice] | None = None
-    sharedCounters: Any = None
+    # Text, like consumesCounters: the counter sets of one node repeat on the next.
+    sharedCounters: msgspec.Raw = _NULL
 
 
 class JSONMetadata(Struct, gc=False):

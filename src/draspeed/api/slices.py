@@ -463,7 +463,13 @@ class CheckedDevices:
         self.raw: dict[str, Any] = msgspec.json.decode(text)
         name = object_name("ResourceSlice", self.raw, namespaced=False)
         self.ctx = DecodeContext(name, validate=validate, caches=caches, sink=sink, pending=pending)
-        self.devices: list[Any] = self.raw["spec"]["devices"]
+        # A slice of counter sets alone has no devices (only its sets are asked for).
+        self.devices: list[Any] = self.raw["spec"].get("devices") or []
+
+    def counter_sets(self) -> list[CounterSet]:
+        """The slice's ``sharedCounters``, decoded and checked."""
+        sets = self.ctx.array(self.raw["spec"], "sharedCounters", "spec")
+        return _decode_counter_sets(self.ctx, sets) if sets else []
 
     def __call__(self, i: int, driver: str) -> Device:
         ctx = self.ctx
