@@ -355,6 +355,30 @@ _EDITS: dict[str, Edit] = {
     "shared counters": _set(
         ("spec", "sharedCounters"), [{"name": "cs", "counters": {"mem": {"value": "8Gi"}}}]
     ),
+    # counter texts the builder remembers: each distinct one goes the checked way once
+    "null counters": _on_device(lambda d: d.update(consumesCounters=None)),
+    "no counters": _on_device(lambda d: d.update(consumesCounters=[])),
+    "counters as object": _on_device(lambda d: d.update(consumesCounters={"counterSet": "cs"})),
+    "bad counter quantity": _on_device(
+        lambda d: d.update(
+            consumesCounters=[{"counterSet": "cs", "counters": {"mem": {"value": "1K"}}}]
+        )
+    ),
+    "counter set twice": _on_device(
+        lambda d: d.update(
+            consumesCounters=[
+                {"counterSet": "cs", "counters": {"mem": {"value": "1Gi"}}},
+                {"counterSet": "cs", "counters": {"mem": {"value": "2Gi"}}},
+            ]
+        )
+    ),
+    "null shared counters": _set(("spec", "sharedCounters"), None),
+    "no shared counters": _set(("spec", "sharedCounters"), []),
+    "shared counters as object": _set(("spec", "sharedCounters"), {"name": "cs"}),
+    "bad shared counter name": _set(
+        ("spec", "sharedCounters"), [{"name": "Bad_Set", "counters": {"mem": {"value": "8Gi"}}}]
+    ),
+    "shared counters without counters": _set(("spec", "sharedCounters"), [{"name": "cs"}]),
     "binding conditions": _on_device(lambda d: d.update(bindingConditions=["ready"])),
     "multiple allocations": _on_device(lambda d: d.update(allowMultipleAllocations=True)),
     "per-device node selection": _per_device_nodes,
@@ -585,3 +609,32 @@ def test_raw_can_be_set() -> None:
     assert lazy.raw == {"x": 1}
     with pytest.raises(AttributeError, match="no_such_field"):
         _ = lazy.no_such_field  # type: ignore[attr-defined]
+
+
+def test_counter_texts_are_remembered_and_checked_once() -> None:
+    """A dynamic-MIG list: devices repeat their consumesCounters text from node to node
+    and counter-set slices their sharedCounters text. The bulk path builds those slices
+    itself after the first node, shares the decoded objects, and answers as the ordinary
+    path does; a later device with a bad text of its own still fails with the checked
+    decoder's error, naming that slice and device."""
+    cluster = generate("nvidia-mig", 4, seed=3)
+    text = msgspec.json.encode(_as_slice_list(cluster.slices))
+    assert _fast_slices(text) > len(cluster.slices) // 2  # all but most of the first node
+    objects = load(text)
+    uses = [
+        use
+        for s in objects.slices
+        for d in s.spec.devices
+        for use in d.consumes_counters
+        if use.counter_set == "gpu-0-counter-set"
+    ]
+    assert len(uses) > 4 and len({id(u) for u in uses}) < len(uses)
+    _same(text, True)
+
+    slices = json.loads(json.dumps(cluster.slices))  # no dict shared between devices
+    last = [s for s in slices if s["spec"].get("devices")][-1]
+    last["spec"]["devices"][-1]["consumesCounters"][0]["counters"]["memory"] = {"value": "1K"}
+    outcome = _same(msgspec.json.encode(_as_slice_list(slices)), True)
+    assert outcome[0] == "error"
+    assert last["metadata"]["name"] in outcome[2]
+    assert "consumesCounters[0].counters.memory.value" in outcome[2]
