@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from draspeed.analysis.fit import FitReport, Progress, Strategy, fit
+from draspeed.analysis.fit import FitReport, Progress, fit
 from draspeed.analysis.fragmentation import FragmentationReport, fragmentation
 from draspeed.analysis.shapes import ShapeSource
+from draspeed.analysis.strategies import Strategy
 
 if TYPE_CHECKING:
     from draspeed.api.model import Node
@@ -37,7 +38,7 @@ class CapacityReport:
 def analyze(
     snapshot: Snapshot,
     templates: ShapeSource | Sequence[ShapeSource],
-    strategy: Strategy = "first-fit",
+    strategy: str | Strategy = "first-fit",
     ratios: Mapping[str, float] | Sequence[float] | None = None,
     nodes: Sequence[Node | str] | None = None,
     max_pods: int | None = None,

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from draspeed.analysis.capacity import CapacityReport, analyze
-from draspeed.analysis.fit import Strategy
 from draspeed.analysis.shapes import ShapeSource
 from draspeed.analysis.whatif import Change, apply_changes
 from draspeed.cluster import Cluster
@@ -188,7 +187,7 @@ class CapacityScenario:
     cluster: ClusterSource
     templates: tuple[str | ShapeSource, ...]
     changes: tuple[Change, ...] = ()
-    strategy: Strategy = "first-fit"
+    strategy: str = "first-fit"  # a Strategy name (draspeed.analysis.strategies)
     ratios: tuple[float, ...] | None = None
     max_pods: int | None = None
     explain_failures: bool = False
