@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from draspeed.analysis.node_model import ModelDevice, NodeModel
 from draspeed.analysis.requests import AlternativeSpec, SelectorVerdicts, ShapeRequests, eligible
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
@@ -37,73 +37,10 @@ from draspeed.rules.tolerations import taint_blocks
 
 if TYPE_CHECKING:
     from draspeed.analysis.placement import Answer
-    from draspeed.api.model import Device, ResourceSlice
+    from draspeed.api.model import ResourceSlice
     from draspeed.engine.snapshot import Snapshot
 
 TRIES = 8  # restricted asks before upstream's answer is kept
-
-Slot = tuple[PoolID, str, str]  # (pool, counter set, counter)
-
-
-@dataclass(slots=True)
-class _Device:
-    position: int  # in the order the slices list them
-    slice: ResourceSlice
-    device: Device
-    id: DeviceID
-    held: bool
-    uses: dict[Slot, int]  # counter consumption, in nanos
-
-
-class _Node:
-    """A node's devices and counters in one state, as best fit ranks them."""
-
-    def __init__(self, slices: Sequence[ResourceSlice], allocated: AllocatedState) -> None:
-        self.capacity: dict[Slot, int] = {}
-        newest: dict[PoolID, int] = {}
-        for rs in slices:
-            pid = PoolID(rs.spec.driver, rs.spec.pool.name)
-            newest[pid] = max(newest.get(pid, rs.spec.pool.generation), rs.spec.pool.generation)
-        self.devices: list[_Device] = []
-        for rs in sorted(slices, key=lambda r: (r.spec.driver, r.spec.pool.name, r.metadata.name)):
-            pid = PoolID(rs.spec.driver, rs.spec.pool.name)
-            if rs.spec.pool.generation != newest[pid]:
-                continue
-            for cs in rs.spec.shared_counters:
-                for name, counter in cs.counters.items():
-                    self.capacity[(pid, cs.name, name)] = counter.value.nanos
-            for device in rs.spec.devices:
-                did = DeviceID(pid.driver, pid.pool, device.name)
-                uses = {
-                    (pid, u.counter_set, name): c.value.nanos
-                    for u in device.consumes_counters
-                    for name, c in u.counters.items()
-                }
-                self.devices.append(
-                    _Device(len(self.devices), rs, device, did, allocated.is_allocated(did), uses)
-                )
-        self.remaining = dict(self.capacity)
-        for d in self.devices:
-            if d.held:
-                for slot, amount in d.uses.items():
-                    if slot in self.remaining:
-                        self.remaining[slot] -= amount
-
-    def fits(self, d: _Device, remaining: dict[Slot, int] | None = None) -> bool:
-        left = self.remaining if remaining is None else remaining
-        return all(amount <= left.get(slot, 0) for slot, amount in d.uses.items())
-
-    def sets_of(self, d: _Device) -> set[tuple[PoolID, str]]:
-        return {(slot[0], slot[1]) for slot in d.uses}
-
-    def left_share(self, sets: set[tuple[PoolID, str]], after: dict[Slot, int]) -> float:
-        """Capacity left in these counter sets, as a share of their capacity."""
-        total = left = 0.0
-        for slot, capacity in self.capacity.items():
-            if (slot[0], slot[1]) in sets and capacity > 0:
-                total += 1.0
-                left += after.get(slot, 0) / capacity
-        return left / total if total else 1.0
 
 
 def best_fit(
@@ -129,7 +66,7 @@ def best_fit(
     allocated = AllocatedState.from_claims(
         snapshot.allocated_claims, consumable_capacity=snapshot.features.consumable_capacity
     )
-    node = _Node(slices, allocated)
+    node = NodeModel(slices, allocated, partitionable=snapshot.features.partitionable_devices)
     by_id = {d.id: d for d in node.devices}
     taken = [by_id.get(DeviceID(r.driver, r.pool, r.device)) for r in entries]
     if not any(d is not None and d.uses for d in taken):
@@ -152,7 +89,9 @@ def _alternative(requests: ShapeRequests, name: str) -> AlternativeSpec | None:
     return None
 
 
-def _usable(node: _Node, verdicts: SelectorVerdicts, spec: AlternativeSpec) -> list[_Device]:
+def _usable(
+    node: NodeModel, verdicts: SelectorVerdicts, spec: AlternativeSpec
+) -> list[ModelDevice]:
     """Free devices that could serve ``spec`` now: selectors, counters, taints."""
     table = verdicts.evaluate([(d.id.driver, d.device) for d in node.devices])
     ok = eligible(table, spec)
@@ -165,7 +104,7 @@ def _usable(node: _Node, verdicts: SelectorVerdicts, spec: AlternativeSpec) -> l
 
 
 def _single(
-    node: _Node, requests: ShapeRequests, verdicts: SelectorVerdicts, request: str
+    node: NodeModel, requests: ShapeRequests, verdicts: SelectorVerdicts, request: str
 ) -> list[set[DeviceID]]:
     """One-device pods: candidate devices, best first."""
     spec = _alternative(requests, request)
@@ -199,7 +138,7 @@ def _single(
 
 
 def _groups(
-    node: _Node, requests: ShapeRequests, verdicts: SelectorVerdicts
+    node: NodeModel, requests: ShapeRequests, verdicts: SelectorVerdicts
 ) -> list[set[DeviceID]]:
     """Several-device pods: counter sets with a device the pod could use, fullest first."""
     usable: set[int] = set()
@@ -207,7 +146,7 @@ def _groups(
         usable.update(d.position for d in _usable(node, verdicts, spec))
     members: dict[tuple[PoolID, str], set[DeviceID]] = {}
     for d in node.devices:
-        if not d.held:
+        if d.usable and not d.held:
             for group in node.sets_of(d):
                 members.setdefault(group, set()).add(d.id)
     ranked = []
@@ -221,11 +160,11 @@ def _groups(
     return [ids for _, ids in ranked]
 
 
-def _restricted(snapshot: Snapshot, node: _Node, keep: set[DeviceID]) -> Snapshot:
+def _restricted(snapshot: Snapshot, node: NodeModel, keep: set[DeviceID]) -> Snapshot:
     """``snapshot`` with every free device of the node's slices but ``keep`` removed
     (devices in use stay, and so does what they consume)."""
     changed: list[ResourceSlice] = []
-    by_slice: dict[int, list[_Device]] = {}
+    by_slice: dict[int, list[ModelDevice]] = {}
     for d in node.devices:
         by_slice.setdefault(id(d.slice), []).append(d)
     for group in by_slice.values():

@@ -277,7 +277,12 @@ def eligible(verdicts: np.ndarray, spec: AlternativeSpec) -> np.ndarray:
 
 
 def erring(verdicts: np.ndarray, spec: AlternativeSpec) -> np.ndarray:
-    """Devices on which a selector of ``spec`` errors (the allocator would stop there)."""
+    """Devices on which the allocator would stop with a selector error for ``spec``:
+    selectors are evaluated in order (the class's, then the request's), and the first
+    false one ends the evaluation, so an error counts only after true ones."""
     if spec.broken is not None or not spec.expressions:
         return np.zeros(len(verdicts), dtype=bool)
-    return np.any(verdicts[:, spec.expressions] == ERROR, axis=1)
+    columns = verdicts[:, spec.expressions]
+    first = np.argmax(columns != TRUE, axis=1)  # the first selector not true (0 if all are)
+    stopped = columns[np.arange(len(columns)), first]
+    return stopped == ERROR
