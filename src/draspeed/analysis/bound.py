@@ -130,6 +130,8 @@ class BoundReport:
     nodes: list[NodeBound]
     solves: int  # programs solved (distinct node states x objectives)
     seconds: float
+    # Other fills kept (also_keep): strategy -> (placed, kept optimum, gap).
+    strategies: dict[str, tuple[int, int | None, int | None]] = field(default_factory=dict)
 
     def node(self, name: str) -> NodeBound:
         for n in self.nodes:
@@ -198,6 +200,11 @@ class BoundReport:
                     "gapByShape": self.gap_by_shape(),
                 }
             )
+        if self.strategies:
+            out["strategies"] = {
+                name: {"placed": placed, "kept": kept, "gap": gap}
+                for name, (placed, kept, gap) in self.strategies.items()
+            }
         if nodes:
             out["nodes"] = [n.to_dict() for n in self.nodes]
         return out
@@ -213,6 +220,7 @@ def optimal_bound(
     nodes: Sequence[Node | str] | None = None,
     *,
     keep: FitReport | None = None,
+    also_keep: Sequence[FitReport] = (),
     alone: bool = True,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
 ) -> BoundReport:
@@ -220,8 +228,9 @@ def optimal_bound(
 
     ``keep``: a fill of the same shapes on the same snapshot; every node then also
     reports the optimum keeping at least that fill's pods (``kept``, ``gap``).
-    ``alone``: also the bound of each shape on its own. ``time_limit``: seconds per
-    solve (None: no limit).
+    ``also_keep``: more fills (other strategies): their kept optimum and gap, for the
+    cluster, in ``report.strategies``. ``alone``: also the bound of each shape on its
+    own. ``time_limit``: seconds per solve (None: no limit).
     """
     from draspeed.analysis.fit import resolve_nodes
 
@@ -230,12 +239,14 @@ def optimal_bound(
     node_list = resolve_nodes(snapshot, nodes)
     placer = Placer(snapshot, node_list, shapes)
     solver = _Solver(placer, time_limit)
-    placed_of: dict[str, dict[str, int]] = {}
-    if keep is not None:
-        if keep.shapes != [s.name for s in shapes]:
-            raise ValueError("keep: a fill of other shapes")
-        placed_of = {n.node: n.pods for n in keep.nodes}
     names = [s.name for s in shapes]
+    for fill in [*([keep] if keep is not None else []), *also_keep]:
+        if fill.shapes != names:
+            raise ValueError(f"keep: a fill of other shapes ({', '.join(fill.shapes)})")
+    placed_of = {} if keep is None else {n.node: n.pods for n in keep.nodes}
+    others = {fill.strategy: {n.node: n.pods for n in fill.nodes} for fill in also_keep}
+    kept_others: dict[str, list[int | None]] = {name: [] for name in others}
+    placed_others: dict[str, int] = {name: 0 for name in others}
     out: list[NodeBound] = []
     for i, node in enumerate(node_list):
         problem = solver.problem(i)
@@ -261,8 +272,36 @@ def optimal_bound(
             bound.placed_by_shape = dict(zip(names, lower, strict=True))
             bound.exact = bound.exact and kept_exact
             bound.notes = sorted(set(bound.notes) | set(kept_notes))
+        for strategy, pods_of in others.items():
+            pods = pods_of.get(node.name, {})
+            lower = tuple(pods.get(name, 0) for name in names)
+            kept_others[strategy].append(solver.solve(problem, None, lower)[0])
+            placed_others[strategy] += sum(lower)
         out.append(bound)
-    return BoundReport(names, out, solver.solves, time.monotonic() - start)
+    report = BoundReport(names, out, solver.solves, time.monotonic() - start)
+    for strategy, kept_values in kept_others.items():
+        total = _sum(kept_values)
+        gap = None if total is None else total - placed_others[strategy]
+        report.strategies[strategy] = (placed_others[strategy], total, gap)
+    return report
+
+
+def mix_bound(
+    snapshot: Snapshot,
+    templates: ShapeSource | Sequence[ShapeSource],
+    node: Node | str,
+    weights: Sequence[float],
+    *,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+) -> int | None:
+    """The most pods of the shapes one node holds with each shape's pods within one
+    of its share of the total (``weights``, shape order): the mix as a fill deals it."""
+    from draspeed.analysis.fit import resolve_nodes
+
+    shapes = as_shapes(templates)
+    [target] = resolve_nodes(snapshot, [node])
+    solver = _Solver(Placer(snapshot, [target], shapes), time_limit)
+    return solver.solve(solver.problem(0), None, None, tuple(float(w) for w in weights))[0]
 
 
 # --------------------------------------------------------------------------- the model
@@ -349,21 +388,35 @@ class _Solver:
         return problem
 
     def solve(
-        self, problem: _Problem, only: int | None, lower: tuple[int, ...] | None
+        self,
+        problem: _Problem,
+        only: int | None,
+        lower: tuple[int, ...] | None,
+        mix: tuple[float, ...] | None = None,
     ) -> tuple[int | None, list[int], bool, list[str]]:
         """(optimum, pods per shape, exact, notes) for the sum of every shape's pods,
-        or shape ``only``'s, with at least ``lower`` pods of each shape."""
-        key = (problem.key, only, lower)
+        or shape ``only``'s, with at least ``lower`` pods of each shape; with ``mix``
+        (weights), each shape's pods within one of its share of the total."""
+        key = (problem.key, only, lower, mix)
         found = self._answers.get(key)
         if found is None:
-            found = self._answers[key] = self._solve(problem, only, lower)
+            found = self._answers[key] = self._solve(problem, only, lower, mix)
         return found
 
     def _solve(
-        self, problem: _Problem, only: int | None, lower: tuple[int, ...] | None
+        self,
+        problem: _Problem,
+        only: int | None,
+        lower: tuple[int, ...] | None,
+        mix: tuple[float, ...] | None,
     ) -> tuple[int | None, list[int], bool, list[str]]:
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import csr_array
+        try:
+            from scipy.optimize import Bounds, LinearConstraint, milp
+            from scipy.sparse import csr_array
+        except ImportError as exc:  # the analysis extra
+            raise ImportError(
+                "the optimal bound needs scipy: pip install 'draspeed[analysis]'"
+            ) from exc
 
         shapes = range(len(problem.pods))
         counted = [s for s in shapes if only is None or s == only]
@@ -381,9 +434,17 @@ class _Solver:
         objective = np.zeros(problem.n_vars)
         for s in counted:
             objective[problem.pods[s]] = -1.0
+        extra: list[tuple[dict[int, float], float, float]] = []
+        if mix is not None:
+            # x_s >= share_s * sum(x) - 1: the mix's proportions, within one pod.
+            weight = sum(mix)
+            for s in shapes:
+                coeffs = {problem.pods[t]: -mix[s] / weight for t in shapes}
+                coeffs[problem.pods[s]] = coeffs[problem.pods[s]] + 1.0
+                extra.append((coeffs, -1.0, np.inf))
         rows, cols, vals = [], [], []
         row_lo, row_hi = [], []
-        for r, (coeffs, a, b) in enumerate(problem.rows):
+        for r, (coeffs, a, b) in enumerate([*problem.rows, *extra]):
             for v, coefficient in coeffs.items():
                 rows.append(r)
                 cols.append(v)
@@ -391,9 +452,9 @@ class _Solver:
             row_lo.append(a)
             row_hi.append(b)
         constraints = []
-        if problem.rows:
+        if row_lo:
             matrix = csr_array(
-                (vals, (rows, cols)), shape=(len(problem.rows), problem.n_vars), dtype=float
+                (vals, (rows, cols)), shape=(len(row_lo), problem.n_vars), dtype=float
             )
             constraints.append(LinearConstraint(matrix, row_lo, row_hi))
         options: dict[str, Any] = {"disp": False}
@@ -413,10 +474,10 @@ class _Solver:
             raise RuntimeError(f"the bound's model cannot hold the fill's pods ({problem.key})")
         if result.x is None:
             raise RuntimeError(f"HiGHS found no solution: {result.message}")
-        composition = [round(result.x[problem.pods[s]]) for s in shapes]
-        total: int | None = sum(composition[s] for s in counted)
+        composition = [round(float(result.x[problem.pods[s]])) for s in shapes]
+        total = sum(composition[s] for s in counted)
         exact = not problem.notes
-        if total is not None and total >= _UNLIMITED / 2:  # shares that take nothing
+        if total >= _UNLIMITED / 2:  # shares that take nothing
             return None, composition, False, sorted({*notes, "unbounded: shares take nothing"})
         if result.status == 1:  # time limit: HiGHS's dual bound is an upper bound
             total = int(np.floor(-result.mip_dual_bound + 1e-6))

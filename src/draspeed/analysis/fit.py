@@ -21,25 +21,25 @@ The first failure on each node is explained (:func:`draspeed.explain.explain`).
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import time
-from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from draspeed.analysis.accounting import Accounting, NodeUsage
 from draspeed.analysis.placement import Answer, Placer
+from draspeed.analysis.scheduler import Scheduler
 from draspeed.analysis.shapes import (
     ShapeOrder,
     ShapeSource,
     as_shapes,
     normalise_ratios,
 )
-from draspeed.analysis.strategies import STRATEGIES, Strategy, node_score
+from draspeed.analysis.strategies import STRATEGIES, Strategy
 from draspeed.api.model import Node, ObjectMeta
 
 if TYPE_CHECKING:
+    from draspeed.analysis.fragmentation import FragmentationReport
     from draspeed.engine.snapshot import Snapshot
 
 FailureStatus = Literal["does-not-fit", "error", "node-error", "timeout"]
@@ -125,6 +125,16 @@ class FitReport:
     # Builds the final state (every placement committed) on first use; not pickled.
     final: Callable[[], Snapshot] | None = field(default=None, repr=False, compare=False)
     _snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
+    # The fragmentation report after placement, by profile attribute; not pickled.
+    _after: Callable[[str], FragmentationReport] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def after(self, profile_attribute: str = "profile") -> FragmentationReport | None:
+        """Fragmentation with every placement committed (None once sent between
+        processes): without building the final snapshot, nodes in the same state
+        sharing one report."""
+        return None if self._after is None else self._after(profile_attribute)
 
     @property
     def snapshot(self) -> Snapshot | None:
@@ -141,12 +151,13 @@ class FitReport:
 
     def without_snapshot(self) -> FitReport:
         """The same report without the final snapshot (for sending between processes)."""
-        return dataclasses.replace(self, final=None, _snapshot=None)
+        return dataclasses.replace(self, final=None, _snapshot=None, _after=None)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["final"] = None
         state["_snapshot"] = None
+        state["_after"] = None
         return state
 
     def to_dict(self, *, placements: bool = False) -> dict[str, Any]:
@@ -223,7 +234,7 @@ def fit(
 
 
 class _Run:
-    """The state of one fit: the placer, per-shape candidate nodes, tallies."""
+    """The state of one fit: the scheduler, and what was placed where."""
 
     def __init__(
         self,
@@ -236,24 +247,14 @@ class _Run:
         self.shapes = placer.shapes
         self.nodes = placer.nodes
         self.strategy = strategy
-        self.choice = strategy.devices
+        self.scheduler = Scheduler(placer, strategy, self._failed)
         self.explain_failures = explain_failures
         self.progress = progress
-        n, shapes = len(self.nodes), len(self.shapes)
-        # Nodes shape s may still fit on (sorted), and those it does not fit now.
-        self.live = [list(range(n)) for _ in range(shapes)]
-        self.out = [bytearray(n) for _ in range(shapes)]
-        # round-robin: the node after the one shape s's previous pod went to.
-        self.turn = [0] * shapes
-        # Scored orders: per shape a heap of (-score, node, node version); filled lazily.
-        self.heaps: list[list[tuple[int, int, int]] | None] = [None] * shapes
-        self.retired = [False] * shapes
+        n = len(self.nodes)
         self.pods: list[dict[str, int]] = [{} for _ in range(n)]
         self.devices_placed = [0] * n
         self.failures: list[Failure | None] = [None] * n
         self.placements: list[Placement] = []
-
-    # ------------------------------------------------------------------ the loop
 
     def go(
         self, weights: list[float], max_pods: int | None, stop_first: bool, start: float
@@ -266,7 +267,7 @@ class _Run:
                 break
             if not self._place(s):
                 order.retire(s)
-                self.retired[s] = True
+                self.scheduler.retire(s)
                 self._report_progress()
                 if stop_first:
                     stopped = "first-exhausted"
@@ -277,85 +278,16 @@ class _Run:
     def _place(self, s: int) -> bool:
         """Place one pod of shape ``s`` where the strategy says; False: it fits nowhere."""
         pod = len(self.placements)
-        found = self._best(s, pod) if self.strategy.scored else self._first(s, pod)
+        found = self.scheduler.place(s, pod)
         if found is None:
             return False
-        i, answer = found
-        placer = self.placer
-        devices = placer.commit(i, s, pod, answer)
+        i, devices = found
         shape = self.shapes[s].name
         self.placements.append(Placement(pod, shape, self.nodes[i].name, devices))
         self.pods[i][shape] = self.pods[i].get(shape, 0) + 1
         self.devices_placed[i] += len(devices)
-        if self.strategy.nodes == "round-robin":
-            self.turn[s] = i + 1
-        for j in placer.changed:
-            self._changed(j, pod + 1)
         self._report_progress()
         return True
-
-    def _ask(self, i: int, s: int, pod: int) -> Answer:
-        return self.placer.ask(i, s, pod, self.choice)
-
-    def _first(self, s: int, pod: int) -> tuple[int, Answer] | None:
-        """first-fit and round-robin: the first live node (from the shape's turn)."""
-        live = self.live[s]
-        k = bisect_left(live, self.turn[s]) if self.strategy.nodes == "round-robin" else 0
-        while live:
-            if k >= len(live):
-                k = 0
-            i = live[k]
-            answer = self._ask(i, s, pod)
-            if answer.fits:
-                return i, answer
-            self._failed(i, s, pod, answer)
-            del live[k]
-            self.out[s][i] = 1
-        return None
-
-    def _best(self, s: int, pod: int) -> tuple[int, Answer] | None:
-        """Scored orders: the live node with the best score (the first on ties)."""
-        heap = self.heaps[s]
-        if heap is None:
-            heap = self.heaps[s] = []
-            for i in range(len(self.nodes)):
-                self._push(i, s, pod)
-        version = self.placer.version
-        while heap:
-            _, i, v = heap[0]
-            if v != version[i] or self.out[s][i]:
-                heapq.heappop(heap)
-                continue
-            return i, self._ask(i, s, pod)
-        return None
-
-    def _push(self, i: int, s: int, pod: int) -> None:
-        """Ask node ``i`` for shape ``s`` and queue it by score (or rule it out)."""
-        heap = self.heaps[s]
-        assert heap is not None
-        answer = self._ask(i, s, pod)
-        if not answer.fits:
-            self._failed(i, s, pod, answer)
-            if not self.out[s][i]:
-                self.out[s][i] = 1
-                self.live[s].remove(i)
-            return
-        if self.out[s][i]:
-            self.out[s][i] = 0
-            insort(self.live[s], i)
-        score = node_score(self.strategy.nodes, self.placer.class_counts(i), answer.per_class)
-        heapq.heappush(heap, (-score, i, self.placer.version[i]))
-
-    def _changed(self, i: int, pod: int) -> None:
-        """Node ``i`` changed: every shape may fit there again."""
-        for s in range(len(self.shapes)):
-            if self.retired[s]:
-                continue
-            if self.heaps[s] is not None:
-                self._push(i, s, pod)
-            elif self.out[s][i]:
-                self.out[s][i] = 0
-                insort(self.live[s], i)
 
     def _failed(self, i: int, s: int, pod: int, answer: Answer) -> None:
         if self.failures[i] is not None:
@@ -368,9 +300,7 @@ class _Run:
     def _report_progress(self) -> None:
         if self.progress is not None:
             n = len(self.nodes)
-            gone = [
-                n if r else n - len(live) for r, live in zip(self.retired, self.live, strict=True)
-            ]
+            gone = [self.scheduler.gone(s) for s in range(len(self.shapes))]
             self.progress(len(self.placements), min(gone) if gone else 0, n)
 
     # ------------------------------------------------------------------ the report
@@ -405,4 +335,5 @@ class _Run:
             calls=placer.calls,
             seconds=seconds,
             final=placer.final_snapshot,
+            _after=placer.fragmentation,
         )

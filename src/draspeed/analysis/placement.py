@@ -31,11 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from draspeed.analysis.accounting import Accounting, DeviceCounts, NodeUsage, sum_usages
 from draspeed.analysis.bestfit import best_fit
 from draspeed.analysis.inventory import Inventory
 from draspeed.analysis.kinds import Kind, Kinds, NodeLayout, compared_attributes
-from draspeed.analysis.requests import SelectorVerdicts
+from draspeed.analysis.node_model import NodeModel
+from draspeed.analysis.requests import SelectorVerdicts, members
 from draspeed.api._model_tree import clone
 from draspeed.api.model import (
     AllocationResult,
@@ -51,9 +54,11 @@ from draspeed.engine.allocator import Allocator
 from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 from draspeed.quantity import Quantity
+from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import PoolID
 
 if TYPE_CHECKING:
+    from draspeed.analysis.fragmentation import FragmentationReport, NodeFragmentation
     from draspeed.analysis.shapes import PodShape
     from draspeed.analysis.strategies import DeviceChoice
 
@@ -165,6 +170,7 @@ class Placer:
             {a.alternative.class_name for shape in self.verdicts.shapes for a in shape.alternatives}
         )
         self._class_counts: dict[int, tuple[int, dict[str, tuple[int, int]]]] = {}
+        self._kind_facts: dict[int, _KindFacts] = {}
         self.changed: set[int] = set()  # nodes whose answers the last change altered
         self.calls = 0  # allocate calls
         self.work = 0  # search steps over them
@@ -530,15 +536,42 @@ class Placer:
         if state is not None:
             found = state.memo.get("classes")
             if found is None:
-                rep = self.nodes[state.kind.rep]
-                report = fragmentation(self.world(state), [rep], classes=self.classes)
-                found = state.memo["classes"] = _counts(report.nodes[0].classes)
+                facts = self._facts(state.kind)
+                held = {p for p, _, _ in state.holds}
+                found = state.memo["classes"] = {
+                    name: (len(positions), len(held.intersection(positions)))
+                    for name, positions in facts.classes.items()
+                }
             return found
         cached = self._class_counts.get(i)
         if cached is None or cached[0] != self.version[i]:
             report = fragmentation(self.real, [self.nodes[i]], classes=self.classes)
             cached = self._class_counts[i] = (self.version[i], _counts(report.nodes[0].classes))
         return cached[1]
+
+    def counter_use(self, i: int) -> dict[str, tuple[int, int]]:
+        """Per counter name: (used, capacity) on node ``i`` now, in nanos."""
+        state = self.state[i]
+        if state is None:
+            counters = self.usage(i).counters
+            return {n: (c.used.nanos, c.capacity.nanos) for n, c in counters.items()}
+        found = state.memo.get("counters")
+        if found is None:
+            facts = self._facts(state.kind)
+            used = dict.fromkeys(facts.capacity, 0)
+            for p in {p for p, _, _ in state.holds}:
+                for name, amount in facts.consumes[p].items():
+                    if name in used:
+                        used[name] += amount
+            found = state.memo["counters"] = {n: (used[n], c) for n, c in facts.capacity.items()}
+        return found
+
+    def _facts(self, kind: Kind) -> _KindFacts:
+        """A kind's devices, position by position: class membership and counter use."""
+        found = self._kind_facts.get(kind.id)
+        if found is None:
+            found = self._kind_facts[kind.id] = _KindFacts.of(self, kind)
+        return found
 
     def cluster_usage(self, name: str = "(cluster)") -> NodeUsage:
         """Totals over the nodes, each device and pool counted once."""
@@ -552,6 +585,50 @@ class Placer:
             if state is not None and state.memo["usage"].unusable_pools:
                 total.unusable_pools.update(self.usage(i).unusable_pools)
         return total
+
+    def fragmentation(self, profile_attribute: str = "profile") -> FragmentationReport:
+        """The fragmentation report of the nodes now (placements included): nodes in
+        the same state share one report, named after each node."""
+        from draspeed.analysis.fragmentation import (
+            CLUSTER,
+            FragmentationReport,
+            fragmentation,
+            summed,
+        )
+
+        classes = list(self.base.classes)
+        others = [n for i, n in enumerate(self.nodes) if self.state[i] is None]
+        real = fragmentation(
+            self.real, others, classes=classes, profile_attribute=profile_attribute
+        )
+        errors = dict(real.class_errors)
+        of_state: dict[int, NodeFragmentation] = {}
+        parts: list[tuple[NodeFragmentation, int]] = [(real.cluster, 1)]
+        for one, n in Counter(s for s in self.state if s is not None).items():
+            key = ("fragmentation", profile_attribute)
+            found = one.memo.get(key)
+            if found is None:
+                rep = self.nodes[one.kind.rep]
+                report = fragmentation(
+                    self.world(one), [rep], classes=classes, profile_attribute=profile_attribute
+                )
+                found = one.memo[key] = (report.nodes[0], report.class_errors)
+            of_state[one.id], more = found
+            errors.update(more)
+            parts.append((of_state[one.id], n))
+        by_name = {n.node: n for n in real.nodes}
+        nodes: list[NodeFragmentation] = []
+        for i, node in enumerate(self.nodes):
+            state = self.state[i]
+            if state is None:
+                nodes.append(by_name[node.name])
+            else:
+                mine = of_state[state.id]
+                nodes.append(
+                    dataclasses.replace(mine, node=node.name, usage=self._as_node(i, mine.usage))
+                )
+        cluster = summed(CLUSTER, parts)
+        return FragmentationReport(nodes, cluster, profile_attribute, errors)
 
     def explain(self, i: int, s: int, pod: int) -> str | None:
         """Why shape ``s`` does not fit on node ``i`` now (explain()'s summary)."""
@@ -587,6 +664,57 @@ class Placer:
                 if n in b_by_number:
                     names.setdefault(name, b_by_number[n])
         return names
+
+
+@dataclass
+class _KindFacts:
+    """What a kind's representative publishes, by device position: the usable devices
+    of each DeviceClass the shapes use, and counter consumption and capacity by counter
+    name (as usage reports add them up over counter sets), usable pools only."""
+
+    classes: dict[str, list[int]]
+    consumes: list[dict[str, int]]
+    capacity: dict[str, int]
+
+    @classmethod
+    def of(cls, placer: Placer, kind: Kind) -> _KindFacts:
+        slices = placer.kinds._slices(kind.rep)
+        model = NodeModel(
+            kind.slices, AllocatedState(), partitionable=placer.features.partitionable_devices
+        )
+        newest: dict[PoolID, int] = {}
+        for _, rs in slices:
+            pid = PoolID(rs.spec.driver, rs.spec.pool.name)
+            newest[pid] = max(newest.get(pid, rs.spec.pool.generation), rs.spec.pool.generation)
+        usable: list[bool] = []
+        consumes: list[dict[str, int]] = []
+        capacity: dict[str, int] = {}
+        rows = []
+        for _, rs in slices:
+            pid = PoolID(rs.spec.driver, rs.spec.pool.name)
+            live = pid not in model.unusable and rs.spec.pool.generation == newest[pid]
+            if live:
+                for cs in rs.spec.shared_counters:
+                    for name, counter in cs.counters.items():
+                        capacity[name] = capacity.get(name, 0) + counter.value.nanos
+            for device in rs.spec.devices:
+                rows.append((rs.spec.driver, device))
+                usable.append(live)
+                uses: dict[str, int] = {}
+                if live:
+                    for use in device.consumes_counters:
+                        for name, counter in use.counters.items():
+                            uses[name] = uses.get(name, 0) + counter.value.nanos
+                consumes.append(uses)
+        table = placer.verdicts.evaluate(rows)
+        mask = np.asarray(usable, dtype=bool)
+        classes = {
+            name: np.flatnonzero(
+                members(table, placer.verdicts.class_expressions.get(name)) & mask
+            ).tolist()
+            for name in placer.classes
+        }
+        return cls(classes, consumes, capacity)
 
 
 def _counts(classes: dict[str, DeviceCounts]) -> dict[str, tuple[int, int]]:

@@ -83,6 +83,9 @@ class SelectorVerdicts:
         self.expressions: list[str] = []
         self._index: dict[str, int] = {}
         self.compile_errors: dict[int, str] = {}
+        # The selectors of each DeviceClass the shapes name (None: no such class, or
+        # a selector of a kind this version does not know).
+        self.class_expressions: dict[str, list[int] | None] = {}
         self.shapes = [self._read(shape, classes) for shape in shapes]
         self._compiled: list[Any] = []
         for k, expression in enumerate(self.expressions):
@@ -131,6 +134,13 @@ class SelectorVerdicts:
 
     def _spec(self, alt: Alternative, classes: Mapping[str, DeviceClass]) -> AlternativeSpec:
         device_class = classes.get(alt.class_name)
+        if alt.class_name not in self.class_expressions:
+            selectors = [] if device_class is None else device_class.spec.selectors
+            self.class_expressions[alt.class_name] = (
+                None
+                if device_class is None or any(s.cel is None for s in selectors)
+                else [self._expression(s.cel.expression) for s in selectors if s.cel is not None]
+            )
         if device_class is None:
             return AlternativeSpec(alt, [], f"device class {alt.class_name} does not exist")
         expressions = []
@@ -265,6 +275,13 @@ def _domain(mapping: Mapping[str, Any], domain: str, driver: str) -> list[Any]:
         for k in sorted(mapping)
         if k.startswith(prefix) or ("/" not in k and domain == driver)
     ]
+
+
+def members(verdicts: np.ndarray, expressions: list[int] | None) -> np.ndarray:
+    """Devices (rows) every one of these selectors accepts (None: no device)."""
+    if expressions is None:
+        return np.zeros(len(verdicts), dtype=bool)
+    return np.all(verdicts[:, expressions] == TRUE, axis=1)
 
 
 def eligible(verdicts: np.ndarray, spec: AlternativeSpec) -> np.ndarray:
