@@ -298,3 +298,27 @@ def test_strategy_names() -> None:
     assert str(Strategy.parse("least-allocated")) == "least-allocated"
     with pytest.raises(ValueError, match="unknown strategy"):
         Strategy.parse("first-fit+upstream")
+
+
+def test_an_older_pool_generation_is_ignored_as_the_allocator_ignores_it() -> None:
+    # node-00001 also publishes an older generation of its pool (another slice with
+    # the same devices, generation 0): the allocator reads only the newest, and
+    # held devices are those of the newest generation. Remembered answers agree.
+    objects = generate("nvidia-gpu", 3, gpus_per_node=2, allocated=0.5).decoded()
+    slices = list(objects.slices)
+    [current] = [s for s in slices if s.spec.node_name == "node-00001"]
+    older = dataclasses.replace(
+        current,
+        metadata=dataclasses.replace(current.metadata, name="node-00001-older"),
+        spec=dataclasses.replace(
+            current.spec, pool=dataclasses.replace(current.spec.pool, generation=0)
+        ),
+    )
+    snap = Snapshot.build([*slices, older], objects.classes, objects.claims, nodes=objects.nodes)
+    single = _templates(objects, ["single-gpu"])
+    fast = fit(snap, single)
+    plain = fit(snap, single, memoise=False)
+    assert [(p.node, p.devices) for p in fast.placements] == [
+        (p.node, p.devices) for p in plain.placements
+    ]
+    assert [n.to_dict() for n in fast.nodes] == [n.to_dict() for n in plain.nodes]

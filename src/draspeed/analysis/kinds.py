@@ -114,20 +114,30 @@ class Kinds:
         """Node i's device positions (made the first time they are needed)."""
         found = self._layouts.get(i)
         if found is None:
+            slices = self._slices(i)
+            newest: dict[int, int] = {}
+            for k, rs in slices:
+                generation = rs.spec.pool.generation
+                newest[k] = max(newest.get(k, generation), generation)
             pool_of: list[int] = []
             names: list[str] = []
-            index: dict[tuple[int, str], int] = {}
+            current: list[bool] = []  # in its pool's newest generation
             sets: list[dict[str, int]] = [{} for _ in self.pools[i]]
-            for k, rs in self._slices(i):
+            for k, rs in slices:
                 for device in rs.spec.devices:
-                    index.setdefault((k, device.name), len(names))
                     pool_of.append(k)
                     names.append(device.name)
+                    current.append(rs.spec.pool.generation == newest[k])
                     for use in device.consumes_counters:
                         sets[k].setdefault(use.counter_set, len(sets[k]))
-            for k, rs in self._slices(i):
+            for k, rs in slices:
                 for cs in rs.spec.shared_counters:
                     sets[k].setdefault(cs.name, len(sets[k]))
+            # A name stands for its first device in the pool's newest generation (what
+            # the allocator reads), else for its first device at all.
+            index: dict[tuple[int, str], int] = {}
+            for p in sorted(range(len(names)), key=lambda p: not current[p]):
+                index.setdefault((pool_of[p], names[p]), p)
             found = self._layouts[i] = NodeLayout(self.pools[i], pool_of, names, index, sets)
         return found
 

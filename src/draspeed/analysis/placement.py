@@ -482,15 +482,6 @@ class Placer:
                                 new if v == old else v for v in requirement.values
                             ]
 
-    def placed_claims(self) -> list[ResourceClaim]:
-        """Every placed pod's claims, with their allocations."""
-        return [
-            c
-            for i, records in enumerate(self.records)
-            for r in records
-            for c in self._real_claims(i, r)
-        ]
-
     def final_snapshot(self) -> Snapshot:
         """The input snapshot with every placed pod committed."""
         claims = [

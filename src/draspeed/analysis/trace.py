@@ -18,7 +18,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,15 +72,6 @@ def parse_trace(
             rows.append((n, item))
     pods = [_pod(source, n, row, known, csv_format) for n, row in rows]
     return sorted(pods, key=lambda p: p.arrival)  # stable: ties keep file order
-
-
-def pods_from(
-    items: Sequence[Mapping[str, Any]], shapes: Iterable[str] | None = None
-) -> list[TracePod]:
-    """The pods of a trace given as mappings (the JSON lines' objects)."""
-    known = None if shapes is None else set(shapes)
-    pods = [_pod("<trace>", n, item, known, False) for n, item in enumerate(items, start=1)]
-    return sorted(pods, key=lambda p: p.arrival)
 
 
 def _pod(
