@@ -4,14 +4,17 @@ that N more pods of the mix fit (:func:`draspeed.analysis.nodes_needed`)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, Any, TextIO
 
 from draspeed.cli.capacity_inputs import UsageError, parse_node_type
-from draspeed.cli.render import Progress, dump_document
+from draspeed.cli.output import Output, emit, emit_names
+from draspeed.cli.render import Progress
 
 if TYPE_CHECKING:
     from draspeed.analysis.need import NeedReport
     from draspeed.analysis.shapes import ShapeSource
+    from draspeed.analysis.whatif import AddNodes
     from draspeed.engine.snapshot import Snapshot
 
 
@@ -34,13 +37,17 @@ def run_need(
         report = nodes_needed(
             snapshot, shapes, node_type, args.need, strategy=args.strategy, ratios=ratios
         )
-    print_need(report, args.output, out)
+    print_need(report, node_type, args.output, out)
 
 
-def print_need(report: NeedReport, output: str, out: TextIO) -> None:
-    if output in ("json", "yaml"):
+def print_need(report: NeedReport, node_type: AddNodes, output: Output, out: TextIO) -> None:
+    if output.format == "name":  # the nodes to add, as kubectl names them
+        count = report.nodes or 0
+        emit_names((f"node/{n}" for n in dataclasses.replace(node_type, count=count).names()), out)
+        return
+    if output.is_document:
         doc: dict[str, Any] = {"need": report.to_dict()}
-        dump_document(doc, output, out)
+        emit(doc, output, out)
         return
     if report.nodes is None:
         out.write(

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from draspeed.cli.capacity_inputs import UsageError, cluster_source, shape_name
-from draspeed.cli.render import Progress, dump_document, format_table
+from draspeed.cli.output import emit, emit_names
+from draspeed.cli.render import Progress, format_table
 from draspeed.errors import InputError
 
 if TYPE_CHECKING:
@@ -107,12 +108,16 @@ def _plot(reports: list[TraceReport], paths: list[str], target: str) -> None:
 def print_traces(
     reports: list[TraceReport], paths: list[str], args: argparse.Namespace, out: TextIO
 ) -> None:
-    if args.output in ("json", "yaml"):
+    output = args.output
+    if output.format == "name":  # the pods that never ran, as kubectl names them
+        emit_names((f"pod/{p.name}" for r in reports for p in r.pods if p.start is None), out)
+        return
+    if output.is_document:
         docs: list[dict[str, Any]] = [
             {"trace": path, **r.to_dict(samples=args.trace_samples, pods=args.trace_samples)}
             for path, r in zip(paths, reports, strict=True)
         ]
-        dump_document({"traces": docs} if len(docs) > 1 else docs[0], args.output, out)
+        emit({"traces": docs} if len(docs) > 1 else docs[0], output, out)
         return
     for k, (path, report) in enumerate(zip(paths, reports, strict=True)):
         if k:
