@@ -268,6 +268,14 @@ def test_strategies_bound_and_need(cluster: Path, claim: Path) -> None:
         "yaml",
     )
     assert yaml.safe_load(out)["need"]["nodes"] == 1
+    status, out, _ = _run(
+        *need_args(cluster, claim, "8", "nvidia-gpu:gpus_per_node=2"), "-o", "name"
+    )
+    assert out == "node/new-nvidia-gpu-00000\nnode/new-nvidia-gpu-00001\n"
+
+
+def need_args(cluster: Path, claim: Path, need: str, node_type: str) -> list[str]:
+    return ["-f", str(cluster), "--template", str(claim), "--need", need, "--node-type", node_type]
 
 
 def test_trace_replay(cluster: Path, claim: Path, tmp_path: Path) -> None:
@@ -301,6 +309,10 @@ def test_trace_replay(cluster: Path, claim: Path, tmp_path: Path) -> None:
     assert status == 0, err
     first, second = json.loads(out)["traces"]
     assert first["ran"] == 12 and second["ran"] == 4 and second["neverRan"] == {"one-gpu": 2}
+    status, out, _ = _run(
+        "-f", str(cluster), "--template", str(claim), "--trace", str(jsonl), "-o", "name"
+    )
+    assert out == "pod/pod-5\npod/pod-6\n"  # four GPUs: the last two pods never run
 
 
 def test_new_usage_errors(cluster: Path, claim: Path, tmp_path: Path) -> None:
