@@ -26,10 +26,12 @@ shared devices), upstream's answer stands.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from draspeed.analysis.node_model import ModelDevice, NodeModel
+import numpy as np
+
+from draspeed.analysis.node_model import ModelDevice, NodeModel, Published
 from draspeed.analysis.requests import AlternativeSpec, SelectorVerdicts, ShapeRequests, eligible
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
@@ -45,7 +47,7 @@ TRIES = 8  # restricted asks before upstream's answer is kept
 
 def best_fit(
     snapshot: Snapshot,
-    slices: Sequence[ResourceSlice],
+    published: Published,
     requests: ShapeRequests,
     verdicts: SelectorVerdicts,
     upstream: Answer,
@@ -53,8 +55,8 @@ def best_fit(
 ) -> Answer:
     """Best fit's answer for a pod on a node (see the module), from upstream's.
 
-    ``slices``: the slices the node sees in ``snapshot``; ``ask(snapshot)`` asks the
-    allocator for the pod on the node in another snapshot.
+    ``published``: what the node sees in ``snapshot`` (:class:`Published`);
+    ``ask(snapshot)`` asks the allocator for the pod on the node in another snapshot.
     """
     if not upstream.fits or upstream.results is None:
         return upstream
@@ -66,15 +68,16 @@ def best_fit(
     allocated = AllocatedState.from_claims(
         snapshot.allocated_claims, consumable_capacity=snapshot.features.consumable_capacity
     )
-    node = NodeModel(slices, allocated, partitionable=snapshot.features.partitionable_devices)
+    node = NodeModel(published, allocated)
     by_id = {d.id: d for d in node.devices}
     taken = [by_id.get(DeviceID(r.driver, r.pool, r.device)) for r in entries]
     if not any(d is not None and d.uses for d in taken):
         return upstream  # no partitionable device: nothing to fit better
+    choice = _Choice(node, verdicts)
     if len(entries) == 1 and len(requests.claims) == 1:
-        candidates = _single(node, requests, verdicts, entries[0].request)
+        candidates = choice.single(requests, entries[0].request)
     else:
-        candidates = _groups(node, requests, verdicts)
+        candidates = choice.groups(requests)
     for keep in candidates[:TRIES]:
         answer = ask(_restricted(snapshot, node, keep))
         if answer.fits:
@@ -82,82 +85,76 @@ def best_fit(
     return upstream
 
 
-def _alternative(requests: ShapeRequests, name: str) -> AlternativeSpec | None:
-    for a in requests.alternatives:
-        if a.alternative.name == name:
-            return a
-    return None
+class _Choice:
+    """Ranks a node's devices (or counter sets) for a pod, best fit first."""
 
+    def __init__(self, node: NodeModel, verdicts: SelectorVerdicts) -> None:
+        self.node = node
+        self.verdicts = verdicts
+        devices = node.devices
+        self.table = verdicts.evaluate([(d.id.driver, d.device) for d in devices])
+        # Free now: usable, not held, counters left for it.
+        self.free = node.published.usable & ~node.held & node.fitting()
+        self.tainted = [p for p, d in enumerate(devices) if d.device.taints]
 
-def _usable(
-    node: NodeModel, verdicts: SelectorVerdicts, spec: AlternativeSpec
-) -> list[ModelDevice]:
-    """Free devices that could serve ``spec`` now: selectors, counters, taints."""
-    table = verdicts.evaluate([(d.id.driver, d.device) for d in node.devices])
-    ok = eligible(table, spec)
-    tolerations = spec.alternative.tolerations
-    return [
-        d
-        for d, good in zip(node.devices, ok.tolist(), strict=True)
-        if good and not d.held and node.fits(d) and not taint_blocks(d.device.taints, tolerations)
-    ]
+    def usable(self, spec: AlternativeSpec) -> np.ndarray:
+        """Devices that could serve ``spec`` now: selectors, free, taints tolerated."""
+        ok = eligible(self.table, spec) & self.free
+        tolerations = spec.alternative.tolerations
+        for p in self.tainted:
+            if ok[p] and taint_blocks(self.node.devices[p].device.taints, tolerations):
+                ok[p] = False
+        return ok
 
+    def single(self, requests: ShapeRequests, request: str) -> list[set[DeviceID]]:
+        """One-device pods: candidate devices, best first: fewest devices the run's
+        pods could use made unusable, then the least capacity left in its counter
+        sets, then upstream's order."""
+        spec = next((a for a in requests.alternatives if a.alternative.name == request), None)
+        if spec is None:
+            return []
+        node, published = self.node, self.node.published
+        consumes = published.consumes
+        # The free devices some request of the shapes being placed could use: what a
+        # choice should leave open (other devices matter to no pod of this run).
+        wanted = np.zeros(len(node.devices), dtype=bool)
+        for shape in self.verdicts.shapes:
+            for other in shape.alternatives:
+                wanted |= self.usable(other)
+        others = np.flatnonzero(wanted & consumes)
+        matrix, left = published.matrix, node.remaining_vector
+        ranked = []
+        for p in np.flatnonzero(self.usable(spec) & consumes).tolist():
+            after = left - matrix[p]
+            blocked = (matrix[others] > after).any(axis=1)
+            count = int(blocked.sum()) - int(bool(wanted[p] and blocked[others == p].any()))
+            ranked.append(((count, node.left_share(p, after), p), {node.devices[p].id}))
+        ranked.sort(key=lambda item: item[0])
+        return [keep for _, keep in ranked]
 
-def _single(
-    node: NodeModel, requests: ShapeRequests, verdicts: SelectorVerdicts, request: str
-) -> list[set[DeviceID]]:
-    """One-device pods: candidate devices, best first."""
-    spec = _alternative(requests, request)
-    if spec is None:
-        return []
-    usable = _usable(node, verdicts, spec)
-    # The free devices some request of the shapes being placed could use: what a
-    # choice should leave open (other devices matter to no pod of this run).
-    wanted: set[int] = set()
-    for shape in verdicts.shapes:
-        for other_spec in shape.alternatives:
-            wanted.update(d.position for d in _usable(node, verdicts, other_spec))
-    free = [node.devices[p] for p in sorted(wanted) if node.devices[p].uses]
-    ranked = []
-    for d in usable:
-        if not d.uses:
-            continue
-        after = dict(node.remaining)
-        for slot, amount in d.uses.items():
-            after[slot] = after.get(slot, 0) - amount
-        sets = node.sets_of(d)
-        pool = d.id.pool_id
-        blocked = sum(
-            1
-            for other in free
-            if other is not d and other.id.pool_id == pool and not node.fits(other, after)
-        )
-        ranked.append(((blocked, node.left_share(sets, after), d.position), {d.id}))
-    ranked.sort(key=lambda item: item[0])
-    return [keep for _, keep in ranked]
-
-
-def _groups(
-    node: NodeModel, requests: ShapeRequests, verdicts: SelectorVerdicts
-) -> list[set[DeviceID]]:
-    """Several-device pods: counter sets with a device the pod could use, fullest first."""
-    usable: set[int] = set()
-    for spec in requests.alternatives:
-        usable.update(d.position for d in _usable(node, verdicts, spec))
-    members: dict[tuple[PoolID, str], set[DeviceID]] = {}
-    for d in node.devices:
-        if d.usable and not d.held:
-            for group in node.sets_of(d):
-                members.setdefault(group, set()).add(d.id)
-    ranked = []
-    for group, ids in members.items():
-        if not any(node.devices[p].id in ids for p in usable):
-            continue
-        share = node.left_share({group}, node.remaining)
-        first = min(node.devices[p].position for p in usable if node.devices[p].id in ids)
-        ranked.append(((share, first), ids))
-    ranked.sort(key=lambda item: item[0])
-    return [ids for _, ids in ranked]
+    def groups(self, requests: ShapeRequests) -> list[set[DeviceID]]:
+        """Several-device pods: counter sets with a device the pod could use, the one
+        with the least capacity left first."""
+        node = self.node
+        usable = np.zeros(len(node.devices), dtype=bool)
+        for spec in requests.alternatives:
+            usable |= self.usable(spec)
+        members: dict[tuple[PoolID, str], set[int]] = {}
+        for d in node.devices:
+            if d.usable and not d.held:
+                for slot in d.uses:
+                    members.setdefault((slot[0], slot[1]), set()).add(d.position)
+        ranked = []
+        left = node.remaining_vector
+        for positions in members.values():
+            first = min((p for p in positions if usable[p]), default=None)
+            if first is None:
+                continue
+            ranked.append(
+                ((node.left_share(first, left), first), {node.devices[p].id for p in positions})
+            )
+        ranked.sort(key=lambda item: item[0])
+        return [ids for _, ids in ranked]
 
 
 def _restricted(snapshot: Snapshot, node: NodeModel, keep: set[DeviceID]) -> Snapshot:

@@ -357,25 +357,21 @@ class _Solver:
 
     def _model(self, i: int, state: State | None) -> tuple[NodeModel, Node, bool]:
         placer = self.placer
-        partitionable = self.features.partitionable_devices
         consumable = self.features.consumable_capacity
         if state is not None:
             rep = placer.nodes[state.kind.rep]
             claim = placer._holding_claim(state, state.holds)
             allocated = AllocatedState.from_claims([claim], consumable_capacity=consumable)
-            model = NodeModel(state.kind.slices, allocated, rep, partitionable=partitionable)
-            return model, rep, False
+            return NodeModel(placer.published(i), allocated), rep, False
         node = placer.nodes[i]
-        inventory = placer.inventory
-        seen = inventory.pools_seen(node.name)
         if self._real_allocated is None:
             self._real_allocated = AllocatedState.from_claims(
                 placer.base.allocated_claims, consumable_capacity=consumable
             )
-        slices = [rs for pid in seen for rs in inventory.pools[pid].slices]
-        model = NodeModel(slices, self._real_allocated, node, partitionable=partitionable)
+        inventory = placer.inventory
+        seen = inventory.pools_seen(node.name)
         shared = any(len(inventory.seers(pid) or ()) > 1 for pid in seen)
-        return model, node, shared
+        return NodeModel(placer.published(i), self._real_allocated), node, shared
 
     def _build(self, key: Any, model: NodeModel, node: Node) -> _Problem:
         problem = _Problem(key)

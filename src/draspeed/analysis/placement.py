@@ -37,7 +37,7 @@ from draspeed.analysis.accounting import Accounting, DeviceCounts, NodeUsage, su
 from draspeed.analysis.bestfit import best_fit
 from draspeed.analysis.inventory import Inventory
 from draspeed.analysis.kinds import Kind, Kinds, NodeLayout, compared_attributes
-from draspeed.analysis.node_model import NodeModel
+from draspeed.analysis.node_model import NodeModel, Published
 from draspeed.analysis.requests import SelectorVerdicts, members
 from draspeed.api._model_tree import clone
 from draspeed.api.model import (
@@ -171,6 +171,7 @@ class Placer:
         )
         self._class_counts: dict[int, tuple[int, dict[str, tuple[int, int]]]] = {}
         self._kind_facts: dict[int, _KindFacts] = {}
+        self._published: dict[tuple[str, int], Published] = {}
         self.changed: set[int] = set()  # nodes whose answers the last change altered
         self.calls = 0  # allocate calls
         self.work = 0  # search steps over them
@@ -290,7 +291,7 @@ class Placer:
             upstream = self.ask_state(state, s)
             answer = best_fit(
                 world,
-                kind.slices,
+                self.published(kind.rep),
                 self.verdicts.shapes[s],
                 self.verdicts,
                 upstream,
@@ -329,16 +330,33 @@ class Placer:
         snapshot = self._real_snapshot(i)
         claims = self.shapes[s].instantiate(pod)
         if choice == "best-fit":
-            seen = self.inventory.pools_seen(node.name)
             return best_fit(
                 snapshot,
-                [rs for pid in seen for rs in self.inventory.pools[pid].slices],
+                self.published(i),
                 self.verdicts.shapes[s],
                 self.verdicts,
                 self.ask(i, s, pod),
                 lambda other: self._allocate(other, claims, node, s),
             )
         return self._allocate(snapshot, claims, node, s)
+
+    def published(self, i: int) -> Published:
+        """What node ``i`` publishes (for a node of a kind: what its representative
+        does), read once."""
+        kind = self.kind_of[i]
+        key: tuple[str, int] = ("kind", kind.id) if kind is not None else ("node", i)
+        found = self._published.get(key)
+        if found is None:
+            partitionable = self.features.partitionable_devices
+            if kind is not None:
+                node = self.nodes[kind.rep]
+                slices = kind.slices
+            else:
+                node = self.nodes[i]
+                seen = self.inventory.pools_seen(node.name)
+                slices = [rs for pid in seen for rs in self.inventory.pools[pid].slices]
+            found = self._published[key] = Published(slices, node, partitionable=partitionable)
+        return found
 
     def _allocate(
         self, snapshot: Snapshot, claims: list[ResourceClaim], node: Node, s: int
