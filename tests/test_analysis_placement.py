@@ -322,3 +322,25 @@ def test_an_older_pool_generation_is_ignored_as_the_allocator_ignores_it() -> No
         (p.node, p.devices) for p in plain.placements
     ]
     assert [n.to_dict() for n in fast.nodes] == [n.to_dict() for n in plain.nodes]
+
+
+def test_answers_remembered_from_one_fill_to_the_next() -> None:
+    from draspeed.analysis import AddNodes
+    from draspeed.analysis.placement import AnswerMemory
+
+    snap, objects = _cluster("nvidia-mig", 3, {"gpus_per_node": 2, "allocated": 0.4})
+    templates = _templates(objects, ["mig-1g10gb", "mig-3g40gb"])
+    memory = AnswerMemory(["mig-3g40gb", "mig-1g10gb"])
+    with pytest.raises(ValueError, match="an answer memory of other shapes"):
+        fit(snap, templates, memory=memory)
+    memory = AnswerMemory(["mig-1g10gb", "mig-3g40gb"])
+    for added in (0, 2, 3):
+        cluster = AddNodes(added, kind="nvidia-mig", options={"gpus_per_node": 2}).apply(snap)
+        alone = fit(cluster, templates, "best-fit", explain_failures=False)
+        kept = fit(cluster, templates, "best-fit", explain_failures=False, memory=memory)
+        assert [(p.node, p.devices) for p in kept.placements] == [
+            (p.node, p.devices) for p in alone.placements
+        ]
+        assert [n.to_dict() for n in kept.nodes] == [n.to_dict() for n in alone.nodes]
+        if added:  # the first fill's answers serve the later ones
+            assert kept.calls < alone.calls

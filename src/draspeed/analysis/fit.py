@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from draspeed.analysis.accounting import Accounting, NodeUsage
-from draspeed.analysis.placement import Answer, Placer
+from draspeed.analysis.placement import Answer, AnswerMemory, Placer
 from draspeed.analysis.scheduler import Scheduler
 from draspeed.analysis.shapes import (
     ShapeOrder,
@@ -211,6 +211,7 @@ def fit(
     timeout: float | None = None,
     progress: Progress | None = None,
     memoise: bool = True,
+    memory: AnswerMemory | None = None,
 ) -> FitReport:
     """Place pods of ``templates`` (ResourceClaimTemplates, claims or :class:`PodShape`
     objects, each a shape) until none fits or ``max_pods`` are placed.
@@ -219,7 +220,8 @@ def fit(
     (:data:`STRATEGIES`). ``timeout`` bounds each allocate call (seconds); a call that
     runs out counts as a failure on that node. ``snapshot`` is not changed: the final
     state is ``report.snapshot``. ``memoise=False`` asks the real snapshot every
-    question (same answers, much slower: for checking).
+    question (same answers, much slower: for checking). ``memory``: answers kept from
+    earlier fills of the same shapes on clusters that share nodes (reused, and added to).
     """
     chosen = Strategy.parse(strategy)
     if max_pods is not None and max_pods < 0:
@@ -228,7 +230,7 @@ def fit(
     weights = normalise_ratios(shapes, ratios)
     node_list = resolve_nodes(snapshot, nodes)
     start = time.monotonic()
-    placer = Placer(snapshot, node_list, shapes, memoise=memoise, timeout=timeout)
+    placer = Placer(snapshot, node_list, shapes, memoise=memoise, timeout=timeout, memory=memory)
     run = _Run(placer, chosen, explain_failures, progress)
     return run.go(weights, max_pods, stop_at_first_exhausted, start)
 

@@ -50,6 +50,9 @@ class Kind:
     id: int
     rep: int  # node index of the first node of the kind: its slices stand for all
     slices: list[ResourceSlice]  # the representative's, in the allocator's order
+    # What the kind's nodes publish, as far as the shapes can tell (equal signatures,
+    # also from other node lists: the same kind).
+    signature: Any = None
     members: list[int] = field(default_factory=list)  # node indices
 
 
@@ -83,8 +86,8 @@ class Kinds:
         self._nodes = nodes
         self._verdicts = verdicts
         self._compared = sorted(compared)
-        self._features: dict[tuple[str, int], tuple[int, tuple[str, ...]]] = {}
-        self._interned: dict[Any, int] = {}
+        self._features: dict[tuple[str, int], tuple[bytes, tuple[str, ...]]] = {}
+        self._interned: dict[bytes, bytes] = {}
         self._keep: list[Device] = []
         self._layouts: dict[int, NodeLayout] = {}
         by_signature: dict[Any, Kind] = {}
@@ -95,7 +98,7 @@ class Kinds:
             key = self._signature(self._slices(i))
             kind = by_signature.get(key)
             if kind is None:
-                kind = Kind(len(self.kinds), i, [rs for _, rs in self._slices(i)])
+                kind = Kind(len(self.kinds), i, [rs for _, rs in self._slices(i)], key)
                 by_signature[key] = kind
                 self.kinds.append(kind)
             kind.members.append(i)
@@ -187,9 +190,9 @@ class Kinds:
             )
         return tuple(parts)
 
-    def _feature(self, driver: str, device: Device) -> tuple[int, tuple[str, ...]]:
-        """The number of what the allocator can tell of a device, names aside, and the
-        counter sets it consumes (by name: numbered per node)."""
+    def _feature(self, driver: str, device: Device) -> tuple[bytes, tuple[str, ...]]:
+        """What the allocator can tell of a device, names aside (compiled model-tree
+        bytes), and the counter sets it consumes (by name: numbered per node)."""
         key = (driver, id(device))
         found = self._features.get(key)
         if found is not None:
@@ -197,7 +200,7 @@ class Kinds:
         verdicts = self._verdicts
         parts = verdicts.parts(driver, device)
         if parts is None:  # a selector reads the whole device: its own verdicts
-            parts = [verdicts.verdict_class(verdicts.keys([(driver, device)])[0])]
+            parts = [verdicts.verdict_row(verdicts.keys([(driver, device)])[0])]
         multi = bool(device.allow_multiple_allocations)
         parts += [
             [list(use.counters.items()) for use in device.consumes_counters],
@@ -209,10 +212,11 @@ class Kinds:
         ]
         if multi:  # consumable capacity: what shares may take
             parts.append(device.capacity)
-        # One compiled model-tree signature per device: equal bytes for equal content.
-        number = self._interned.setdefault(signature(parts), len(self._interned))
+        # One compiled model-tree signature per device: equal bytes for equal content,
+        # one object per content (equal features compare by identity first).
+        content = signature(parts)
         found = self._features[key] = (
-            number,
+            self._interned.setdefault(content, content),
             tuple(use.counter_set for use in device.consumes_counters),
         )
         self._keep.append(device)  # keeps the id in the key meaningful

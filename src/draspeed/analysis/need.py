@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draspeed.analysis.fit import fit
+from draspeed.analysis.placement import AnswerMemory
 from draspeed.analysis.shapes import ShapeSource, as_shapes, normalise_ratios
 from draspeed.analysis.strategies import Strategy
 from draspeed.analysis.whatif import AddNodes
@@ -82,6 +83,9 @@ def nodes_needed(
     shapes = as_shapes(templates)
     chosen = Strategy.parse(strategy)
     checks: dict[int, int] = {}
+    # The nodes of the cluster and the new ones are alike from one check to the next:
+    # their answers are kept across the fills.
+    memory = AnswerMemory([s.name for s in shapes])
 
     def placed(k: int) -> int:
         if k not in checks:
@@ -93,6 +97,7 @@ def nodes_needed(
                 ratios,
                 max_pods=need,
                 explain_failures=False,
+                memory=memory,
             )
             checks[k] = report.placed
         return checks[k]

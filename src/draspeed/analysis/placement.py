@@ -116,6 +116,22 @@ class Record:
     claims: list[ResourceClaim] | None = None  # real claims, once materialised
 
 
+class AnswerMemory:
+    """Answers kept from one placer to the next over clusters that share nodes (the
+    inverse question's fills): per kind -- its representative's name and names of
+    pools and devices, and what it publishes -- and state, shape and device choice.
+    Only for placers of the same shapes (``shapes``: their names)."""
+
+    def __init__(self, shapes: Sequence[str]) -> None:
+        self.shapes = list(shapes)
+        self._kinds: dict[Any, int] = {}
+        self.answers: dict[tuple[int, tuple[Hold, ...], Any], Answer] = {}
+
+    def kind(self, key: Any) -> int:
+        """A number for a kind key (the same for an equal key from another placer)."""
+        return self._kinds.setdefault(key, len(self._kinds))
+
+
 class Placer:
     """The cluster as pods are placed: ask, commit, remove, and read the state back.
 
@@ -136,7 +152,12 @@ class Placer:
         *,
         memoise: bool = True,
         timeout: float | None = None,
+        memory: AnswerMemory | None = None,
     ) -> None:
+        if memory is not None and memory.shapes != [s.name for s in shapes]:
+            raise ValueError("an answer memory of other shapes")
+        self.memory = memory
+        self._remembered: dict[int, int] = {}  # kind id -> its number in the memory
         self.base = snapshot
         self.real = snapshot  # base + every pod placed on a node searched for real
         self.nodes = list(nodes)
@@ -283,6 +304,41 @@ class Placer:
         return found
 
     def _ask_world(self, state: State, s: int, choice: DeviceChoice) -> Answer:
+        memory = self.memory
+        if memory is None:
+            return self._ask_world_now(state, s, choice)
+        key = (
+            self._memory_kind(state.kind),
+            state.holds,
+            s if choice == "upstream" else (choice, s),
+        )
+        found = memory.answers.get(key)
+        if found is None:
+            found = memory.answers[key] = self._ask_world_now(state, s, choice)
+        if found.next is None:
+            return found
+        # The next state is this placer's own (the answer's holds lead there).
+        answer = dataclasses.replace(found)
+        answer.next = self._intern(state.kind, tuple(sorted(state.holds + found.holds)))
+        if answer.next.world is None and answer.next.parent is None:
+            answer.next.parent = (state, found.holds)
+        return answer
+
+    def _memory_kind(self, kind: Kind) -> int:
+        found = self._remembered.get(kind.id)
+        if found is None:
+            assert self.memory is not None
+            layout = self._layout(kind.rep)
+            key = (
+                self.nodes[kind.rep].name,
+                tuple(layout.pools),
+                tuple(layout.names),
+                kind.signature,
+            )
+            found = self._remembered[kind.id] = self.memory.kind(key)
+        return found
+
+    def _ask_world_now(self, state: State, s: int, choice: DeviceChoice) -> Answer:
         kind = state.kind
         rep = self.nodes[kind.rep]
         world = self.world(state)

@@ -109,8 +109,6 @@ class SelectorVerdicts:
         self._by_id: dict[tuple[str, int], int] = {}
         self._keep: list[Device] = []
         self._table = np.zeros((0, len(self.expressions)), dtype=np.uint8)
-        self._classes: dict[int, int] = {}
-        self._rows_seen: dict[bytes, int] = {}
 
     def _expression(self, text: str) -> int:
         found = self._index.get(text)
@@ -188,13 +186,9 @@ class SelectorVerdicts:
             self._add(sorted(new.items()))
         return keys
 
-    def verdict_class(self, key: int) -> int:
-        """A number per distinct row of verdicts (keys with equal verdicts share it)."""
-        found = self._classes.get(key)
-        if found is None:
-            row = self._table[key].tobytes() if self.expressions else b""
-            found = self._classes[key] = self._rows_seen.setdefault(row, len(self._rows_seen))
-        return found
+    def verdict_row(self, key: int) -> bytes:
+        """The verdicts of a key (as :meth:`keys` numbers them), as bytes."""
+        return self._table[key].tobytes() if self.expressions else b""
 
     def _what_is_read(self) -> list[tuple[str, ...]] | None:
         from draspeed.cel.vector import analyze_reads
