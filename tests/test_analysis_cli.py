@@ -331,3 +331,18 @@ def test_new_usage_errors(cluster: Path, claim: Path, tmp_path: Path) -> None:
     assert status == 2 and f"{bad}: row 2.arrival: not a number: 'soon'" in err
     status, _, err = _run(*base, "--trace", str(tmp_path / "missing.csv"))
     assert status == 2 and "missing.csv" in err
+
+
+def test_every_strategy_name_is_taken() -> None:
+    import argparse
+
+    from draspeed.analysis.strategies import STRATEGIES
+    from draspeed.cli.capacity_inputs import parse_strategy
+
+    for name in STRATEGIES:
+        args = argparse.Namespace(strategy=name)
+        parse_strategy(args)
+        assert args.strategy == name
+    args = argparse.Namespace(strategy="first-fit+best-fit")
+    parse_strategy(args)
+    assert args.strategy == "best-fit"  # as reports name it

@@ -58,12 +58,28 @@ examples:
   draspeed capacity --from-cluster --context prod --template claim.yaml \\
       --add-nodes node-00007:50 --curve-points 10 --scheduler tcp://dask:8786
 
+  # every strategy next to the optimal bound, and what fragmentation costs
+  draspeed capacity -f mig.yaml --template mig-1g10gb --template mig-3g40gb \\
+      --compare all --bound
+
+  # how many dynamic-MIG nodes to add for 500 pods of the mix to fit
+  draspeed capacity -f mig.yaml --template mig-1g10gb --template mig-3g40gb \\
+      --need 500 --node-type nvidia-mig
+
+  # a day of arrivals and departures: waits, queue and utilisation over time
+  draspeed capacity -f mig.yaml --template mig-1g10gb --template mig-3g40gb \\
+      --trace day.csv --plot day.png
+
 --template takes a file (ResourceClaimTemplates or ResourceClaims, each one pod
 shape) or the name (or namespace/name) of a ResourceClaimTemplate in the input.
 --add-nodes takes KIND:N[:key=value,...] for a generated kind (nvidia-gpu,
 nvidia-mig, example, scheduler-perf, network-attached; options as in
 `draspeed generate`, e.g. nvidia-mig:20:pool_per=gpu), NODE:N to copy a node
-of the input, or FILE:N for a file holding one node's ResourceSlices (and Node).
+of the input, or FILE:N for a file holding one node's ResourceSlices (and Node);
+--node-type takes the same without the count.
+--trace takes CSV (with a header) or JSON lines, one pod per row: arrival
+(seconds), shape (a template's name), and duration (seconds it runs) or departure
+(when it is deleted, running or not).
 
 """
     + EXIT_CODES
@@ -80,8 +96,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "Place pods of the given claim templates one by one with the real allocator "
             "until none fits; report pods per node, devices and counters used, the first "
             "failure reason per node, and fragmentation (free whole devices, free MIG "
-            "placements per profile, stranded counters, utilisation per DeviceClass). With "
-            "what-if changes, report before and after.",
+            "placements per profile, stranded counters, utilisation per DeviceClass) "
+            "before and after placing. With what-if changes, report before and after "
+            "them; with --bound, the optimal bound and what the strategies lose to "
+            "fragmentation; with --need, how many nodes to add; with --trace, a replay "
+            "of arrivals and departures over time.",
             width=78,
         ),
         epilog=_EXAMPLES,
