@@ -344,3 +344,24 @@ def test_answers_remembered_from_one_fill_to_the_next() -> None:
         assert [n.to_dict() for n in kept.nodes] == [n.to_dict() for n in alone.nodes]
         if added:  # the first fill's answers serve the later ones
             assert kept.calls < alone.calls
+
+
+@pytest.mark.parametrize(
+    ("kind", "nodes", "options", "names", "ratios"),
+    CLUSTERS,
+    ids=[f"{c[0]}-{'-'.join(f'{k}={v}' for k, v in c[2].items())}" for c in CLUSTERS],
+)
+def test_fragmentation_from_node_states_equals_the_snapshots(
+    kind: str,
+    nodes: int,
+    options: dict[str, Any],
+    names: list[str],
+    ratios: list[float] | None,
+) -> None:
+    snap, objects = _cluster(kind, nodes, options)
+    report = fit(snap, _templates(objects, names), ratios=ratios, explain_failures=False)
+    before, after = report.before(), report.after()
+    assert before is not None and after is not None
+    assert before.to_dict() == fragmentation(snap).to_dict()
+    assert report.snapshot is not None
+    assert after.to_dict() == fragmentation(report.snapshot).to_dict()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from draspeed.analysis.bound import DEFAULT_TIME_LIMIT, BoundReport, optimal_bound
 from draspeed.analysis.fit import FitReport, Progress, fit
-from draspeed.analysis.fragmentation import FragmentationReport, fragmentation
+from draspeed.analysis.fragmentation import FragmentationReport
 from draspeed.analysis.shapes import ShapeSource, as_shapes
 from draspeed.analysis.strategies import Strategy
 
@@ -100,12 +100,11 @@ def analyze(
     bound: bool = False,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
 ) -> CapacityReport:
-    """:func:`~draspeed.analysis.fragmentation.fragmentation` of ``snapshot``, then
-    :func:`~draspeed.analysis.fit.fit` of ``templates`` (same arguments), then the
-    fragmentation after it. ``compare``: other strategies to fill with too (their
+    """:func:`~draspeed.analysis.fit.fit` of ``templates``, with the
+    :func:`~draspeed.analysis.fragmentation.fragmentation` of ``snapshot`` before and
+    after it. ``compare``: other strategies to fill with too (their
     counts only); ``bound``: the optimal bound (:mod:`draspeed.analysis.bound`, needs
     scipy), keeping the fit's pods to measure its gap; ``time_limit`` per solve."""
-    frag = fragmentation(snapshot, nodes, profile_attribute=profile_attribute)
     options: dict[str, Any] = {
         "ratios": ratios,
         "nodes": nodes,
@@ -139,6 +138,10 @@ def analyze(
                 snapshot, shape, strategy, nodes=nodes, max_pods=max_pods, explain_failures=False
             ).placed
     others = [StrategyCount.of(f) for f in fills]
+    # Before and after the fill from the fill's own node states (as fragmentation()
+    # of the snapshots would report, without asking every node's view).
+    before = report.before(profile_attribute)
+    assert before is not None
     return CapacityReport(
-        frag, report, report.after(profile_attribute), bound_report, others, alone
+        before, report, report.after(profile_attribute), bound_report, others, alone
     )

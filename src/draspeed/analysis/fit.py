@@ -125,8 +125,8 @@ class FitReport:
     # Builds the final state (every placement committed) on first use; not pickled.
     final: Callable[[], Snapshot] | None = field(default=None, repr=False, compare=False)
     _snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
-    # The fragmentation report after placement, by profile attribute; not pickled.
-    _after: Callable[[str], FragmentationReport] | None = field(
+    # Fragmentation (profile attribute, before the fill?) -> report; not pickled.
+    _after: Callable[[str, bool], FragmentationReport] | None = field(
         default=None, repr=False, compare=False
     )
 
@@ -134,7 +134,11 @@ class FitReport:
         """Fragmentation with every placement committed (None once sent between
         processes): without building the final snapshot, nodes in the same state
         sharing one report."""
-        return None if self._after is None else self._after(profile_attribute)
+        return None if self._after is None else self._after(profile_attribute, False)
+
+    def before(self, profile_attribute: str = "profile") -> FragmentationReport | None:
+        """Fragmentation of the nodes before the fill (as :meth:`after`)."""
+        return None if self._after is None else self._after(profile_attribute, True)
 
     @property
     def snapshot(self) -> Snapshot | None:
@@ -337,5 +341,5 @@ class _Run:
             calls=placer.calls,
             seconds=seconds,
             final=placer.final_snapshot,
-            _after=placer.fragmentation,
+            _after=lambda profile, initial: placer.fragmentation(profile, initial=initial),
         )

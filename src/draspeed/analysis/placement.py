@@ -181,6 +181,7 @@ class Placer:
         self.state: list[State | None] = [
             None if k is None else self._initial_state(i, k) for i, k in enumerate(self.kind_of)
         ]
+        self.initial = list(self.state)  # before any pod is placed
         self.version = [0] * len(self.nodes)
         self.records: list[list[Record]] = [[] for _ in self.nodes]
         # Answers asked on the real snapshot: node -> (version, key -> answer).
@@ -651,9 +652,12 @@ class Placer:
                 total.unusable_pools.update(self.usage(i).unusable_pools)
         return total
 
-    def fragmentation(self, profile_attribute: str = "profile") -> FragmentationReport:
-        """The fragmentation report of the nodes now (placements included): nodes in
-        the same state share one report, named after each node."""
+    def fragmentation(
+        self, profile_attribute: str = "profile", *, initial: bool = False
+    ) -> FragmentationReport:
+        """The fragmentation report of the nodes now (placements included; with
+        ``initial``, as they were before any): nodes in the same state share one
+        report, named after each node."""
         from draspeed.analysis.fragmentation import (
             CLUSTER,
             FragmentationReport,
@@ -661,15 +665,19 @@ class Placer:
             summed,
         )
 
+        states = self.initial if initial else self.state
         classes = list(self.base.classes)
-        others = [n for i, n in enumerate(self.nodes) if self.state[i] is None]
+        others = [n for i, n in enumerate(self.nodes) if states[i] is None]
         real = fragmentation(
-            self.real, others, classes=classes, profile_attribute=profile_attribute
+            self.base if initial else self.real,
+            others,
+            classes=classes,
+            profile_attribute=profile_attribute,
         )
         errors = dict(real.class_errors)
         of_state: dict[int, NodeFragmentation] = {}
         parts: list[tuple[NodeFragmentation, int]] = [(real.cluster, 1)]
-        for one, n in Counter(s for s in self.state if s is not None).items():
+        for one, n in Counter(s for s in states if s is not None).items():
             key = ("fragmentation", profile_attribute)
             found = one.memo.get(key)
             if found is None:
@@ -684,7 +692,7 @@ class Placer:
         by_name = {n.node: n for n in real.nodes}
         nodes: list[NodeFragmentation] = []
         for i, node in enumerate(self.nodes):
-            state = self.state[i]
+            state = states[i]
             if state is None:
                 nodes.append(by_name[node.name])
             else:
