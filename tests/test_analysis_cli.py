@@ -128,7 +128,10 @@ def test_what_if_curve_and_plot(cluster: Path, claim: Path, tmp_path: Path) -> N
         "--no-explain",
     )
     assert status == 0, err
-    assert "After: add 4 nodes (nvidia-gpu); add 1 nodes (like node-00001); cordon" in out
+    assert (
+        "After: add 4 nodes (nvidia-gpu:gpus_per_node=2); add 1 nodes (like node-00001); cordon"
+        in out
+    )
     assert "pods placed: +8" in out
     # Curve: 0, 2+1 (halves round up), 4+1 nodes added; node-00000 is cordoned throughout.
     assert "NODES ADDED   PODS\n0             2\n3             8\n5             12\n" in out
@@ -210,3 +213,136 @@ def test_progress_lines_follow_the_work(
     assert after.label == "fit after: 8 pods placed, nodes full"
     assert (curve.done, curve.total) == (3, 3)
     assert err == ""  # stderr is not a terminal: nothing drawn
+
+
+def test_strategies_bound_and_need(cluster: Path, claim: Path) -> None:
+    status, out, err = _run(
+        "-f",
+        str(cluster),
+        "--template",
+        str(claim),
+        "--strategy",
+        "most-allocated",
+        "--compare",
+        "all",
+        "--bound",
+        "-o",
+        "json",
+        "--no-explain",
+    )
+    assert status == 0, err
+    doc = json.loads(out)
+    names = [s["strategy"] for s in doc["strategies"]]
+    assert names[0] == "most-allocated" and "best-fit" in names and len(names) == 8
+    assert all(s["placed"] == 4 for s in doc["strategies"])
+    bound = doc["bound"]
+    assert (bound["optimal"], bound["kept"], bound["gap"], bound["exact"]) == (4, 4, 0, True)
+    assert bound["strategies"]["first-fit"] == {"placed": 4, "kept": 4, "gap": 0}
+    assert doc["aloneFilled"] == {"one-gpu": 4}
+    status, out, _ = _run("-f", str(cluster), "--template", str(claim), "--bound", "--no-explain")
+    assert "Optimal bound (exact; " in out
+    assert "first-fit placed 4; keeping its pods, the best device choice fits 4" in out
+    assert "NODE         PODS   OPTIMAL   GAP" in out
+    status, out, err = _run(
+        "-f",
+        str(cluster),
+        "--template",
+        str(claim),
+        "--need",
+        "8",
+        "--node-type",
+        "nvidia-gpu:gpus_per_node=2",
+    )
+    assert status == 0, err
+    assert out.startswith("add 2 nodes (nvidia-gpu:gpus_per_node=2) for 8 pods of the mix")
+    status, out, _ = _run(
+        "-f",
+        str(cluster),
+        "--template",
+        str(claim),
+        "--need",
+        "6",
+        "--node-type",
+        "node-00001",
+        "-o",
+        "yaml",
+    )
+    assert yaml.safe_load(out)["need"]["nodes"] == 1
+    status, out, _ = _run(
+        *need_args(cluster, claim, "8", "nvidia-gpu:gpus_per_node=2"), "-o", "name"
+    )
+    assert out == "node/new-nvidia-gpu-00000\nnode/new-nvidia-gpu-00001\n"
+
+
+def need_args(cluster: Path, claim: Path, need: str, node_type: str) -> list[str]:
+    return ["-f", str(cluster), "--template", str(claim), "--need", need, "--node-type", node_type]
+
+
+def test_trace_replay(cluster: Path, claim: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "arrival,shape,duration\n" + "".join(f"{k},one-gpu,{3 + k % 4}\n" for k in range(12))
+    )
+    plot = tmp_path / "trace.png"
+    status, out, err = _run(
+        "-f", str(cluster), "--template", str(claim), "--trace", str(trace), "--plot", str(plot)
+    )
+    assert status == 0, err
+    assert out.startswith(f"trace {trace}: 12 pods, 12 ran, 0 never ran; strategy first-fit")
+    assert "class gpu.nvidia.com" in out and plot.stat().st_size > 10_000
+    jsonl = tmp_path / "trace.jsonl"
+    jsonl.write_text('{"arrival": 0, "shape": "one-gpu"}\n' * 6)
+    status, out, err = _run(
+        "-f",
+        str(cluster),
+        "--template",
+        str(claim),
+        "--trace",
+        str(trace),
+        "--trace",
+        str(jsonl),
+        "--workers",
+        "1",
+        "-o",
+        "json",
+    )
+    assert status == 0, err
+    first, second = json.loads(out)["traces"]
+    assert first["ran"] == 12 and second["ran"] == 4 and second["neverRan"] == {"one-gpu": 2}
+    status, out, _ = _run(
+        "-f", str(cluster), "--template", str(claim), "--trace", str(jsonl), "-o", "name"
+    )
+    assert out == "pod/pod-5\npod/pod-6\n"  # four GPUs: the last two pods never run
+
+
+def test_new_usage_errors(cluster: Path, claim: Path, tmp_path: Path) -> None:
+    base = ["-f", str(cluster), "--template", str(claim)]
+    status, _, err = _run(*base, "--strategy", "worst-fit")
+    assert status == 2 and "--strategy: unknown strategy 'worst-fit'" in err
+    status, _, err = _run(*base, "--compare", "first-fit,nope")
+    assert status == 2 and "--compare nope: unknown strategy" in err
+    status, _, err = _run(*base, "--need", "5")
+    assert status == 2 and "--need needs --node-type" in err
+    status, _, err = _run(*base, "--need", "5", "--node-type", "mystery")
+    assert status == 2 and "--node-type mystery: 'mystery' is not a generated kind" in err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("arrival,shape\nsoon,one-gpu\n")
+    status, _, err = _run(*base, "--trace", str(bad))
+    assert status == 2 and f"{bad}: row 2.arrival: not a number: 'soon'" in err
+    status, _, err = _run(*base, "--trace", str(tmp_path / "missing.csv"))
+    assert status == 2 and "missing.csv" in err
+
+
+def test_every_strategy_name_is_taken() -> None:
+    import argparse
+
+    from draspeed.analysis.strategies import STRATEGIES
+    from draspeed.cli.capacity_inputs import parse_strategy
+
+    for name in STRATEGIES:
+        args = argparse.Namespace(strategy=name)
+        parse_strategy(args)
+        assert args.strategy == name
+    args = argparse.Namespace(strategy="first-fit+best-fit")
+    parse_strategy(args)
+    assert args.strategy == "best-fit"  # as reports name it

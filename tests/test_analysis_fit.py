@@ -99,7 +99,7 @@ def test_fit_places_what_allocating_by_hand_places(
 ) -> None:
     snap, objects = _cluster(kind, nodes, **options)
     templates = [_template(objects, n) for n in names]
-    report = fit(snap, templates, strategy, ratios, explain_failures=False)  # type: ignore[arg-type]
+    report = fit(snap, templates, strategy, ratios, explain_failures=False)
     shapes = as_shapes(templates)
     expected = by_hand(
         snap, shapes, normalise_ratios(shapes, ratios), round_robin=strategy == "round-robin"
@@ -130,9 +130,15 @@ def test_fit_counts_and_per_node_usage_on_example_nodes() -> None:
         assert node.first_failure.reason  # explain()'s summary
     assert sum(n.devices_placed for n in report.nodes) == 9
     assert report.cluster.devices.total == 12 and report.cluster.devices.in_use == 12
-    # One failed call per node: the cursor never asks a full node again.
-    assert report.calls == 9 + 3
-    assert report.work > 0
+    # Asking the real snapshot: one call per pod and one failed call per node (a
+    # full node is not asked again). Remembering answers per node state: the three
+    # nodes publish the same GPUs, so each state is asked once whichever node is in it.
+    plain = fit(snap, _template(objects, "single-gpu"), memoise=False)
+    assert plain.calls == 9 + 3 and plain.work > 0
+    assert report.calls < plain.calls
+    assert [(p.node, p.devices) for p in report.placements] == [
+        (p.node, p.devices) for p in plain.placements
+    ]
     json.dumps(report.to_dict(placements=True))
 
 
@@ -226,8 +232,12 @@ def test_multi_claim_pods_and_unknown_nodes() -> None:
 def test_bad_arguments() -> None:
     snap, objects = _cluster("example", 1, gpus_per_node=1)
     single = _template(objects, "single-gpu")
-    with pytest.raises(ValueError, match="strategy"):
-        fit(snap, single, "best-fit")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown strategy 'worst-fit'"):
+        fit(snap, single, "worst-fit")
+    with pytest.raises(ValueError, match="unknown strategy 'round-robin\\+first-fit'"):
+        fit(snap, single, "round-robin+first-fit")
+    with pytest.raises(ValueError, match="listed twice"):
+        fit(snap, single, nodes=["node-00000", "node-00000"])
     with pytest.raises(ValueError, match="ratios"):
         fit(snap, [single], ratios=[1, 2])
     with pytest.raises(ValueError, match="unknown shapes"):

@@ -118,3 +118,44 @@ def test_file_and_inline_sources(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="no ResourceClaimTemplate 'nope'"):
         run_scenario(CapacityScenario("x", inline, ("nope",)))
+
+
+def test_traces_and_bounds_in_a_sweep(tmp_path: Path) -> None:
+    from draspeed.analysis import TracePod, TraceScenario
+
+    base = GeneratedCluster.of("nvidia-mig", 2, gpus_per_node=1)
+    trace = tuple(
+        TracePod(f"p{k}", float(k), "mig-1g10gb" if k % 3 else "mig-3g40gb", duration=4.0)
+        for k in range(20)
+    )
+    path = tmp_path / "trace.jsonl"
+    path.write_text(
+        "".join(f'{{"arrival": {p.arrival}, "shape": "{p.shape}", "duration": 4}}\n' for p in trace)
+    )
+    scenarios: list[CapacityScenario | TraceScenario] = [
+        TraceScenario("inline", base, ("mig-1g10gb", "mig-3g40gb"), trace),
+        TraceScenario("file", base, ("mig-1g10gb", "mig-3g40gb"), str(path)),
+        TraceScenario(
+            "plus-one",
+            base,
+            ("mig-1g10gb", "mig-3g40gb"),
+            trace,
+            (AddNodes(1, kind="nvidia-mig", options={"gpus_per_node": 1}),),
+            "best-fit",
+        ),
+        CapacityScenario(
+            "bound", base, ("mig-1g10gb", "mig-3g40gb"), bound=True, compare=("best-fit",)
+        ),
+    ]
+    in_process = [s.run().to_dict(timings=False) for s in scenarios]
+    with ThreadPoolExecutor(2) as pool:
+        pooled = [r.to_dict(timings=False) for r in sweep(scenarios, pool)]
+    assert pooled == in_process
+    inline, from_file, plus_one, bound = in_process
+    assert {k: v for k, v in inline.items() if k != "name"} == {
+        k: v for k, v in from_file.items() if k != "name"
+    }
+    assert inline["ran"] == 20 and plus_one["strategy"] == "best-fit"
+    assert max(plus_one["samples"]["waiting"]) <= max(inline["samples"]["waiting"])
+    assert bound["bound"]["optimal"] == 14 and bound["bound"]["gap"] >= 0
+    assert [s["strategy"] for s in bound["strategies"]] == ["first-fit", "best-fit"]

@@ -136,7 +136,7 @@ def test_what_if_reports_before_after_and_delta() -> None:
     assert delta["placed"] == 0
     assert delta["devices"]["total"] == 2 and delta["devices"]["cordoned"] == 2
     assert delta["freeWholeDevices"] == 0
-    assert report.changes[0] == "add 2 nodes (nvidia-gpu)"
+    assert report.changes[0] == "add 2 nodes (nvidia-gpu:gpus_per_node=2)"
     json.dumps(report.to_dict())
     assert apply_changes(snap, []) is snap
 

@@ -358,3 +358,39 @@ def usage_of(flag_counts: Mapping[int, int], pools: Iterable[PoolState], name: s
 def _quantity(nanos: int, format: str) -> Quantity:
     """Sums repeat from node to node; quantities are immutable, so they are shared."""
     return Quantity.from_nanos(nanos, format)
+
+
+def sum_usages(name: str, parts: Iterable[tuple[NodeUsage, int]]) -> NodeUsage:
+    """The totals of usages over disjoint devices and pools, each counted ``n`` times
+    (nodes in the same state share one usage)."""
+    counts = DeviceCounts()
+    used: dict[str, int] = {}
+    capacity: dict[str, int] = {}
+    stranded: dict[str, int] = {}
+    formats: dict[str, str] = {}
+    unusable: dict[str, str] = {}
+    for usage, n in parts:
+        d = usage.devices
+        counts.total += n * d.total
+        counts.in_use += n * d.in_use
+        counts.cordoned += n * d.cordoned
+        counts.blocked += n * d.blocked
+        counts.free += n * d.free
+        for counter, use in usage.counters.items():
+            used[counter] = used.get(counter, 0) + n * use.used.nanos
+            capacity[counter] = capacity.get(counter, 0) + n * use.capacity.nanos
+            formats.setdefault(counter, use.capacity.format)
+        for counter, left in usage.stranded.items():
+            stranded[counter] = stranded.get(counter, 0) + n * left.nanos
+            formats.setdefault(counter, left.format)
+        unusable.update(usage.unusable_pools)
+    return NodeUsage(
+        name,
+        counts,
+        {
+            c: CounterUse(_quantity(used[c], formats[c]), _quantity(capacity[c], formats[c]))
+            for c in sorted(capacity)
+        },
+        {c: _quantity(stranded[c], formats[c]) for c in sorted(stranded)},
+        unusable,
+    )

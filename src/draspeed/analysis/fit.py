@@ -1,23 +1,20 @@
 """``fit``: place as many pods of the given shapes as fit, with the real allocator.
 
-Every placement is one :meth:`Allocator.allocate` call on one node, and every
-success is committed with :meth:`Snapshot.add_allocated` before the next pod is
-tried, exactly as a scheduler binding pods one at a time would see the cluster.
-
-Strategies (node order: the ``nodes`` given, else ``snapshot.nodes``):
-
-- ``first-fit``: each pod goes to the first node, in node order, where it fits
-  (nodes fill up one after the other: packing);
-- ``round-robin``: each pod of a shape goes to the next node after the one its
-  previous pod went to, wrapping around (spreading).
+Pods are placed one at a time, each committed before the next is tried, exactly as
+a scheduler binding pods one by one would see the cluster; every answer is the
+allocator's (:class:`~draspeed.engine.allocator.Allocator`). The node each pod goes
+to and the devices it gets follow a :class:`~draspeed.analysis.strategies.Strategy`
+(node order: the ``nodes`` given, else ``snapshot.nodes``): by default ``first-fit``,
+the first node in order where the pod fits, with upstream's own device choice.
 
 A mix of shapes is tried in a deterministic weighted order (``ratios``, see
 :class:`~draspeed.analysis.shapes.ShapeOrder`); a shape that fits nowhere drops
 out and the others go on (or the run stops, with ``stop_at_first_exhausted``).
 
-Because allocations only grow during a run, a shape that did not fit on a node
-never fits there later: each shape keeps a cursor and never asks a node twice
-after a failure, so a run costs (pods placed + nodes × shapes) allocate calls.
+A placement costs what it touches (:mod:`draspeed.analysis.placement`): a node is
+asked again only after something it sees has changed, and nodes that publish the
+same thing in the same state share one answer. The result is the one asking every
+node for every pod would give (``memoise=False`` does that, for comparison).
 The first failure on each node is explained (:func:`draspeed.explain.explain`).
 """
 
@@ -30,26 +27,37 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from draspeed.analysis.accounting import Accounting, NodeUsage
+from draspeed.analysis.placement import Answer, AnswerMemory, Placer
+from draspeed.analysis.scheduler import Scheduler
 from draspeed.analysis.shapes import (
-    PodShape,
     ShapeOrder,
     ShapeSource,
     as_shapes,
     normalise_ratios,
 )
-from draspeed.api.model import AllocationResult, Node, ObjectMeta, ResourceClaim
-from draspeed.engine.allocator import Allocator
-from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
+from draspeed.analysis.strategies import STRATEGIES, Strategy
+from draspeed.api.model import Node, ObjectMeta
 
 if TYPE_CHECKING:
+    from draspeed.analysis.fragmentation import FragmentationReport
     from draspeed.engine.snapshot import Snapshot
 
-Strategy = Literal["first-fit", "round-robin"]
-STRATEGIES: tuple[Strategy, ...] = ("first-fit", "round-robin")
 FailureStatus = Literal["does-not-fit", "error", "node-error", "timeout"]
 
 # progress(placed, nodes_done, nodes_total): nodes_done counts nodes no shape can use.
 Progress = Callable[[int, int, int], None]
+
+__all__ = [
+    "STRATEGIES",
+    "Failure",
+    "FitReport",
+    "NodeFit",
+    "Placement",
+    "Progress",
+    "Strategy",
+    "fit",
+    "resolve_nodes",
+]
 
 
 @dataclass(slots=True)
@@ -102,7 +110,7 @@ class NodeFit:
 class FitReport:
     """What :func:`fit` placed, where, and what blocked the rest."""
 
-    strategy: Strategy
+    strategy: str
     shapes: list[str]
     ratios: list[float]
     placed: int
@@ -114,8 +122,30 @@ class FitReport:
     work: int  # search steps summed over every allocate call
     calls: int  # allocate calls
     seconds: float
-    # The final state (every placement committed); not pickled, not compared.
-    snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
+    # Builds the final state (every placement committed) on first use; not pickled.
+    final: Callable[[], Snapshot] | None = field(default=None, repr=False, compare=False)
+    _snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
+    # Fragmentation (profile attribute, before the fill?) -> report; not pickled.
+    _after: Callable[[str, bool], FragmentationReport] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def after(self, profile_attribute: str = "profile") -> FragmentationReport | None:
+        """Fragmentation with every placement committed (None once sent between
+        processes): without building the final snapshot, nodes in the same state
+        sharing one report."""
+        return None if self._after is None else self._after(profile_attribute, False)
+
+    def before(self, profile_attribute: str = "profile") -> FragmentationReport | None:
+        """Fragmentation of the nodes before the fill (as :meth:`after`)."""
+        return None if self._after is None else self._after(profile_attribute, True)
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The cluster with every placement committed (None once sent between processes)."""
+        if self._snapshot is None and self.final is not None:
+            self._snapshot = self.final()
+        return self._snapshot
 
     def node(self, name: str) -> NodeFit:
         for n in self.nodes:
@@ -125,11 +155,13 @@ class FitReport:
 
     def without_snapshot(self) -> FitReport:
         """The same report without the final snapshot (for sending between processes)."""
-        return dataclasses.replace(self, snapshot=None)
+        return dataclasses.replace(self, final=None, _snapshot=None, _after=None)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["snapshot"] = None
+        state["final"] = None
+        state["_snapshot"] = None
+        state["_after"] = None
         return state
 
     def to_dict(self, *, placements: bool = False) -> dict[str, Any]:
@@ -158,16 +190,22 @@ def resolve_nodes(snapshot: Snapshot, nodes: Sequence[Node | str] | None) -> lis
     if nodes is None:
         return known
     by_name = {n.name: n for n in known}
-    return [
+    out = [
         n if isinstance(n, Node) else by_name.get(n) or Node(metadata=ObjectMeta(name=n))
         for n in nodes
     ]
+    seen: set[str] = set()
+    for n in out:
+        if n.name in seen:
+            raise ValueError(f"node {n.name!r} is listed twice")
+        seen.add(n.name)
+    return out
 
 
 def fit(
     snapshot: Snapshot,
     templates: ShapeSource | Sequence[ShapeSource],
-    strategy: Strategy = "first-fit",
+    strategy: str | Strategy = "first-fit",
     ratios: Mapping[str, float] | Sequence[float] | None = None,
     nodes: Sequence[Node | str] | None = None,
     max_pods: int | None = None,
@@ -176,70 +214,57 @@ def fit(
     stop_at_first_exhausted: bool = False,
     timeout: float | None = None,
     progress: Progress | None = None,
+    memoise: bool = True,
+    memory: AnswerMemory | None = None,
 ) -> FitReport:
     """Place pods of ``templates`` (ResourceClaimTemplates, claims or :class:`PodShape`
     objects, each a shape) until none fits or ``max_pods`` are placed.
 
-    ``timeout`` bounds each allocate call (seconds); a call that runs out counts as a
-    failure on that node. ``snapshot`` is not changed: the final state is
-    ``report.snapshot``.
+    ``strategy``: a :class:`~draspeed.analysis.strategies.Strategy` or its name
+    (:data:`STRATEGIES`). ``timeout`` bounds each allocate call (seconds); a call that
+    runs out counts as a failure on that node. ``snapshot`` is not changed: the final
+    state is ``report.snapshot``. ``memoise=False`` asks the real snapshot every
+    question (same answers, much slower: for checking). ``memory``: answers kept from
+    earlier fills of the same shapes on clusters that share nodes (reused, and added to).
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    chosen = Strategy.parse(strategy)
     if max_pods is not None and max_pods < 0:
         raise ValueError(f"max_pods must be >= 0, got {max_pods}")
     shapes = as_shapes(templates)
     weights = normalise_ratios(shapes, ratios)
-    run = _Run(
-        snapshot,
-        shapes,
-        resolve_nodes(snapshot, nodes),
-        strategy,
-        explain_failures,
-        timeout,
-        progress,
-    )
-    return run.go(weights, max_pods, stop_at_first_exhausted)
+    node_list = resolve_nodes(snapshot, nodes)
+    start = time.monotonic()
+    placer = Placer(snapshot, node_list, shapes, memoise=memoise, timeout=timeout, memory=memory)
+    run = _Run(placer, chosen, explain_failures, progress)
+    return run.go(weights, max_pods, stop_at_first_exhausted, start)
 
 
 class _Run:
-    """The state of one fit: current snapshot, per-shape cursors, tallies."""
+    """The state of one fit: the scheduler, and what was placed where."""
 
     def __init__(
         self,
-        snapshot: Snapshot,
-        shapes: list[PodShape],
-        nodes: list[Node],
+        placer: Placer,
         strategy: Strategy,
         explain_failures: bool,
-        timeout: float | None,
         progress: Progress | None,
     ) -> None:
-        self.snap = snapshot
-        self.shapes = shapes
-        self.nodes = nodes
+        self.placer = placer
+        self.shapes = placer.shapes
+        self.nodes = placer.nodes
         self.strategy = strategy
+        self.scheduler = Scheduler(placer, strategy, self._failed)
         self.explain_failures = explain_failures
-        self.timeout = timeout
         self.progress = progress
-        n = len(nodes)
-        # first-fit: cursor[s] is the first node shape s may still fit on.
-        self.cursor = [0] * len(shapes)
-        # round-robin: the nodes shape s may still fit on, and where its next pod goes.
-        self.live = [list(range(n)) for _ in shapes]
-        self.turn = [0] * len(shapes)
-        self.gone = [0] * len(shapes)  # nodes shape s has given up on
-        self.pods: list[dict[str, int]] = [{} for _ in nodes]
+        n = len(self.nodes)
+        self.pods: list[dict[str, int]] = [{} for _ in range(n)]
         self.devices_placed = [0] * n
         self.failures: list[Failure | None] = [None] * n
         self.placements: list[Placement] = []
-        self.work = 0
-        self.calls = 0
 
-    # ------------------------------------------------------------------ the loop
-
-    def go(self, weights: list[float], max_pods: int | None, stop_first: bool) -> FitReport:
-        start = time.monotonic()
+    def go(
+        self, weights: list[float], max_pods: int | None, stop_first: bool, start: float
+    ) -> FitReport:
         order = ShapeOrder(weights)
         stopped = "full"
         for s in order:
@@ -248,7 +273,7 @@ class _Run:
                 break
             if not self._place(s):
                 order.retire(s)
-                self.gone[s] = len(self.nodes)
+                self.scheduler.retire(s)
                 self._report_progress()
                 if stop_first:
                     stopped = "first-exhausted"
@@ -257,107 +282,44 @@ class _Run:
         return self._report(weights, stopped, seconds)
 
     def _place(self, s: int) -> bool:
-        """Place one pod of shape ``s`` on its next node that fits; False: none does."""
-        shape = self.shapes[s]
-        claims = shape.instantiate(len(self.placements))
-        while True:
-            i = self._next_node(s)
-            if i is None:
-                return False
-            node = self.nodes[i]
-            results, failure = self._allocate(shape, claims, node)
-            if results is not None:
-                self._commit(s, i, claims, results)
-                return True
-            if self.failures[i] is None:
-                self.failures[i] = failure
-            self._give_up(s)
-            self._report_progress()
-
-    def _next_node(self, s: int) -> int | None:
-        if self.strategy == "first-fit":
-            return self.cursor[s] if self.cursor[s] < len(self.nodes) else None
-        live = self.live[s]
-        return live[self.turn[s]] if live else None
-
-    def _give_up(self, s: int) -> None:
-        """The node ``_next_node(s)`` returned does not fit shape ``s``, now or later."""
-        self.gone[s] += 1
-        if self.strategy == "first-fit":
-            self.cursor[s] += 1
-            return
-        live = self.live[s]
-        del live[self.turn[s]]
-        if self.turn[s] >= len(live):
-            self.turn[s] = 0
-
-    def _allocate(
-        self, shape: PodShape, claims: list[ResourceClaim], node: Node
-    ) -> tuple[list[AllocationResult] | None, Failure | None]:
-        allocator = Allocator(self.snap)
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        status: FailureStatus
-        reason: str | None
-        try:
-            results = allocator.allocate(claims, node, deadline=deadline)
-        except AllocationTimeout as exc:
-            status, reason = "timeout", str(exc)
-        except NodeAllocationError as exc:
-            status, reason = "node-error", str(exc)
-        except AllocationError as exc:
-            status, reason = "error", str(exc)
-        else:
-            self.calls += 1
-            self.work += allocator.last_stats.num_allocate_one_invocations
-            if results is not None:
-                return results, None
-            status, reason = "does-not-fit", self._explain(claims, node)
-            return None, Failure(shape.name, status, reason)
-        self.calls += 1
-        self.work += allocator.last_stats.num_allocate_one_invocations
-        return None, Failure(shape.name, status, reason)
-
-    def _explain(self, claims: list[ResourceClaim], node: Node) -> str | None:
-        if not self.explain_failures:
-            return None
-        from draspeed.explain import explain
-
-        return str(explain(self.snap, claims, node).summary)
-
-    def _commit(
-        self, s: int, i: int, claims: list[ResourceClaim], results: list[AllocationResult]
-    ) -> None:
-        allocated = [
-            dataclasses.replace(c, status=dataclasses.replace(c.status, allocation=r))
-            for c, r in zip(claims, results, strict=True)
-        ]
-        self.snap = self.snap.add_allocated(allocated)
+        """Place one pod of shape ``s`` where the strategy says; False: it fits nowhere."""
+        pod = len(self.placements)
+        found = self.scheduler.place(s, pod)
+        if found is None:
+            return False
+        i, devices = found
         shape = self.shapes[s].name
-        devices = [f"{d.driver}/{d.pool}/{d.device}" for r in results for d in r.devices.results]
-        node = self.nodes[i].name
-        self.placements.append(Placement(len(self.placements), shape, node, devices))
+        self.placements.append(Placement(pod, shape, self.nodes[i].name, devices))
         self.pods[i][shape] = self.pods[i].get(shape, 0) + 1
         self.devices_placed[i] += len(devices)
-        if self.strategy == "round-robin":
-            live = self.live[s]
-            self.turn[s] = (self.turn[s] + 1) % len(live)
         self._report_progress()
+        return True
+
+    def _failed(self, i: int, s: int, pod: int, answer: Answer) -> None:
+        if self.failures[i] is not None:
+            return
+        reason = answer.reason
+        if answer.status == "does-not-fit" and self.explain_failures:
+            reason = self.placer.explain(i, s, pod)
+        self.failures[i] = Failure(self.shapes[s].name, answer.status, reason)  # type: ignore[arg-type]
 
     def _report_progress(self) -> None:
         if self.progress is not None:
-            done = min(self.gone) if self.gone else 0
-            self.progress(len(self.placements), done, len(self.nodes))
+            n = len(self.nodes)
+            gone = [self.scheduler.gone(s) for s in range(len(self.shapes))]
+            self.progress(len(self.placements), min(gone) if gone else 0, n)
 
     # ------------------------------------------------------------------ the report
 
     def _report(self, weights: list[float], stopped: str, seconds: float) -> FitReport:
-        accounting = Accounting(self.snap)
+        placer = self.placer
+        accounting = Accounting(placer.real)
         per_node = [
             NodeFit(
                 node.name,
                 self.pods[i],
                 self.devices_placed[i],
-                accounting.node_usage(node),
+                placer.usage(i, accounting),
                 self.failures[i],
             )
             for i, node in enumerate(self.nodes)
@@ -366,17 +328,18 @@ class _Run:
         for p in self.placements:
             by_shape[p.shape] += 1
         return FitReport(
-            strategy=self.strategy,
+            strategy=str(self.strategy),
             shapes=[s.name for s in self.shapes],
             ratios=list(weights),
             placed=len(self.placements),
             placed_by_shape=by_shape,
             stopped=stopped,
             nodes=per_node,
-            cluster=accounting.cluster_usage(self.nodes),
+            cluster=placer.cluster_usage(),
             placements=self.placements,
-            work=self.work,
-            calls=self.calls,
+            work=placer.work,
+            calls=placer.calls,
             seconds=seconds,
-            snapshot=self.snap,
+            final=placer.final_snapshot,
+            _after=lambda profile, initial: placer.fragmentation(profile, initial=initial),
         )

@@ -33,6 +33,7 @@ from draspeed.analysis.accounting import (
     NodeUsage,
     PoolState,
     is_free,
+    sum_usages,
     usage_of,
 )
 from draspeed.analysis.fit import resolve_nodes
@@ -145,6 +146,28 @@ def fragmentation(
     all_pools = {p.id: p for ps in pools.values() for p in ps}
     cluster = summarise(CLUSTER, every.items(), all_pools.values())
     return FragmentationReport(per_node, cluster, profile_attribute, errors)
+
+
+def summed(name: str, parts: Iterable[tuple[NodeFragmentation, int]]) -> NodeFragmentation:
+    """The totals of fragmentation reports over disjoint devices and pools, each
+    counted ``n`` times (nodes in the same state share one report)."""
+    parts = list(parts)
+    whole = 0
+    by_profile: Counter[str] = Counter()
+    classes: dict[str, DeviceCounts] = {}
+    for part, n in parts:
+        whole += n * part.free_whole_devices
+        for profile, free in part.free_by_profile.items():
+            by_profile[profile] += n * free
+        for c, counts in part.classes.items():
+            total = classes.setdefault(c, DeviceCounts())
+            total.total += n * counts.total
+            total.in_use += n * counts.in_use
+            total.cordoned += n * counts.cordoned
+            total.blocked += n * counts.blocked
+            total.free += n * counts.free
+    usage = sum_usages(name, [(part.usage, n) for part, n in parts])
+    return NodeFragmentation(name, usage, whole, dict(sorted(by_profile.items())), classes)
 
 
 def _class_members(

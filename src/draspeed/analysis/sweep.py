@@ -2,9 +2,11 @@
 
 A :class:`CapacityScenario` is a small picklable description: a cluster source
 (generated, files, or inline objects), pod shapes, what-if changes and fit
-options. :func:`run_scenario` builds the cluster (cached per worker process, so
-scenarios over the same cluster decode it once per worker), applies the changes
-and returns a :class:`ScenarioResult` (no snapshot inside: cheap to send back).
+options; a :class:`TraceScenario` a trace to replay on such a cluster.
+:func:`run_scenario` / :func:`run_trace_scenario` build the cluster (cached per
+worker process, so scenarios over the same cluster decode it once per worker),
+apply the changes and return a :class:`ScenarioResult` / :class:`TraceResult` (no
+snapshot inside: cheap to send back).
 
 :func:`sweep` submits every scenario to an executor and returns the results in
 scenario order. One code path for every executor: anything with
@@ -25,6 +27,7 @@ and file sources must be readable on them)::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import socket
@@ -38,12 +41,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from draspeed.analysis.capacity import CapacityReport, analyze
-from draspeed.analysis.fit import Strategy
-from draspeed.analysis.shapes import ShapeSource
+from draspeed.analysis.shapes import ShapeSource, as_shapes
+from draspeed.analysis.trace import TracePod
 from draspeed.analysis.whatif import Change, apply_changes
 from draspeed.cluster import Cluster
 
 if TYPE_CHECKING:
+    from draspeed.analysis.simulate import TraceReport
     from draspeed.api.loader import Objects
     from draspeed.engine.snapshot import Snapshot
 
@@ -188,12 +192,57 @@ class CapacityScenario:
     cluster: ClusterSource
     templates: tuple[str | ShapeSource, ...]
     changes: tuple[Change, ...] = ()
-    strategy: Strategy = "first-fit"
+    strategy: str = "first-fit"  # a Strategy name (draspeed.analysis.strategies)
     ratios: tuple[float, ...] | None = None
     max_pods: int | None = None
     explain_failures: bool = False
     placements: bool = False  # keep the list of placements in the result
     profile_attribute: str = "profile"
+    compare: tuple[str, ...] = ()  # other strategies to count pods with
+    bound: bool = False  # the optimal bound too (needs scipy on the workers)
+
+    def run(self) -> ScenarioResult:
+        return run_scenario(self)
+
+
+@dataclass(frozen=True)
+class TraceScenario:
+    """One trace replayed on one cluster (after some changes) with one strategy.
+
+    ``trace``: a trace file (CSV or JSON lines, readable where the scenario runs) or
+    its pods; ``templates`` as for :class:`CapacityScenario`, the shapes the trace
+    names.
+    """
+
+    name: str
+    cluster: ClusterSource
+    templates: tuple[str | ShapeSource, ...]
+    trace: str | tuple[TracePod, ...]
+    changes: tuple[Change, ...] = ()
+    strategy: str = "first-fit"
+    samples: bool = True  # keep the state over time in the result
+
+    def run(self) -> TraceResult:
+        return run_trace_scenario(self)
+
+
+@dataclass
+class TraceResult:
+    """A trace scenario's report and where it ran."""
+
+    name: str
+    report: TraceReport
+    seconds: float
+    worker: str
+
+    def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, **self.report.to_dict(samples=True)}
+        if timings:
+            out["seconds"] = round(self.seconds, 6)
+            out["worker"] = self.worker
+        else:
+            out.pop("seconds", None)
+        return out
 
 
 @dataclass
@@ -218,6 +267,12 @@ class ScenarioResult:
             out["worker"] = self.worker
         else:
             out["fit"] = {k: v for k, v in out["fit"].items() if k != "seconds"}
+            if "bound" in out:
+                out["bound"] = {k: v for k, v in out["bound"].items() if k != "seconds"}
+            if "strategies" in out:
+                out["strategies"] = [
+                    {k: v for k, v in s.items() if k != "seconds"} for s in out["strategies"]
+                ]
         return out
 
 
@@ -248,16 +303,47 @@ def run_scenario(scenario: CapacityScenario) -> ScenarioResult:
         max_pods=scenario.max_pods,
         explain_failures=scenario.explain_failures,
         profile_attribute=scenario.profile_attribute,
+        compare=scenario.compare,
+        bound=scenario.bound,
     )
     fit = report.fit.without_snapshot()
     if not scenario.placements:
         fit.placements = []
     return ScenarioResult(
         scenario.name,
-        CapacityReport(report.fragmentation, fit),
+        dataclasses.replace(report, fit=fit),
         time.monotonic() - start,
-        f"{socket.gethostname()}:{os.getpid()}",
+        _worker(),
     )
+
+
+def run_trace_scenario(scenario: TraceScenario) -> TraceResult:
+    """Build (or reuse) the cluster, apply the changes, replay the trace."""
+    from draspeed.analysis.simulate import simulate
+    from draspeed.analysis.trace import read_trace
+
+    start = time.monotonic()
+    snapshot, objects = _base(scenario.cluster)
+    snapshot = apply_changes(snapshot, scenario.changes)
+    shapes = as_shapes(_shapes(scenario.templates, objects))
+    names = [s.name for s in shapes]
+    pods = (
+        read_trace(scenario.trace, names)
+        if isinstance(scenario.trace, str)
+        else list(scenario.trace)
+    )
+    report = simulate(snapshot, shapes, pods, scenario.strategy)
+    if not scenario.samples:
+        report = dataclasses.replace(report, utilisation={})
+    return TraceResult(scenario.name, report, time.monotonic() - start, _worker())
+
+
+def _worker() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _run(scenario: CapacityScenario | TraceScenario) -> Any:
+    return scenario.run()
 
 
 class _Future(Protocol):
@@ -273,14 +359,15 @@ class Executor(Protocol):
 
 
 def sweep(
-    scenarios: Sequence[CapacityScenario],
+    scenarios: Sequence[CapacityScenario | TraceScenario],
     executor: Executor | None = None,
     *,
     max_workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> list[ScenarioResult]:
-    """Run every scenario on ``executor`` (default: a local process pool of
-    ``max_workers`` processes); results in scenario order. ``progress(done, total)``
+) -> list[Any]:
+    """Run every scenario (capacity or trace) on ``executor`` (default: a local process
+    pool of ``max_workers`` processes); results (:class:`ScenarioResult`,
+    :class:`TraceResult`) in scenario order. ``progress(done, total)``
     is called as scenarios finish (from whichever thread completes them)."""
     from concurrent.futures import ProcessPoolExecutor
 
@@ -301,7 +388,7 @@ def sweep(
 
         futures: list[_Future] = []
         for scenario in scenarios:
-            future = executor.submit(run_scenario, scenario)
+            future = executor.submit(_run, scenario)
             future.add_done_callback(finished)
             futures.append(future)
         return [f.result() for f in futures]

@@ -206,13 +206,20 @@ class AddNodes:
             out = out.update_classes(added=missing)
         return out
 
+    @property
+    def node_type(self) -> str:
+        """What the new nodes are like: the generated kind (with its options), or the
+        node copied."""
+        if self.kind is not None:
+            options = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+            return f"{self.kind}:{options}" if options else self.kind
+        if self.like is not None:
+            return f"like {self.like}"
+        assert self.template is not None
+        return f"like {self.template.node.name}"
+
     def describe(self) -> str:
-        what = self.kind or (
-            f"like {self.like}"
-            if self.like
-            else self.template and f"like {self.template.node.name}"
-        )
-        return f"add {self.count} nodes ({what})"
+        return f"add {self.count} nodes ({self.node_type})"
 
 
 @dataclass(frozen=True)

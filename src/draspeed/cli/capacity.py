@@ -15,8 +15,10 @@ from draspeed.cli.capacity_inputs import (
     cluster_source,
     parse_add_nodes,
     parse_changes,
+    parse_compare,
     parse_ratios,
     parse_shapes,
+    parse_strategy,
     read_cluster,
     shape_name,
 )
@@ -30,7 +32,7 @@ from draspeed.errors import DraspeedError
 if TYPE_CHECKING:
     from draspeed.analysis.capacity import CapacityReport
     from draspeed.analysis.shapes import ShapeSource
-    from draspeed.analysis.whatif import Change
+    from draspeed.analysis.whatif import Change, WhatIfReport
     from draspeed.api.loader import Objects
     from draspeed.engine.snapshot import Snapshot
 
@@ -56,12 +58,28 @@ examples:
   draspeed capacity --from-cluster --context prod --template claim.yaml \\
       --add-nodes node-00007:50 --curve-points 10 --scheduler tcp://dask:8786
 
+  # every strategy next to the optimal bound, and what fragmentation costs
+  draspeed capacity -f mig.yaml --template mig-1g10gb --template mig-3g40gb \\
+      --compare all --bound
+
+  # how many dynamic-MIG nodes to add for 500 pods of the mix to fit
+  draspeed capacity -f mig.yaml --template mig-1g10gb --template mig-3g40gb \\
+      --need 500 --node-type nvidia-mig
+
+  # a day of arrivals and departures: waits, queue and utilisation over time
+  draspeed capacity -f mig.yaml --template mig-1g10gb --template mig-3g40gb \\
+      --trace day.csv --plot day.png
+
 --template takes a file (ResourceClaimTemplates or ResourceClaims, each one pod
 shape) or the name (or namespace/name) of a ResourceClaimTemplate in the input.
 --add-nodes takes KIND:N[:key=value,...] for a generated kind (nvidia-gpu,
 nvidia-mig, example, scheduler-perf, network-attached; options as in
 `draspeed generate`, e.g. nvidia-mig:20:pool_per=gpu), NODE:N to copy a node
-of the input, or FILE:N for a file holding one node's ResourceSlices (and Node).
+of the input, or FILE:N for a file holding one node's ResourceSlices (and Node);
+--node-type takes the same without the count.
+--trace takes CSV (with a header) or JSON lines, one pod per row: arrival
+(seconds), shape (a template's name), and duration (seconds it runs) or departure
+(when it is deleted, running or not).
 
 """
     + EXIT_CODES
@@ -78,8 +96,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "Place pods of the given claim templates one by one with the real allocator "
             "until none fits; report pods per node, devices and counters used, the first "
             "failure reason per node, and fragmentation (free whole devices, free MIG "
-            "placements per profile, stranded counters, utilisation per DeviceClass). With "
-            "what-if changes, report before and after.",
+            "placements per profile, stranded counters, utilisation per DeviceClass) "
+            "before and after placing. With what-if changes, report before and after "
+            "them; with --bound, the optimal bound and what the strategies lose to "
+            "fragmentation; with --need, how many nodes to add; with --trace, a replay "
+            "of arrivals and departures over time.",
             width=78,
         ),
         epilog=_EXAMPLES,
@@ -104,9 +125,32 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     pods.add_argument(
         "--strategy",
-        choices=("first-fit", "round-robin"),
         default="first-fit",
-        help="first-fit packs nodes in order; round-robin spreads pods",
+        metavar="STRATEGY",
+        help="node order: first-fit (packs nodes in order), round-robin (spreads pods), "
+        "least-allocated or most-allocated (as kube-scheduler scores nodes); add "
+        "+best-fit for the best-fit device choice on partitionable devices (best-fit "
+        "alone: first-fit+best-fit); default first-fit, upstream's device choice",
+    )
+    pods.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="STRATEGY",
+        help="also count the pods another strategy places ('all': every strategy); repeatable",
+    )
+    pods.add_argument(
+        "--bound",
+        action="store_true",
+        help="the optimal bound (scipy MILP): the most pods the best device choice "
+        "fits, per node and cluster, and the fill's gap to it",
+    )
+    pods.add_argument(
+        "--time-limit",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="solver time per node state for --bound (default 10)",
     )
     pods.add_argument(
         "--max-pods", type=int, default=None, metavar="N", help="stop after placing N pods"
@@ -152,6 +196,33 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="K",
         help="with --add-nodes: pods that fit at K+1 evenly spaced node counts "
         "(default 5 when --plot is given, else no curve)",
+    )
+    inverse = p.add_argument_group("how many nodes to add")
+    inverse.add_argument(
+        "--need",
+        type=int,
+        default=None,
+        metavar="N",
+        help="how many nodes of --node-type must be added for N pods of the mix to fit",
+    )
+    inverse.add_argument(
+        "--node-type",
+        metavar="SPEC",
+        help="the node type for --need: KIND[:k=v,...], NODE (a node of the input) or FILE",
+    )
+    traces = p.add_argument_group("traces over time")
+    traces.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="replay a trace (CSV or JSON lines: arrival, shape, duration or departure) "
+        "on the cluster; several run as a sweep (--workers, --scheduler); repeatable",
+    )
+    traces.add_argument(
+        "--trace-samples",
+        action="store_true",
+        help="with -o json/yaml: the state after every event and every pod's run",
     )
     execution = p.add_argument_group("output and execution")
     add_output(execution, ("table", "wide", "json", "yaml", "name"), "table")
@@ -208,15 +279,30 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     objects = read_cluster(args, err)
     for warning in objects.warnings:
         err.write(f"warning: {warning}\n")
+    parse_strategy(args)
     base = Cluster.from_objects(objects).snapshot()
     shapes = parse_shapes(args, objects)
     ratios = parse_ratios(args)
     changes = parse_changes(args, base)
+    if args.trace:
+        from draspeed.cli.capacity_trace import run_traces
+
+        state = apply_changes(base, changes)
+        run_traces(args, objects, state, shapes, changes, out, err)
+        return EXIT_OK
+    if args.need is not None:
+        from draspeed.cli.capacity_need import run_need
+
+        run_need(args, apply_changes(base, changes), shapes, ratios, out, err)
+        return EXIT_OK
     options: dict[str, Any] = {
         "strategy": args.strategy,
         "ratios": ratios,
         "max_pods": args.max_pods,
         "explain_failures": not args.no_explain,
+        "compare": parse_compare(args),
+        "bound": args.bound,
+        "time_limit": args.time_limit,
     }
 
     def analyze_with_bar(snapshot: Snapshot, label: str) -> CapacityReport:
@@ -235,13 +321,36 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         after = analyze_with_bar(apply_changes(base, changes), "fit after")
         result = WhatIfReport([c.describe() for c in changes], before, after)
     curve = _curve(args, objects, shapes, ratios, changes, err)
-    frag = (result.after if isinstance(result, WhatIfReport) else result).fragmentation
     if args.plot:
-        from draspeed.analysis import plots
-
-        plots.save(plots.capacity_figure(frag, curve), args.plot)
+        _plot(result, curve, args.plot)
     print_result(result, curve, args, out)
     return EXIT_OK
+
+
+def _plot(
+    result: CapacityReport | WhatIfReport,
+    curve: tuple[list[int], list[int]] | None,
+    path: str,
+) -> None:
+    """The cluster after placement (before and after, for a what-if)."""
+    from draspeed.analysis import plots
+    from draspeed.analysis.whatif import WhatIfReport
+
+    if isinstance(result, WhatIfReport):
+        before, after = result.before.after, result.after.after
+        assert before is not None and after is not None
+        figure = plots.what_if_figure(before, after, curve, _strategies(result.after))
+    else:
+        assert result.after is not None
+        figure = plots.capacity_figure(result.after, curve, _strategies(result))
+    plots.save(figure, path)
+
+
+def _strategies(report: CapacityReport) -> tuple[dict[str, int], int | None] | None:
+    """Pods placed per strategy and the bound, when either was asked for."""
+    if not report.strategies and report.bound is None:
+        return None
+    return report.placed_by_strategy(), None if report.bound is None else report.bound.optimal
 
 
 def _curve(

@@ -13,7 +13,7 @@ from draspeed.cli.options import UsageError
 if TYPE_CHECKING:
     from draspeed.analysis.shapes import ShapeSource
     from draspeed.analysis.sweep import ClusterSource
-    from draspeed.analysis.whatif import Change
+    from draspeed.analysis.whatif import AddNodes, Change
     from draspeed.api.loader import Objects
     from draspeed.engine.snapshot import Snapshot
 
@@ -79,11 +79,8 @@ def _option_value(text: str) -> Any:
     return text
 
 
-def parse_add_nodes(spec: str, snapshot: Snapshot) -> Change:
+def parse_add_nodes(spec: str, snapshot: Snapshot) -> AddNodes:
     """``KIND:N[:k=v,...]``, ``NODE:N`` or ``FILE:N`` → an AddNodes change."""
-    from draspeed.analysis.whatif import AddNodes
-    from draspeed.generate import KINDS
-
     parts = spec.split(":")
     if len(parts) not in (2, 3):
         raise UsageError(f"--add-nodes {spec}: expected KIND:N[:key=value,...], NODE:N or FILE:N")
@@ -92,23 +89,38 @@ def parse_add_nodes(spec: str, snapshot: Snapshot) -> Change:
         count = int(count_text)
     except ValueError:
         raise UsageError(f"--add-nodes {spec}: {count_text!r} is not a node count") from None
+    return _add_nodes(
+        f"--add-nodes {spec}", what, count, parts[2] if len(parts) == 3 else "", snapshot
+    )
+
+
+def parse_node_type(spec: str, snapshot: Snapshot) -> AddNodes:
+    """``KIND[:k=v,...]``, ``NODE`` or ``FILE`` (what ``--add-nodes`` takes, without
+    the count) → an AddNodes change of no nodes, to be given a count."""
+    what, _, options = spec.partition(":")
+    return _add_nodes(f"--node-type {spec}", what, 0, options, snapshot)
+
+
+def _add_nodes(where: str, what: str, count: int, option_text: str, snapshot: Snapshot) -> AddNodes:
+    from draspeed.analysis.whatif import AddNodes
+    from draspeed.generate import KINDS
+
     options: dict[str, Any] = {}
-    if len(parts) == 3:
-        for item in filter(None, parts[2].split(",")):
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise UsageError(f"--add-nodes {spec}: option {item!r} is not key=value")
-            options[key.replace("-", "_")] = _option_value(value)
+    for item in filter(None, option_text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"{where}: option {item!r} is not key=value")
+        options[key.replace("-", "_")] = _option_value(value)
     if what in KINDS:
         return AddNodes(count, kind=what, options=options)
     if options:
-        raise UsageError(f"--add-nodes {spec}: options are for generated kinds only")
+        raise UsageError(f"{where}: options are for generated kinds only")
     if any(n.name == what for n in snapshot.nodes):
         return AddNodes(count, like=what)
     if os.path.exists(what):
         return AddNodes(count, template=_file_template(what), prefix="new-node")
     raise UsageError(
-        f"--add-nodes {spec}: {what!r} is not a generated kind "
+        f"{where}: {what!r} is not a generated kind "
         f"({', '.join(KINDS)}), a node of the input or a file"
     )
 
@@ -134,12 +146,41 @@ def _file_template(path: str) -> Any:
 def parse_changes(args: argparse.Namespace, snapshot: Snapshot) -> list[Change]:
     from draspeed.analysis.whatif import Cordon, RemoveNodes
 
-    changes: list[Change] = [parse_add_nodes(s, snapshot) for s in args.add_nodes]
+    changes: list[Change] = [parse_add_nodes(spec, snapshot) for spec in args.add_nodes]
     if args.remove_node:
         changes.append(RemoveNodes(tuple(args.remove_node)))
     if args.cordon_pool or args.cordon_node:
         changes.append(Cordon(pools=tuple(args.cordon_pool), nodes=tuple(args.cordon_node)))
     return changes
+
+
+def parse_strategy(args: argparse.Namespace) -> None:
+    """``--strategy`` checked (and written the way reports name it)."""
+    from draspeed.analysis.strategies import Strategy
+
+    try:
+        args.strategy = str(Strategy.parse(args.strategy))
+    except ValueError as exc:
+        raise UsageError(f"--strategy: {exc}") from None
+
+
+def parse_compare(args: argparse.Namespace) -> list[str]:
+    """The strategies of ``--compare`` (names, comma lists, or ``all``)."""
+    from draspeed.analysis.strategies import STRATEGIES
+
+    out: list[str] = []
+    for item in args.compare:
+        for name in filter(None, (n.strip() for n in item.split(","))):
+            if name == "all":
+                out.extend(STRATEGIES)
+            elif name in STRATEGIES:
+                out.append(name)
+            else:
+                raise UsageError(
+                    f"--compare {name}: unknown strategy (expected one of "
+                    f"{', '.join(STRATEGIES)}, or all)"
+                )
+    return list(dict.fromkeys(out))
 
 
 def shape_name(shape: ShapeSource) -> str:

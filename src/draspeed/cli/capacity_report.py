@@ -9,7 +9,9 @@ from draspeed.cli.output import emit, emit_names, table_width
 from draspeed.cli.render import format_table
 
 if TYPE_CHECKING:
+    from draspeed.analysis.bound import BoundReport
     from draspeed.analysis.capacity import CapacityReport
+    from draspeed.analysis.fragmentation import FragmentationReport
     from draspeed.analysis.whatif import WhatIfReport
 
 
@@ -73,13 +75,18 @@ def print_result(
 
 def _print_report(report: CapacityReport, out: TextIO, width: int | None) -> None:
     fit = report.fit
+    bound = report.bound
     shapes = ", ".join(f"{k}: {v}" for k, v in fit.placed_by_shape.items())
     out.write(
         f"{fit.placed} pods fit ({shapes}); strategy {fit.strategy}, stopped: "
         f"{fit.stopped}; {fit.calls} allocate calls, {fit.work} search steps, "
         f"{fit.seconds:.2f}s\n\n"
     )
-    rows = [["NODE", "PODS", "DEVICES IN USE", "FREE", "STRANDED", "FIRST FAILURE"]]
+    header = ["NODE", "PODS", "DEVICES IN USE", "FREE", "STRANDED", "FIRST FAILURE"]
+    if bound is not None:
+        header[2:2] = ["OPTIMAL", "GAP"]
+    rows = [header]
+    bounds = {} if bound is None else {b.node: b for b in bound.nodes}
     for n in fit.nodes:
         stranded = ", ".join(f"{k}={v}" for k, v in n.usage.stranded.items()) or "-"
         failure = "-"
@@ -87,14 +94,97 @@ def _print_report(report: CapacityReport, out: TextIO, width: int | None) -> Non
             f = n.first_failure
             failure = f"{f.shape}: {f.reason or f.status}"
         d = n.usage.devices
-        rows.append(
-            [n.node, str(n.total_pods), f"{d.in_use}/{d.total}", str(d.free), stranded, failure]
-        )
+        row = [n.node, str(n.total_pods), f"{d.in_use}/{d.total}", str(d.free), stranded, failure]
+        if bound is not None:
+            b = bounds[n.node]
+            row[2:2] = [_count(b.kept), _count(b.gap)]
+        rows.append(row)
     out.write(format_table(rows, max_width=width))
-    frag = report.fragmentation
+    if report.strategies or bound is not None:
+        _print_strategies(report, out)
+    if bound is not None:
+        _print_bound(report, bound, out)
+    _print_fragmentation("Fragmentation (before placing)", report.fragmentation, out)
+    if report.after is not None:
+        _print_fragmentation("After placing", report.after, out, classes=False)
+
+
+def _count(value: int | None) -> str:
+    return "unbounded" if value is None else str(value)
+
+
+def _print_strategies(report: CapacityReport, out: TextIO) -> None:
+    bound = report.bound
+    out.write("\nStrategies\n")
+    header = ["STRATEGY", "PODS", "BY SHAPE"]
+    if bound is not None:
+        header += ["OPTIMAL KEEPING ITS PODS", "LOST TO FRAGMENTATION"]
+    rows = [header]
+    counts = [(report.fit.strategy, report.fit.placed, report.fit.placed_by_shape)]
+    counts += [(s.strategy, s.placed, s.placed_by_shape) for s in report.strategies]
+    for name, placed, by_shape in counts:
+        row = [name, str(placed), ", ".join(f"{k}: {v}" for k, v in by_shape.items())]
+        if bound is not None:
+            if name == report.fit.strategy:
+                kept, gap = bound.kept, bound.gap
+            else:
+                _, kept, gap = bound.strategies[name]
+            row += [_count(kept), _count(gap)]
+        rows.append(row)
+    out.write("".join(f"  {line}\n" for line in format_table(rows).splitlines()))
+    if bound is not None:
+        shapes = ", ".join(f"{k}: {v}" for k, v in bound.by_shape.items())
+        out.write(f"  optimal bound, any mix of the shapes: {_count(bound.optimal)} ({shapes})\n")
+
+
+def _print_bound(report: CapacityReport, bound: BoundReport, out: TextIO) -> None:
+    kind = "exact" if bound.exact else "an upper bound"
+    out.write(f"\nOptimal bound ({kind}; {bound.solves} programs solved, {bound.seconds:.2f}s)\n")
+    out.write(
+        f"  {report.fit.strategy} placed {_count(bound.placed)}; keeping its pods, the best "
+        f"device choice fits {_count(bound.kept)}: {_count(bound.gap)} pods lost to "
+        "fragmentation\n"
+    )
+    rows = [
+        [
+            "SHAPE",
+            "PLACED",
+            "OPTIMAL KEEPING THEM",
+            "GAP",
+            f"ALONE: {report.fit.strategy.upper()}",
+            "ALONE: OPTIMAL",
+            "GAP",
+        ]
+    ]
+    gaps = bound.gap_by_shape()
+    for shape in bound.shapes:
+        placed = sum((n.placed_by_shape or {}).get(shape, 0) for n in bound.nodes)
+        kept = sum((n.kept_by_shape or {}).get(shape, 0) for n in bound.nodes)
+        optimal = bound.alone.get(shape)
+        filled = report.alone.get(shape)
+        alone_gap = None if optimal is None or filled is None else optimal - filled
+        rows.append(
+            [
+                shape,
+                str(placed),
+                str(kept),
+                str(gaps[shape]),
+                _count(filled),
+                _count(optimal),
+                _count(alone_gap),
+            ]
+        )
+    out.write("".join(f"  {line}\n" for line in format_table(rows).splitlines()))
+    for note in bound.notes:
+        out.write(f"  upper bound: {note}\n")
+
+
+def _print_fragmentation(
+    title: str, frag: FragmentationReport, out: TextIO, *, classes: bool = True
+) -> None:
     c = frag.cluster
     d = c.usage.devices
-    out.write("\nFragmentation (before placing)\n")
+    out.write(f"\n{title}\n")
     out.write(
         f"  devices: {d.total} total, {d.in_use} in use, {d.cordoned} cordoned, "
         f"{d.blocked} blocked by counters, {d.free} free\n"
@@ -110,6 +200,8 @@ def _print_report(report: CapacityReport, out: TextIO, width: int | None) -> Non
     out.write(f"  stranded counters: {stranded or 'none'}\n")
     for pool, why in c.usage.unusable_pools.items():
         out.write(f"  pool {pool} is skipped by the allocator: {why}\n")
+    if not classes:
+        return
     rows = [["CLASS", "DEVICES", "IN USE", "FREE", "UTILISATION"]]
     for name, counts in c.classes.items():
         rows.append(
