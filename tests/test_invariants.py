@@ -487,7 +487,9 @@ def _claims(documents: list[dict[str, Any]]) -> list[ResourceClaim]:
 
 
 def _allocation(raw: dict[str, Any]) -> AllocationResult:
-    return decode_allocation(raw)
+    # Unvalidated: the table holds results the API server would refuse (33 devices),
+    # which the checker must catch itself.
+    return decode_allocation(raw, validate="ignore")
 
 
 @pytest.mark.parametrize(

@@ -957,6 +957,8 @@ cdef class SliceBuilder:
         shared = spec.sharedCounters
         if shared is not None and (type(shared) is not list or shared):
             return None
+        if validate and shared is not None and spec.devices is not None:
+            return None  # both given: the checked decoder refuses that
 
         devices_raw = spec.devices
         if devices_raw is None:
@@ -979,6 +981,8 @@ cdef class SliceBuilder:
                         checked = fallback(raw)
                     device = checked(i, driver)
                 devices.append(device)
+        if validate and n > 1 and len({dev.name for dev in devices}) != n:
+            return None  # a device name twice: the checked decoder names the device
         decoded = None if checked is None else checked.raw
 
         empty = ""

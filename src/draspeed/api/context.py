@@ -15,12 +15,36 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from draspeed.api import limits, messages
+from draspeed.api.fields import KNOWN, SCHEMAS, unknown_fields
 from draspeed.api.model import DeviceAttribute, DeviceCapacity, DeviceCounterConsumption
 from draspeed.errors import InputError, QuantityError
 from draspeed.quantity import Quantity
+
+# How strictly objects are read, as ``kubectl --validate`` says it:
+# - "strict": the API server's validation, and unknown or duplicate fields are errors;
+# - "warn": the same validation, unknown or duplicate fields are warnings (the last
+#   of duplicate fields is used);
+# - "ignore": neither. Unlike kubectl, whose API server validates either way, this
+#   also skips the API server's validation: for objects that never met one (upstream's
+#   own test fixtures), with upstream's allocator's errors at allocation instead.
+Validation = Literal["strict", "warn", "ignore"]
+VALIDATIONS: tuple[Validation, ...] = ("strict", "warn", "ignore")
+
+
+def validation_mode(value: object) -> Validation:
+    """The mode a ``validate`` argument names: a mode, or True (strict) / False (ignore)."""
+    if value is True:
+        return "strict"
+    if value is False:
+        return "ignore"
+    if value == "strict" or value == "warn" or value == "ignore":
+        return value
+    raise ValueError(
+        f"validate must be 'strict', 'warn' or 'ignore' (or True / False), not {value!r}"
+    )
 
 
 class DraspeedWarning(UserWarning):
@@ -92,12 +116,26 @@ Pending = list[tuple[str, type[Warning]]]  # warnings held back: (text, category
 class DecodeContext:
     """Error and warning reporting for one top-level object.
 
+    ``validate``: the API server's validation is on. ``fields``: what an unknown field
+    is (see :data:`Validation`; by default strict with validation, else ignored);
+    ``version``: the object's API version, whose fields
+    (:mod:`draspeed.api.fields`) are the known ones.
+
     Warnings go to ``sink`` (text) and to ``warnings.warn``, or, with ``pending``, into
     that list for the caller to warn later (a loader that may still find out that its
     input was no JSON after all, and start over, holds them back).
     """
 
-    __slots__ = ("caches", "obj", "pending", "sink", "validate")
+    __slots__ = (
+        "caches",
+        "fields",
+        "known_fields",
+        "obj",
+        "pending",
+        "sink",
+        "validate",
+        "version",
+    )
 
     def __init__(
         self,
@@ -107,12 +145,17 @@ class DecodeContext:
         caches: Caches | None = None,
         sink: list[str] | None = None,
         pending: Pending | None = None,
+        fields: Validation | None = None,
+        version: str = "v1",
     ) -> None:
         self.obj = obj
         self.validate = validate
         self.caches = caches if caches is not None else Caches()
         self.sink = sink
         self.pending = pending
+        self.fields: Validation = fields or ("strict" if validate else "ignore")
+        self.version = version
+        self.known_fields = KNOWN[version]
 
     # ---------------------------------------------------------------- reporting
 
@@ -129,6 +172,35 @@ class DecodeContext:
             self.pending.append((text, category))
         else:
             warnings.warn(text, category, stacklevel=4)
+
+    # ------------------------------------------------------------------ unknown fields
+
+    def known(self, raw: Mapping[str, Any], path: str, struct: str) -> None:
+        """Report the fields of ``raw`` (at ``path``) that ``struct`` does not have."""
+        if self.fields == "ignore":
+            return
+        names = self.known_fields[struct]
+        if raw.keys() <= names:
+            return
+        for key in raw:
+            if key not in names:
+                self.unknown(f"{path}.{key}" if path else str(key))
+
+    def known_tree(self, value: Any, path: str, ref: str) -> None:
+        """:meth:`known` for a part the decoders keep without reading (``ref``: a struct,
+        ``[S]`` or ``{S}`` of :mod:`draspeed.api.fields`), all the way down."""
+        if self.fields == "ignore":
+            return
+        for found in unknown_fields(value, SCHEMAS[self.version], ref, path):
+            self.unknown(found)
+
+    def unknown(self, path: str) -> None:
+        """An unknown field: the API server's strict decoding error, or its warning."""
+        if self.fields == "strict":
+            self.fail(path, f'strict decoding error: unknown field "{path}"')
+        self.warn("", f'unknown field "{path}"', DraspeedWarning)
+
+    # ---------------------------------------------------------------- name checks
 
     def check(self, kind: str, value: str, checker: Callable[[str], str | None], path: str) -> None:
         """Run a name syntax check once per distinct value; raise on failure."""

@@ -47,7 +47,7 @@ import msgspec
 from draspeed.api.bulk import ListText, NotJSON, read_list
 from draspeed.api.clients import to_plain
 from draspeed.api.clients import type_meta as model_type_meta
-from draspeed.api.context import Caches, DraspeedWarning, Pending
+from draspeed.api.context import Caches, DraspeedWarning, Pending, Validation, validation_mode
 from draspeed.api.decode import decode_known, is_foreign, lookup, supported_versions, unsupported
 from draspeed.api.messages import wrong_type
 from draspeed.api.model import (
@@ -141,7 +141,7 @@ class Objects:
 
 def load(
     *sources: Any,
-    validate: bool = True,
+    validate: bool | Validation = "strict",
     kind: str | None = None,
     api_version: str | None = None,
     recursive: bool = False,
@@ -157,6 +157,12 @@ def load(
     ``load(items, kind="ResourceSlice")``. ``recursive`` reads the directories below a
     directory too (``kubectl -R``); ``timeout`` bounds fetching a URL (seconds).
 
+    ``validate`` as ``kubectl --validate`` takes it: "strict" (the default, or True)
+    checks every object as the API server does and refuses unknown and duplicate
+    fields; "warn" checks the same but only warns about unknown and duplicate fields
+    (the last of duplicates is used); "ignore" (or False) checks neither (see
+    :data:`~draspeed.api.context.Validation`).
+
     An unknown kind of the DRA API group, or a known kind in a version draspeed does
     not read, is an error naming the document; other kinds are skipped with one
     warning (``Objects.skipped``). Conversion losses of older API versions are both
@@ -166,7 +172,7 @@ def load(
     """
     limits = Limits(max_bytes, max_depth, max_alias_expansion)
     default = _default_type(kind, api_version)
-    loader = _Loader(validate, limits, default, recursive, timeout)
+    loader = _Loader(validation_mode(validate), limits, default, recursive, timeout)
     with collector_paused():
         for source in sources:
             loader.source(source)
@@ -223,13 +229,14 @@ def _text_error(origin: str, exc: TextError) -> InputError:
 class _Loader:
     def __init__(
         self,
-        validate: bool,
+        mode: Validation,
         limits: Limits,
         default: tuple[str, str] | None = None,
         recursive: bool = False,
         timeout: float = DEFAULT_URL_TIMEOUT,
     ) -> None:
-        self.validate = validate
+        self.mode = mode
+        self.validate = mode != "ignore"
         self.limits = limits
         self.default = default  # (apiVersion, kind) of objects that carry none
         self.recursive = recursive
@@ -307,11 +314,23 @@ class _Loader:
         listed = read_list(text, self.limits)
         if listed is not None and self.json_list(listed, f"{origin} document 1"):
             return
+        def duplicate(document: int, path: str, message: str) -> None:
+            self.warn_text(f"{origin} document {document}: {path}: {message}")
+
         try:
-            docs = _parse_text(text, self.limits)
+            docs = _parse_text(text, self.limits, self.mode, duplicate)
         except TextError as exc:
             raise _text_error(origin, exc) from None
         self.documents(docs, origin)
+
+    def warn_text(self, text: str) -> None:
+        """A warning about the input: listed, and warned (held back while a bulk list
+        may still be undone, see :meth:`json_list`)."""
+        self.objects.warnings.append(text)
+        if self.pending is not None:
+            self.pending.append((text, DraspeedWarning))
+        else:
+            warnings.warn(text, DraspeedWarning, stacklevel=4)
 
     def json_list(self, listed: ListText, where: str) -> bool:
         """:meth:`list_items` for a list read by :func:`~draspeed.api.bulk.read_list`,
@@ -356,6 +375,7 @@ class _Loader:
             caches=self.caches,
             sink=self.objects.warnings,
             pending=self.pending,
+            fields=self.mode,
         )
         slices = self.objects.slices
         for j in range(len(listed)):
@@ -456,7 +476,7 @@ class _Loader:
                 obj,
                 kind,
                 found,
-                validate=self.validate,
+                validate=self.mode,
                 caches=self.caches,
                 sink=self.objects.warnings,
                 pending=self.pending,

@@ -21,6 +21,7 @@ import gc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from draspeed.api.context import Validation, validation_mode
 from draspeed.cli.render import Progress
 from draspeed.cluster import ENGINES, Cluster
 from draspeed.errors import DraspeedError, InputError
@@ -63,18 +64,24 @@ def parse_duration(text: str) -> float:
 
 
 def feature_gates(text: str) -> Features:
+    """``--feature-gates``, refused with kube-scheduler's words (pflag's wrapping)."""
     try:
         return Features.parse(text)
     except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+        raise argparse.ArgumentTypeError(
+            f'invalid argument "{text}" for "--feature-gates" flag: {exc.message}'
+        ) from exc
 
 
-def boolean(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+def validation(text: str) -> Validation:
+    """``--validate`` as kubectl takes it: strict|warn|ignore, or true (strict) / false."""
+    value = {"true": "strict", "false": "ignore"}.get(text.lower(), text.lower())
+    try:
+        return validation_mode(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected strict, warn or ignore (or true / false), got {text!r}"
+        ) from None
 
 
 def node_list(text: str) -> list[str]:
@@ -230,10 +237,12 @@ def add_inputs(p: argparse.ArgumentParser, *, claims: bool, pods: str = "") -> N
     )
     p.add_argument(
         "--validate",
-        type=boolean,
-        default=True,
-        metavar="true|false",
-        help="check objects against the API's validation rules first (default true)",
+        type=validation,
+        default="strict",
+        metavar="strict|warn|ignore",
+        help="as kubectl: strict (default, or true) checks objects as the API server does "
+        "and refuses unknown or duplicate fields; warn only warns about those; ignore "
+        "(or false) checks nothing",
     )
 
 
