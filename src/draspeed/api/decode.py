@@ -165,7 +165,7 @@ def decode_known(
         sink=sink,
         pending=pending,
         fields=mode,
-        version="core/v1" if kind == "Node" else version,
+        version="core/v1" if kind in _CORE else version,
     )
     try:
         if kind != "ResourceSlice":

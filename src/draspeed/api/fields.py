@@ -12,8 +12,10 @@ allocator at the pinned upstream commit ignores it (``skipNodeOperations``, ...)
 
 A struct maps each field to what its value holds: ``None`` a value without fields of
 its own (scalars, string lists and maps, quantities, free-form JSON such as opaque
-parameters), ``"S"`` struct S, ``"[S]"`` a list of S, ``"{S}"`` a map of S. A Node is
-known at its top level and in its metadata only: draspeed reads nothing else of it.
+parameters), ``"S"`` struct S, ``"[S]"`` a list of S, ``"{S}"`` a map of S. A Node or
+a Pod is known at its top level and in its metadata only: draspeed reads a little of
+their spec (a Pod's claims, see :mod:`draspeed.api.pods`) and never needs the rest,
+whose schema is core/v1's, much larger than this module.
 
 The decoders check the structs they read with :meth:`DecodeContext.known
 <draspeed.api.context.DecodeContext.known>`; :func:`unknown_fields` walks the parts
@@ -46,6 +48,13 @@ SHARED: Schema = {
         "time": None,
     },
     "Node": {
+        "apiVersion": None,
+        "kind": None,
+        "metadata": "ObjectMeta",
+        "spec": None,
+        "status": None,
+    },
+    "Pod": {
         "apiVersion": None,
         "kind": None,
         "metadata": "ObjectMeta",
