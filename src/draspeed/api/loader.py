@@ -314,6 +314,7 @@ class _Loader:
         listed = read_list(text, self.limits)
         if listed is not None and self.json_list(listed, f"{origin} document 1"):
             return
+
         def duplicate(document: int, path: str, message: str) -> None:
             self.warn_text(f"{origin} document {document}: {path}: {message}")
 

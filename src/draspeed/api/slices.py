@@ -823,10 +823,10 @@ def _decode_device_extras(
     """The less common device fields: counters, taints, node selection, binding, sharing."""
     validate = ctx.validate
     if ctx.fields != "ignore":
-        for key, ref in _DEVICE_PARTS:
-            part = body.get(key)
+        for field_name, ref in _DEVICE_PARTS:
+            part = body.get(field_name)
             if part is not None:
-                ctx.known_tree(part, f"{prefix}.{key}", ref)
+                ctx.known_tree(part, f"{prefix}.{field_name}", ref)
     consumes = ctx.array(body, "consumesCounters", prefix)
     if consumes:
         cpath = f"{prefix}.consumesCounters"
