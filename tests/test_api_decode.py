@@ -96,7 +96,7 @@ def test_v1alpha3_slice_matches_v1_without_the_newer_fields() -> None:
     )
     spec = dataclasses.replace(v1.spec, devices=[gpu0, gpu1])
     assert _strip(alpha) == _strip(v1, spec=spec)
-    assert isinstance(alpha.spec.devices[0].capacity["gpu.example.com/memory"].value, Quantity)
+    assert isinstance(alpha.spec.devices[0].capacity["memory"].value, Quantity)
 
 
 @pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
@@ -222,14 +222,14 @@ def test_seed_resource_slices_v1() -> None:
         "version", "550.54.15"
     )
     assert gpu0.attributes["gpu.example.com/mig"] == DeviceAttribute("bool", False)
-    policy = gpu0.capacity["gpu.example.com/memory"].request_policy
+    policy = gpu0.capacity["memory"].request_policy
     assert policy is not None and policy.valid_range is not None
     assert [str(q) for q in (policy.default, policy.valid_range.min, policy.valid_range.step)] == [
         "10Gi",
         "10Gi",
         "10Gi",
     ]
-    values = gpu0.capacity["gpu.example.com/multiprocessors"].request_policy
+    values = gpu0.capacity["multiprocessors"].request_policy
     assert values is not None and [str(v) for v in values.valid_values] == ["33", "66", "132"]
     assert gpu0.consumes_counters[0].counter_set == "gpu-0-cs"
     assert gpu0.taints[0].effect == "NoExecute"
@@ -451,7 +451,7 @@ def test_quantities_are_exact_and_canonical() -> None:
     )
     assert isinstance(s, ResourceSlice)
     cap = s.spec.devices[0].capacity
-    assert [str(cap[f"gpu.example.com/{k}"].value) for k in ("memory", "cores", "bw")] == [
+    assert [str(cap[k].value) for k in ("memory", "cores", "bw")] == [
         "1536Mi",
         "8",
         "100M",

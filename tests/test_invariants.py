@@ -317,7 +317,7 @@ CASES: list[
         [ONE],
         [result(("r", "gpu-0", {**SHARE, "consumedCapacity": {"memory": "38Gi"}}))],
         [(ONE, result(("r", "gpu-0", SHARE)))],
-        ["capacity gpu.example.com/memory overcommitted"],
+        ["capacity memory overcommitted"],
     ),
     (
         "capacity-policy",
@@ -345,7 +345,7 @@ CASES: list[
         [claim("c", [exactly("r", capacity={"requests": {"cores": "1"}})])],
         [result(("r", "gpu-2"))],
         [],
-        ["request for capacity gpu.example.com/cores"],
+        ["request for capacity cores"],
     ),
     (
         "match-attribute",

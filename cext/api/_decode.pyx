@@ -445,10 +445,11 @@ cdef object _common_device(_Tables t, object d):
             if p is NULL:
                 return None
             cap = <object>p
-            p = PyDict_GetItemWithError(t.key_names, key)
-            if p is NULL:
+            # A key checked before, kept as written: upstream compares and prints
+            # capacity names literally.
+            if PyDict_GetItemWithError(t.key_names, key) is NULL:
                 return None
-            PyDict_SetItem(caps, <object>p, cap)
+            PyDict_SetItem(caps, key, cap)
         if PyDict_GET_SIZE(caps) != PyDict_GET_SIZE(c):
             return None
     else:
@@ -589,7 +590,8 @@ cdef inline uint64_t _hash_bytes(const char *p, Py_ssize_t n, int space, void *t
 cdef class _KeyInfo:
     """What the memo knows of one attribute or capacity key of one driver."""
 
-    cdef object name  # fully qualified
+    cdef object name  # fully qualified (how attributes are keyed)
+    cdef object published  # as the slice wrote it (how capacities are keyed)
     cdef Py_ssize_t strings, new_strings  # string values read, and how many were new
     # Its string values are (nearly) all different (uuids, serials): they are neither
     # looked up nor remembered, which would only fill the caches with values never
@@ -792,11 +794,13 @@ cdef class SliceBuilder:
         cdef _KeyInfo info
         if found is not NULL:
             return <_KeyInfo>found
-        name = key_names.get(PyUnicode_DecodeUTF8(p, n, NULL))
+        published = PyUnicode_DecodeUTF8(p, n, NULL)
+        name = key_names.get(published)
         if name is None:
             return None
         info = _KeyInfo.__new__(_KeyInfo)
         info.name = name
+        info.published = published
         self.memo.put(h, M_KEY, <void *>key_names, p, n, info)
         return info
 
@@ -1025,9 +1029,10 @@ cdef class SliceBuilder:
 
 cdef object _read_map(SliceBuilder b, dict key_names, object text, bint capacity,
                       Py_ssize_t *count):
-    """The attributes (or capacities) of a device from their JSON text, keyed by fully
-    qualified name, with ``count`` members; None when anything is not the common shape
-    or not known."""
+    """The attributes (keyed by fully qualified name) or capacities (keyed as written:
+    upstream compares and prints capacity names literally) of a device from their JSON
+    text, with ``count`` members; None when anything is not the common shape or not
+    known."""
     cdef Py_buffer view
     PyObject_GetBuffer(text, &view, PyBUF_SIMPLE)
     try:
@@ -1102,7 +1107,7 @@ cdef object _parse_map(SliceBuilder b, dict key_names, const char *p, Py_ssize_t
         i = _ws(p, i, n)
         if i >= n or p[i] != b'}':
             return None  # a second field
-        PyDict_SetItem(result, key.name, value)
+        PyDict_SetItem(result, key.published if capacity else key.name, value)
         members += 1
         i = _ws(p, i + 1, n)
         if i < n and p[i] == b',':

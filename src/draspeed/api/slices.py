@@ -445,9 +445,8 @@ def _decode_device(
         if type(c) is not dict:
             c = _as_dict(ctx, c, f"{_device_path(i, nested)}.capacity")
         for key, value in c.items():
-            fq = key_names.get(key)
-            if fq is None:
-                fq = _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.capacity")
+            if key not in key_names:  # checked once per load
+                _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.capacity")
             cap = None
             if bare_capacity:
                 if type(value) is str:
@@ -467,15 +466,9 @@ def _decode_device(
                     if bare_capacity
                     else _decode_capacity(ctx, value, path)
                 )
-            caps[fq] = cap
-        if len(caps) != len(c):
-            caps = _merge_duplicates(
-                ctx,
-                c,
-                driver,
-                f"{_device_path(i, nested)}.capacity",
-                _bare_capacity if bare_capacity else _decode_capacity,
-            )
+            # Keyed as written: upstream compares and prints capacity names literally
+            # (``memory`` and ``<driver>/memory`` are two capacities).
+            caps[key] = cap
 
     if validate and (a or c):
         total = (len(a) if a else 0) + (len(c) if c else 0)
@@ -548,9 +541,9 @@ def _as_dict(ctx: DecodeContext, value: Any, path: str) -> dict[str, Any]:
 def _merge_duplicates(
     ctx: DecodeContext, raw: Mapping[str, Any], driver: str, map_path: str, decode_one: Any
 ) -> dict[str, Any]:
-    """Redo a map in which ``model`` and ``<driver>/model`` both occur: they name the
-    same attribute (or capacity). Upstream's lookup tries the explicit form first, so
-    the model keeps that one, with a warning."""
+    """Redo an attribute map in which ``model`` and ``<driver>/model`` both occur: they
+    name the same attribute. Upstream's lookup tries the explicit form first, so the
+    model keeps that one, with a warning."""
     key_names = ctx.caches.attribute_names[driver]
     result: dict[str, Any] = {}
     for key, value in raw.items():

@@ -331,7 +331,7 @@ class ClaimArrays:
             # which always fits (upstream's check would compute value <= value).
             return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
         try:
-            fits = request_fits(already, alt.capacity, device.capacity, {}, driver=device_id.driver)
+            fits = request_fits(already, alt.capacity, device.capacity, {})
         except UnknownCapacityError:
             return CAP_FAIL
         if not fits:
@@ -425,13 +425,7 @@ class ClaimArrays:
             for a, alt in enumerate(alts):
                 for lp in dynamic[a]:
                     device = layout.device_at(lp)
-                    share = (
-                        consumed_capacity(
-                            alt.capacity, device.capacity, driver=layout.id_at(lp).driver
-                        )
-                        if K
-                        else {}
-                    )
+                    share = consumed_capacity(alt.capacity, device.capacity) if K else {}
                     self.share_use[(a, lp)] = share
                     for k in range(int(layout.cap_ptr[lp]), int(layout.cap_ptr[lp + 1])):
                         use_nanos[a][k] = share[layout.cap_names[k]].nanos

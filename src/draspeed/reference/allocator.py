@@ -280,7 +280,6 @@ class _Allocation:
                                 data.request.capacity,
                                 device.capacity,
                                 {},
-                                driver=device_id.driver,
                             ):
                                 continue
                         except UnknownCapacityError:
@@ -406,7 +405,6 @@ class _Allocation:
                 request.capacity,
                 device.capacity,
                 self._allocating_capacity(device_id),
-                driver=device_id.driver,
             )
         except UnknownCapacityError:
             return False
@@ -595,9 +593,7 @@ class _Allocation:
                 give_back_counters()
                 return None
             if allow_multiple:
-                consumed = consumed_capacity(
-                    request.capacity, device.capacity, driver=device_id.driver
-                )
+                consumed = consumed_capacity(request.capacity, device.capacity)
                 share_id = str(uuid.uuid4())
                 self.live_shares.setdefault(device_id, []).append(consumed)
 
