@@ -51,8 +51,9 @@ ENGINES: tuple[Engine, ...] = ("fast", "reference")
 
 class StatsLike(Protocol):
     @property
-    def num_allocate_one_invocations(self) -> int:
-        """Search steps, counted as upstream counts its allocateOne calls."""
+    def search_steps(self) -> int:
+        """Search steps of the last call: upstream's ``NumAllocateOneInvocations`` for
+        the reference engine; never more than that for the fast one (it prunes)."""
         ...
 
 
@@ -308,7 +309,7 @@ class Cluster:
         except AllocationError as exc:
             outcome.error = str(exc)
         outcome.seconds = time.monotonic() - start
-        outcome.work = allocator.last_stats.num_allocate_one_invocations
+        outcome.work = allocator.last_stats.search_steps
         return outcome
 
     def _nodes(self, nodes: Sequence[Node | str] | None) -> list[Node]:

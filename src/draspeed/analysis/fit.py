@@ -308,13 +308,13 @@ class _Run:
             status, reason = "error", str(exc)
         else:
             self.calls += 1
-            self.work += allocator.last_stats.num_allocate_one_invocations
+            self.work += allocator.last_stats.search_steps
             if results is not None:
                 return results, None
             status, reason = "does-not-fit", self._explain(claims, node)
             return None, Failure(shape.name, status, reason)
         self.calls += 1
-        self.work += allocator.last_stats.num_allocate_one_invocations
+        self.work += allocator.last_stats.search_steps
         return None, Failure(shape.name, status, reason)
 
     def _explain(self, claims: list[ResourceClaim], node: Node) -> str | None:

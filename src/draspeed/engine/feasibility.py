@@ -146,7 +146,8 @@ class Feasibility:
 
     @property
     def work(self) -> int:
-        """Search steps summed over nodes (upstream's NumAllocateOneInvocations)."""
+        """Search steps summed over nodes (``Stats.search_steps``: never more than
+        upstream's ``NumAllocateOneInvocations``)."""
         return int(self.works.sum())
 
     def counts(self) -> dict[str, int]:

@@ -21,8 +21,9 @@ fixes merged upstream after that commit:
 The search is depth-first and returns the first solution: claims in order,
 requests in order, a prioritized list's subrequests in order, and within one
 request the devices as combinations in pool/slice/device order. Its work is
-counted in ``last_stats.num_allocate_one_invocations`` like upstream's
-``NumAllocateOneInvocations``.
+counted in ``last_stats.num_allocate_one_invocations`` step for step as upstream's
+``NumAllocateOneInvocations`` (``search_steps``, the name both engines share, is the
+same number here).
 """
 
 from __future__ import annotations
@@ -71,9 +72,14 @@ from draspeed.rules.tolerations import taint_blocks
 
 @dataclass(slots=True)
 class Stats:
-    """Work done by the last ``allocate`` call."""
+    """Work done by the last ``allocate`` call: upstream's counter, step for step."""
 
     num_allocate_one_invocations: int = 0
+
+    @property
+    def search_steps(self) -> int:
+        """The work counter both engines offer (here exactly upstream's)."""
+        return self.num_allocate_one_invocations
 
 
 class _Step(enum.Enum):
