@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from draspeed.api.coerce import ClaimsInput, NodeInput
+from draspeed import arguments
+from draspeed.api.coerce import ClaimsInput, NodeInput, as_node
 from draspeed.api.model import (
     AllocationResult,
     DeviceClass,
@@ -284,11 +285,13 @@ class Cluster:
         (``draspeed allocate``).
 
         Fatal allocation errors are returned in the outcome (``error``), not raised, so
-        a batch over many clusters keeps going.
+        a batch over many clusters keeps going. ``timeout`` (seconds; None or 0: no
+        bound) bounds the search as kube-scheduler's Filter timeout does.
         """
         from draspeed.pods import PodClaims
 
-        target = self.node(node) if isinstance(node, str) else node
+        timeout = arguments.timeout(timeout)
+        target = self.node(node) if isinstance(node, str) else as_node(node)
         claims: Sequence[ResourceClaim] = self.pending
         reason = None
         if pod is not None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from draspeed import arguments
 from draspeed.api._model_tree import clone
 from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
 from draspeed.api.model import (
@@ -77,7 +78,9 @@ class Allocator:
         self, snapshot: Snapshot, *, share_id: Callable[[], str] = lambda: str(uuid.uuid4())
     ) -> None:
         """``share_id`` makes the shareID of each shared allocation (tests may fix it)."""
-        self.snapshot = snapshot
+        self.snapshot = arguments.instance_of(snapshot, Snapshot, "snapshot", "a Snapshot")
+        if not callable(share_id):
+            raise TypeError(f"share_id: expected a function, got {type(share_id).__name__}")
         self.share_id = share_id
         self.last_stats = _NO_WORK
 
@@ -89,13 +92,18 @@ class Allocator:
         Raises :class:`AllocationError` with upstream's text for fatal errors,
         :class:`NodeAllocationError` when invalid pools made the node unsuitable,
         and :class:`AllocationTimeout` when ``deadline`` (a ``time.monotonic()``
-        value) passes first.
+        value) passes first. The default, ``None``, is no bound at all (unlike the
+        command line, whose ``--timeout`` defaults to kube-scheduler's 10 s): a
+        scheduler passes ``time.monotonic() + 10`` to bound a Filter call as
+        kube-scheduler does.
 
         ``claims`` and ``node`` may also be plain dicts or kubernetes-client models
-        (``ResourceV1ResourceClaim``, ``V1ResourceClaimList``, ``V1Node``).
+        (``ResourceV1ResourceClaim``, ``V1ResourceClaimList``, ``V1Node``); ``node``
+        a node name. Wrong types are a TypeError naming the argument.
         """
         claims = as_claims(claims)
-        target = node if type(node) is Node else self._nodes([node])[0]
+        target = node if type(node) is Node else self._nodes([node], "node")[0]
+        deadline = arguments.deadline(deadline)
         self.last_stats = _NO_WORK
         if not claims:
             return []
@@ -142,10 +150,14 @@ class Allocator:
         """For every node (``nodes``, or the snapshot's known nodes): what ``allocate``
         would answer there, in one pass: the claims' arrays are built once over all
         nodes and the compiled core searches node after node without returning to
-        Python. Node names not known to the snapshot are unlabelled nodes."""
+        Python. ``nodes`` are Nodes or names (one name alone is one node); names not
+        known to the snapshot are unlabelled nodes. ``deadline`` as for ``allocate``."""
         claims = as_claims(claims)
+        deadline = arguments.deadline(deadline)
         snap = self.snapshot
-        layout = snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes))
+        layout = (
+            snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes, "nodes"))
+        )
         if not claims:
             N = len(layout.nodes)
             return Feasibility(
@@ -238,15 +250,19 @@ class Allocator:
             work[n] = self.last_stats.search_steps
         return found
 
-    def _nodes(self, nodes: Sequence[NodeInput] | None) -> list[Node]:
+    def _nodes(self, nodes: Sequence[NodeInput] | NodeInput | None, name: str) -> list[Node]:
         if nodes is None:
             return self.snapshot.nodes
+        if isinstance(nodes, (str, Node, Mapping)):
+            nodes = [nodes]  # one node: a name is not a sequence of characters
+        elif not isinstance(nodes, Iterable):
+            raise TypeError(f"{name}: expected Nodes or node names, got {type(nodes).__name__}")
         known = self.snapshot.given_nodes
         found = []
-        for n in nodes:
+        for i, n in enumerate(nodes):
             if isinstance(n, str):
                 n = known.get(n) or n  # a name of a given Node: that Node, with its labels
-            found.append(as_node(n))
+            found.append(as_node(n, f"{name}[{i}]" if name == "nodes" else name))
         return found
 
 
@@ -273,7 +289,8 @@ class PreparedClaims:
         if not self.claims:
             return []
         allocator = self.allocator
-        target = node if type(node) is Node else allocator._nodes([node])[0]
+        target = node if type(node) is Node else allocator._nodes([node], "node")[0]
+        deadline = arguments.deadline(deadline)
         try:
             return allocator._allocate(self.claims, self.key, target, deadline)
         finally:

@@ -34,7 +34,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
+from draspeed import arguments
+from draspeed.api.coerce import (
+    ClaimsInput,
+    NodeInput,
+    as_claims,
+    as_node,
+    cluster_claims,
+    cluster_classes,
+    cluster_slices,
+)
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
@@ -133,13 +142,12 @@ class ReferenceAllocator:
         allocated_claims: Sequence[ResourceClaim] = (),
         features: Features = Features(),  # noqa: B008 - immutable record
     ) -> None:
-        self.slices = list(slices)
-        self.classes: dict[str, DeviceClass] = {}
-        for device_class in classes:
-            self.classes.setdefault(device_class.metadata.name, device_class)
-        self.features = features
+        self.slices = cluster_slices(slices)
+        self.classes = {c.metadata.name: c for c in cluster_classes(classes)}
+        self.features = arguments.instance_of(features, Features, "features", "Features")
         self.allocated = AllocatedState.from_claims(
-            allocated_claims, consumable_capacity=features.consumable_capacity
+            cluster_claims(allocated_claims, "allocated_claims"),
+            consumable_capacity=features.consumable_capacity,
         )
         self.last_stats = Stats()
 
@@ -153,7 +161,7 @@ class ReferenceAllocator:
         AllocationTimeout once ``deadline`` (a ``time.monotonic()`` value) passes.
         """
         target = node if type(node) is Node else as_node(node)
-        run = _Allocation(self, as_claims(claims), target, deadline)
+        run = _Allocation(self, as_claims(claims), target, arguments.deadline(deadline))
         try:
             return run.run()
         finally:
