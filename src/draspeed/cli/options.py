@@ -39,7 +39,8 @@ EXIT_OK, EXIT_UNSUITABLE, EXIT_USAGE, EXIT_ERROR, EXIT_CLUSTER = 0, 1, 2, 3, 4
 EXIT_CODES = """\
 exit status: 0 success, 1 does not fit, 2 bad input or usage (the error names the
 object and field), 3 allocation error (upstream's text), 4 the cluster could not be
-read (--from-cluster: the server and the reason)"""
+read (--from-cluster: the server and the reason); a reader that went away (| head)
+ends the command as SIGPIPE ends a Unix tool (the shell shows 141)"""
 
 
 class Arguments(Protocol):
@@ -250,8 +251,19 @@ def add_engine(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument("--engine", choices=ENGINES, default="fast", help=help)
 
 
+# kube-scheduler's DRA Filter timeout (DynamicResourcesArgs.filterTimeout, 10 s by
+# default): what bounds every search unless --timeout says otherwise (0: no bound).
+DEFAULT_TIMEOUT = "10s"
+
+
 def add_timeout(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION", help=help)
+    p.add_argument(
+        "--timeout",
+        type=parse_duration,
+        default=parse_duration(DEFAULT_TIMEOUT),
+        metavar="DURATION",
+        help=f"{help} (default {DEFAULT_TIMEOUT}, kube-scheduler's Filter timeout; 0: no bound)",
+    )
 
 
 # ------------------------------------------------------------------------------ reading
