@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from draspeed.api import DraspeedConversionWarning
+from draspeed.api import DraspeedConversionWarning, DraspeedWarning
 from draspeed.api import text as text_module
 from draspeed.api.loader import Objects, load, to_plain
 from draspeed.api.model import DeviceClass, Node, ResourceClaim, ResourceSlice
@@ -79,6 +79,100 @@ def test_several_sources_keep_input_order(tmp_path: Path) -> None:
         "in-list",
         "from-text",
     ]
+
+
+# ------------------------------------------------------------- one object per name
+
+
+def _slice_list(*slices: dict[str, Any]) -> str:
+    """A JSON ResourceSliceList: the bulk path reads its items."""
+    return json.dumps(
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList", "items": list(slices)}
+    )
+
+
+def test_the_same_object_twice_is_read_once(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(
+        _dump(
+            [
+                _class("gpu"),
+                _node("n1"),
+                {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", **_slice("n1")},
+            ]
+        )
+    )
+    once = load(path)
+    twice = load(path, path, tmp_path)  # -f x.yaml -f x.yaml -f DIR
+    assert len(twice) == len(once) == 3
+    assert twice.slices == once.slices and twice.classes == once.classes
+    # In bulk JSON lists too, and across the bulk and the ordinary path.
+    bulk = _slice_list(_slice("n1"), _slice("n2"))
+    assert [s.metadata.name for s in load(bulk, bulk, path).slices] == ["n1", "n2"]
+
+
+def test_copies_read_at_other_times_or_versions_are_one_object() -> None:
+    later = _class("gpu")
+    later["metadata"] = {"name": "gpu", "resourceVersion": "42"}
+    old = {**_class("gpu"), "apiVersion": "resource.k8s.io/v1beta1"}
+    objects = load(_class("gpu"), later, old)
+    assert len(objects.classes) == 1
+    assert objects.classes[0].metadata.resource_version == ""  # the first copy is kept
+
+
+def test_differing_copies_name_both_places(tmp_path: Path) -> None:
+    other = _class("gpu")
+    other["spec"]["selectors"][0]["cel"]["expression"] = "true"
+    path = tmp_path / "x.yaml"
+    path.write_text(_dump([_class("gpu"), other]))
+    with pytest.raises(InputError) as excinfo:
+        load(path)
+    assert (excinfo.value.obj, excinfo.value.path) == ("DeviceClass gpu", "")
+    assert str(excinfo.value) == (
+        f"DeviceClass gpu: given twice, differently: in {path} document 1 and in {path} "
+        "document 2 (the API server keeps one object per kind, namespace and name)"
+    )
+    changed = _slice("n1")
+    changed["spec"]["devices"][0]["name"] = "gpu-1"
+    with pytest.raises(
+        InputError,
+        match=r"^ResourceSlice n1: given twice, differently: "
+        r"in <text> document 1, items\[0\] and in <text> document 1, "
+        r"items\[1\] \(",
+    ):
+        load(_slice_list(_slice("n1"), changed))
+
+
+def test_namespaces_and_kinds_keep_objects_apart() -> None:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "a"},
+        "spec": {},
+    }
+    elsewhere = {**claim, "metadata": {"name": "c", "namespace": "b"}}
+    template = {**claim, "kind": "ResourceClaimTemplate", "spec": {"spec": {}}}
+    objects = load(claim, elsewhere, template, _class("c"), _node("c"))
+    assert len(objects) == 5
+
+
+def test_unnamed_objects_are_each_their_own() -> None:
+    unnamed = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"generateName": "gpu-"},
+        "spec": {},
+    }
+    assert len(load(unnamed, unnamed, validate="ignore").classes) == 2
+
+
+def test_a_list_read_again_the_ordinary_way_forgets_what_it_saw() -> None:
+    # The bulk reader gives up on a list that is no JSON after all (here: a last item in
+    # YAML flow style) and the ordinary parse reads every item again: the items the
+    # bulk reader saw are no duplicates of themselves.
+    flow = yaml.safe_dump(_slice("n3"), default_flow_style=True).strip()
+    text = _slice_list(_slice("n1"), _slice("n2"))[:-2] + ", " + flow + "]}"
+    assert [s.metadata.name for s in load(text).slices] == ["n1", "n2", "n3"]
 
 
 def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,7 +340,7 @@ def test_decode_error_carries_the_document_as_a_note(tmp_path: Path) -> None:
 
 
 def test_conversion_warnings_are_listed_and_warned() -> None:
-    with pytest.warns(DraspeedConversionWarning):
+    with pytest.warns(DraspeedWarning) as caught:
         objects = load(
             DATA / "seeds" / "resourceclaim-v1alpha2.yaml",
             DATA / "seeds" / "deviceclass-v1beta1.yaml",
@@ -254,6 +348,8 @@ def test_conversion_warnings_are_listed_and_warned() -> None:
         )
     assert len(objects.warnings) == 4
     assert objects.warnings[-1] == 'DeviceClass dra.example.com: unknown field "spec.suitableNodes"'
+    assert [str(w.message) for w in caught] == objects.warnings
+    assert sum(w.category is DraspeedConversionWarning for w in caught) == 3
 
 
 # ---------------------------------------------------------------- client objects

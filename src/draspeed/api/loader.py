@@ -10,6 +10,11 @@ objects (``dict``), lists of any of these, and objects of the Kubernetes Python 
 (the items of an API list call) take them from their list, from their client model's
 class, or from the ``kind=`` argument.
 
+One object per kind, namespace and name, as the API server keeps them: an object given
+again (``-f x.yaml -f x.yaml``, a file inside a directory also given) is read once when
+both copies say the same (compared as decoded, whatever the API version and
+resourceVersion), and is an InputError naming both places when they differ.
+
 Objects of kinds draspeed does not read (a Service, a Deployment: anything outside
 the DRA API group but Nodes and Pods) are skipped, and one warning says how many of
 which kinds, as ``kubectl`` reads what it can of a mixed dump.
@@ -37,7 +42,7 @@ import stat
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -244,6 +249,8 @@ class _Loader:
         self.objects = Objects()
         self.caches = Caches()
         self.pending: Pending | None = None  # warnings held back (see json_list)
+        # (kind, namespace, name) -> the object kept and where it was read.
+        self.seen: dict[tuple[str, str, str], tuple[DRAObject, str, int | None]] = {}
 
     def source(self, source: Any) -> None:
         if isinstance(source, os.PathLike):
@@ -346,6 +353,7 @@ class _Loader:
         marks = [len(found) for found in objects.by_kind().values()]
         warned = len(objects.warnings)
         skipped = dict(objects.skipped)
+        seen = len(self.seen)
         pending: Pending = []
         self.pending = pending
         try:
@@ -360,6 +368,8 @@ class _Loader:
                 del found[mark:]
             del objects.warnings[warned:]
             objects.skipped = skipped
+            for _ in range(len(self.seen) - seen):
+                self.seen.popitem()  # the newest first: those this list added
             return False
         self.warn(pending)
         return True
@@ -397,7 +407,8 @@ class _Loader:
                             _note(exc, where, j)
                             raise
                         if built is not None:
-                            slices.append(built)
+                            if self.first(built, where, j):
+                                slices.append(built)
                             continue
                     item = msgspec.json.decode(text)  # as the ordinary parse gives it
                 self.list_item(item, j, where, api_version, item_kind)
@@ -485,7 +496,30 @@ class _Loader:
         except InputError as exc:
             _note(exc, where, item)
             raise
-        self.objects.add(decoded)
+        if self.first(decoded, where, item):
+            self.objects.add(decoded)
+
+    def first(self, obj: DRAObject, where: str, item: int | None) -> bool:
+        """Whether ``obj`` is the first of its kind, namespace and name (False: a copy
+        of one read before, to be dropped); InputError if it differs from that one.
+        Objects without a name (``generateName`` only) are each their own."""
+        meta = obj.metadata
+        if not meta.name:
+            return True
+        key = (type(obj).__name__, meta.namespace, meta.name)
+        before = self.seen.setdefault(key, (obj, where, item))
+        if before[0] is obj:
+            return True
+        if _same(before[0], obj):
+            return False
+        kind, namespace, name = key
+        raise InputError(
+            f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}",
+            "",
+            f"given twice, differently: in {_place(*before[1:])} and in "
+            f"{_place(where, item)} (the API server keeps one object per kind, "
+            "namespace and name)",
+        )
 
     @staticmethod
     def check_type_meta(api_version: Any, kind: Any, where: str, item: int | None) -> None:
@@ -496,6 +530,24 @@ class _Loader:
                     f"{_prefix(item)}{key}",
                     "Required value" if not value else wrong_type("string", value),
                 )
+
+
+def _same(a: DRAObject, b: DRAObject) -> bool:
+    """Whether two decoded objects of one kind say the same: every field compared but
+    the text they came from, their API version and their resourceVersion (one object
+    read at two times, or in two versions, is one object)."""
+    if replace(a.metadata, resource_version="") != replace(b.metadata, resource_version=""):
+        return False
+    ignored = ("metadata", "raw", "api_version")
+    return all(
+        getattr(a, f.name) == getattr(b, f.name)
+        for f in fields(a)
+        if f.compare and f.name not in ignored
+    )
+
+
+def _place(where: str, item: int | None) -> str:
+    return where if item is None else f"{where}, items[{item}]"
 
 
 def _note(exc: InputError, where: str, item: int | None) -> None:
