@@ -181,3 +181,33 @@ def test_first_violation_is_reported_once() -> None:
         decode(obj)
     assert excinfo.value.path == "spec.driver"
     assert excinfo.value.obj == "ResourceSlice s"
+
+
+@pytest.mark.parametrize(
+    ("key", "shown"),
+    [
+        ("numa", "numa"),
+        ("gpu.example.com/numa", "gpu.example.com/numa"),
+        # validateMap shortens keys beyond 96 bytes (domain, "/", identifier) in the
+        # middle: 47 bytes, "...", the last 46.
+        ("d" * 63 + "/" + "n" * 40, "d" * 47 + "..." + "d" * 5 + "/" + "n" * 40),
+    ],
+)
+def test_map_entries_are_written_as_the_api_server_writes_them(key: str, shown: str) -> None:
+    obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "nodeName": "node-1",
+            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0", "attributes": {key: {"version": "v1"}}}],
+        },
+    }
+    with pytest.raises(InputError) as excinfo:
+        decode(obj)
+    if len(key) > 96:  # the name itself is too long
+        assert excinfo.value.path == f"spec.devices[0].attributes[{shown}]"
+    else:
+        assert excinfo.value.path == f"spec.devices[0].attributes[{shown}].version"

@@ -110,6 +110,26 @@ def child(path: str, key: str) -> str:
     return f"{path}[{key}]"
 
 
+# validation.go's limits for map keys in error paths: attribute and capacity names
+# (domain, "/", identifier) and counter names (DNS labels).
+ATTRIBUTE_KEY_LIMIT = 63 + 1 + 32
+COUNTER_KEY_LIMIT = 63
+
+
+def map_entry(path: str, key: str, limit: int) -> str:
+    """``path[key]``: an entry of a map the API server validates, as its field path
+    writes it (``spec.devices[0].attributes[model]``), a key longer than ``limit``
+    bytes (at least 16) shortened in the middle to that length with "..." as
+    validation.go's validateMap shortens it."""
+    data = key.encode()
+    limit = max(limit, 16)
+    if len(data) > limit:
+        remaining = limit - 3
+        head, tail = data[: (remaining + 1) // 2], data[len(data) - remaining // 2 :]
+        key = (head + b"..." + tail).decode(errors="replace")
+    return f"{path}[{key}]"
+
+
 Pending = list[tuple[str, type[Warning]]]  # warnings held back: (text, category)
 
 

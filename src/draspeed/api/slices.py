@@ -39,6 +39,8 @@ from draspeed.api.common import (
     object_name,
 )
 from draspeed.api.context import (
+    ATTRIBUTE_KEY_LIMIT,
+    COUNTER_KEY_LIMIT,
     Caches,
     DecodeContext,
     DraspeedWarning,
@@ -46,6 +48,7 @@ from draspeed.api.context import (
     Validation,
     child,
     dict_of,
+    map_entry,
 )
 from draspeed.api.messages import (
     duplicate,
@@ -429,7 +432,8 @@ def _decode_device(
                 try:
                     attr = _attribute_value(caches, validate, value)
                 except _BadValue as bad:
-                    path = child(f"{_device_path(i, nested)}.attributes", key)
+                    path = f"{_device_path(i, nested)}.attributes"
+                    path = map_entry(path, key, ATTRIBUTE_KEY_LIMIT)
                     ctx.fail(f"{path}.{bad.where}" if bad.where else path, bad.message)
                 if attr.kind in LIST_KINDS:
                     extra_values += max(len(attr.value), 1) - 1
@@ -460,7 +464,7 @@ def _decode_device(
                     if field == "value" and type(text) is str:
                         cap = capacities.get(text)
             if cap is None:
-                path = child(f"{_device_path(i, nested)}.capacity", key)
+                path = map_entry(f"{_device_path(i, nested)}.capacity", key, ATTRIBUTE_KEY_LIMIT)
                 cap = (
                     _bare_capacity(ctx, value, path)
                     if bare_capacity
@@ -550,12 +554,12 @@ def _merge_duplicates(
         fq = key_names[key]
         if key != fq and fq in raw:
             ctx.warn(
-                child(map_path, key),
+                map_entry(map_path, key, ATTRIBUTE_KEY_LIMIT),
                 f"{fq} is also given with its domain; the fully qualified entry is used",
                 DraspeedWarning,
             )
             continue
-        result[fq] = decode_one(ctx, value, child(map_path, key))
+        result[fq] = decode_one(ctx, value, map_entry(map_path, key, ATTRIBUTE_KEY_LIMIT))
     return result
 
 
@@ -566,7 +570,7 @@ def _attribute_name(ctx: DecodeContext, driver: str, key: Any, map_path: str) ->
     if ctx.validate:
         problem = names.check_qualified_name(key)
         if problem is not None:
-            ctx.fail(child(map_path, key), problem)
+            ctx.fail(map_entry(map_path, key, ATTRIBUTE_KEY_LIMIT), problem)
     fq = key if "/" in key else f"{driver}/{key}"
     ctx.caches.attribute_names.setdefault(driver, {})[key] = fq
     return fq
@@ -755,7 +759,7 @@ def _decode_counters(ctx: DecodeContext, raw: Any, path: str) -> dict[str, Count
             ctx.fail(path, too_many(len(raw), limits.RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET))
     counters = {}
     for name, counter in raw.items():
-        cpath = child(path, str(name))
+        cpath = map_entry(path, str(name), COUNTER_KEY_LIMIT)
         if not isinstance(name, str):
             ctx.fail(path, wrong_type("string key", name))
         if ctx.validate:
