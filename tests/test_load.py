@@ -132,6 +132,9 @@ def test_differing_copies_name_both_places(tmp_path: Path) -> None:
         f"DeviceClass gpu: given twice, differently: in {path} document 1 and in {path} "
         "document 2 (the API server keeps one object per kind, namespace and name)"
     )
+    # Objects given in Python: where they sit among the arguments.
+    with pytest.raises(InputError, match=r"in <object>\[0\]\[1\] and in <object>\[1\] \("):
+        load([_class("other"), _class("gpu")], other)
     changed = _slice("n1")
     changed["spec"]["devices"][0]["name"] = "gpu-1"
     with pytest.raises(

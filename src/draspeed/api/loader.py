@@ -178,9 +178,13 @@ def load(
     limits = Limits(max_bytes, max_depth, max_alias_expansion)
     default = _default_type(kind, api_version)
     loader = _Loader(validation_mode(validate), limits, default, recursive, timeout)
+    # Objects given in Python are named by where they sit among the arguments:
+    # "<object>" alone, "<object>[1]" the second argument, "<object>[0][3]" the fourth
+    # item of the first argument's list.
+    several = len(sources) > 1
     with collector_paused():
-        for source in sources:
-            loader.source(source)
+        for i, source in enumerate(sources):
+            loader.source(source, f"[{i}]" if several else "")
     objects = loader.objects
     if objects.skipped:
         text = skipped_warning(objects.skipped)
@@ -252,7 +256,8 @@ class _Loader:
         # (kind, namespace, name) -> the object kept and where it was read.
         self.seen: dict[tuple[str, str, str], tuple[DRAObject, str, int | None]] = {}
 
-    def source(self, source: Any) -> None:
+    def source(self, source: Any, at: str = "") -> None:
+        """Read one source; ``at`` is where an object given in Python sits (``[0][3]``)."""
         if isinstance(source, os.PathLike):
             self.path(Path(source))
         elif isinstance(source, str):
@@ -262,26 +267,26 @@ class _Loader:
                 data = read_url(source, timeout=self.timeout, max_bytes=self.limits.max_bytes)
                 self.text(data, source)
             elif "\n" in source or source.lstrip()[:1] in ("{", "["):
-                self.text(source, "<text>")
+                self.text(source, f"<text>{at}")
             elif os.path.exists(source):
                 self.path(Path(source))
             elif ":" in source:
-                self.text(source, "<text>")
+                self.text(source, f"<text>{at}")
             else:
                 raise InputError(source, "", "no such file or directory")
         elif isinstance(source, (bytes, bytearray, memoryview)):
-            self.text(bytes(source), "<bytes>")
+            self.text(bytes(source), f"<bytes>{at}")
         elif isinstance(source, Mapping):
-            self.document(source, "<object>", None)
+            self.document(source, f"<object>{at}", None)
         elif isinstance(source, (list, tuple)):
-            for item in source:
-                self.source(item)
+            for j, item in enumerate(source):
+                self.source(item, f"{at}[{j}]")
         else:
             plain = to_plain(source)
             meta = model_type_meta(source)
             if meta is not None and isinstance(plain, dict):
                 plain = {"apiVersion": meta[0], "kind": meta[1], **plain}
-            self.document(plain, f"<{type(source).__name__}>", None)
+            self.document(plain, f"<{type(source).__name__}>{at}", None)
 
     def path(self, path: Path) -> None:
         if path.is_dir():
