@@ -17,7 +17,7 @@ from draspeed.api.loader import Objects
 from draspeed.api.model import DeviceClass, DeviceClassSpec, Node, ObjectMeta
 from draspeed.engine.allocator import Allocator
 from draspeed.engine.snapshot import Snapshot
-from draspeed.errors import AllocationTimeout
+from draspeed.errors import AllocationTimeout, InputError
 from draspeed.explain.explainer import explain
 
 CLUSTER = Path(__file__).parent / "bad_input" / "duplicate-sources.yaml"
@@ -218,3 +218,27 @@ def test_far_deadlines_are_no_bound(deadline: float, objects: Objects, snapshot:
 def test_a_past_deadline_is_upstreams_timeout(objects: Objects, snapshot: Snapshot) -> None:
     with pytest.raises(AllocationTimeout, match="context deadline exceeded"):
         Allocator(snapshot).allocate(objects.claims, "node-1", deadline=time.monotonic() - 1)
+
+
+@pytest.mark.parametrize("validate", ["strict", "ignore"])
+def test_parameters_that_contain_themselves(validate: Any) -> None:
+    """A Python structure holding itself is an input error, not a RecursionError."""
+    parameters: dict[str, Any] = {}
+    parameters["self"] = parameters
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "d"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "r", "exactly": {"deviceClassName": "g"}}],
+                "config": [{"opaque": {"driver": "g.example.com", "parameters": parameters}}],
+            }
+        },
+    }
+    with pytest.raises(InputError) as excinfo:
+        load(claim, validate=validate)
+    assert str(excinfo.value) == (
+        "ResourceClaim d/c: spec.devices.config[0].opaque.parameters.self: a value that "
+        "contains itself cannot be written as JSON"
+    )
