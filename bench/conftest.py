@@ -246,7 +246,7 @@ class PerNode:
 
     def teardown(self, node: Node) -> None:
         stats = (self.prepared or self.allocator).last_stats
-        self.work.append(stats.num_allocate_one_invocations)
+        self.work.append(stats.search_steps)
         self.calls += 1
 
     def run(

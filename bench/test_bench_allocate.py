@@ -8,7 +8,7 @@ kube-scheduler's loop (one pod per pass over the nodes, its claims prepared once
 each pod committed with ``add_allocated`` before the next is asked); ``cold``, every
 timed call the first on its node, as when a new scheduling cycle begins.
 ``extra_info`` holds the engine, mode, cluster size, the work counter (median and max
-``num_allocate_one_invocations`` per call), how many calls found a fit, and upstream's
+``last_stats.search_steps`` per call), how many calls found a fit, and upstream's
 own per-node time for the shape where spec §9 has one (``upstream_us``).
 
 The scaling rows run the scheduler_perf one-device claim on clusters of 5, 50, 500 and

@@ -74,6 +74,6 @@ def test_no_solution(
             "engine": engine,
             "devices": loaded.n_devices,
             "count": exact.count,
-            "work": allocator.last_stats.num_allocate_one_invocations,
+            "work": allocator.last_stats.search_steps,
         }
     )

@@ -24,6 +24,7 @@ from draspeed.api.model import (
 )
 from draspeed.errors import InputError
 from draspeed.quantity import Quantity
+from draspeed.testing.cases import scenario_validation
 
 DATA = Path(__file__).parent / "data" / "api"
 DIFFERENTIAL = Path(__file__).parent / "data" / "differential"
@@ -59,7 +60,7 @@ def test_differential_scenario_decodes(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     # kubectl-style documents: top-level "kind:" and "metadata:\n  name:" lines, in order.
     kinds, names = _TOP_KIND.findall(text), _TOP_NAME.findall(text)
-    objects = load(path)
+    objects = load(path, validate=scenario_validation(str(path)))
     assert len(objects) == len(kinds) == len(names)
     assert len(objects.nodes) >= 1
     by_kind = objects.by_kind()
@@ -82,6 +83,10 @@ def test_slice_versions_decode_to_the_same_model(version: str) -> None:
 def test_v1alpha3_slice_matches_v1_without_the_newer_fields() -> None:
     v1 = _one(DATA / "versions" / "slice-v1.yaml")
     alpha = _one(DATA / "versions" / "slice-v1alpha3.yaml")
+    # v1alpha3 has no list-type attributes (a "strings" value is an unknown field there).
+    attributes = dict(v1.spec.devices[0].attributes)
+    del attributes["gpu.example.com/links"]
+    gpu0 = dataclasses.replace(v1.spec.devices[0], attributes=attributes)
     gpu1 = dataclasses.replace(
         v1.spec.devices[1],
         binds_to_node=None,
@@ -89,9 +94,9 @@ def test_v1alpha3_slice_matches_v1_without_the_newer_fields() -> None:
         binding_failure_conditions=[],
         allow_multiple_allocations=None,
     )
-    spec = dataclasses.replace(v1.spec, devices=[v1.spec.devices[0], gpu1])
+    spec = dataclasses.replace(v1.spec, devices=[gpu0, gpu1])
     assert _strip(alpha) == _strip(v1, spec=spec)
-    assert isinstance(alpha.spec.devices[0].capacity["gpu.example.com/memory"].value, Quantity)
+    assert isinstance(alpha.spec.devices[0].capacity["memory"].value, Quantity)
 
 
 @pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
@@ -188,8 +193,13 @@ def test_classic_allocation_without_node_name_says_pool_is_unknown() -> None:
 
 
 def test_seed_device_class_v1beta1() -> None:
-    with pytest.warns(DraspeedConversionWarning, match="spec.suitableNodes"):
-        (cls,) = load(DATA / "seeds" / "deviceclass-v1beta1.yaml").classes
+    # The reference page lists spec.suitableNodes, which v1beta1 never had (it was
+    # dropped with classic DRA in 1.32, when v1beta1 came): an unknown field.
+    path = DATA / "seeds" / "deviceclass-v1beta1.yaml"
+    with pytest.raises(InputError, match=r'unknown field "spec\.suitableNodes"'):
+        load(path)
+    with pytest.warns(DraspeedWarning, match=r'unknown field "spec\.suitableNodes"'):
+        (cls,) = load(path, validate="warn").classes
     assert isinstance(cls, DeviceClass)
     expressions = [s.cel.expression for s in cls.spec.selectors if s.cel]
     assert expressions[1].startswith("cel.bind(dra, device.attributes[")
@@ -212,14 +222,14 @@ def test_seed_resource_slices_v1() -> None:
         "version", "550.54.15"
     )
     assert gpu0.attributes["gpu.example.com/mig"] == DeviceAttribute("bool", False)
-    policy = gpu0.capacity["gpu.example.com/memory"].request_policy
+    policy = gpu0.capacity["memory"].request_policy
     assert policy is not None and policy.valid_range is not None
     assert [str(q) for q in (policy.default, policy.valid_range.min, policy.valid_range.step)] == [
         "10Gi",
         "10Gi",
         "10Gi",
     ]
-    values = gpu0.capacity["gpu.example.com/multiprocessors"].request_policy
+    values = gpu0.capacity["multiprocessors"].request_policy
     assert values is not None and [str(v) for v in values.valid_values] == ["33", "66", "132"]
     assert gpu0.consumes_counters[0].counter_set == "gpu-0-cs"
     assert gpu0.taints[0].effect == "NoExecute"
@@ -410,7 +420,8 @@ def test_attribute_kinds_and_values() -> None:
                 "h": {"string": None, "int": 4},
                 "i": {"future": 1.5},
             }
-        )
+        ),
+        validate="ignore",  # "i": an unknown field, then no value at all
     )
     assert isinstance(s, ResourceSlice)
     attrs = {k.split("/")[1]: (v.kind, v.value) for k, v in s.spec.devices[0].attributes.items()}
@@ -440,7 +451,7 @@ def test_quantities_are_exact_and_canonical() -> None:
     )
     assert isinstance(s, ResourceSlice)
     cap = s.spec.devices[0].capacity
-    assert [str(cap[f"gpu.example.com/{k}"].value) for k in ("memory", "cores", "bw")] == [
+    assert [str(cap[k].value) for k in ("memory", "cores", "bw")] == [
         "1536Mi",
         "8",
         "100M",
@@ -450,7 +461,10 @@ def test_quantities_are_exact_and_canonical() -> None:
 def test_raw_is_the_input_mapping_with_unknown_fields() -> None:
     obj = _slice_with({}, futureField={"x": 1})
     obj["spec"]["partitionTypeAttribute"] = "gpu.example.com/profile"
-    s = decode(obj)
+    with pytest.raises(InputError, match=r'unknown field "spec\.devices\[0\]\.futureField"'):
+        decode(obj)
+    with pytest.warns(DraspeedWarning, match="futureField"):
+        s = decode(obj, validate="warn")
     assert isinstance(s, ResourceSlice)
     assert s.raw is obj
     assert s.raw["spec"]["devices"][0]["futureField"] == {"x": 1}

@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draspeed.api._model_tree import clone
+from draspeed.api.context import Validation
 from draspeed.api.loader import load
 from draspeed.api.model import ResourceSlice
 from draspeed.generate import KINDS, generate
@@ -50,7 +51,7 @@ def _ordinary_path() -> Iterator[None]:
         _LOAD_MODULE.read_list = original  # type: ignore[attr-defined]
 
 
-def _outcome(text: bytes, validate: bool) -> tuple[Any, ...]:
+def _outcome(text: bytes, validate: bool | Validation) -> tuple[Any, ...]:
     """Everything ``load`` gives for a text: objects, raws, warnings, or the error."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -82,7 +83,7 @@ def _fast_slices(text: bytes) -> int:
     return sum(s.raw_text is not None for s in objects.slices)
 
 
-def _same(text: bytes, validate: bool) -> tuple[Any, ...]:
+def _same(text: bytes, validate: bool | Validation) -> tuple[Any, ...]:
     fast = _outcome(text, validate)
     with _ordinary_path():
         ordinary = _outcome(text, validate)
@@ -479,15 +480,19 @@ def _texts_with_a_late_break() -> list[tuple[str, bytes]]:
 
 @pytest.mark.parametrize(("label", "text"), _texts_with_a_late_break(), ids=lambda x: str(x)[:30])
 def test_a_late_item_that_is_no_json(label: str, text: bytes) -> None:
-    """The bulk path starts, finds the last item is no JSON, and starts over."""
+    """The bulk path starts, finds the last item is no JSON, and starts over. The break
+    is a field "x" the object does not have: strict refuses it, warn warns."""
     outcome = _same(text, True)
     if "UTF-8" in label:
         assert outcome[:2] == ("error", "InputError") and "invalid UTF-8" in outcome[2]
     elif label.startswith("error"):
         assert outcome[:2] == ("error", "InputError") and "Bad_Driver" in outcome[2]
     else:
+        assert outcome[:2] == ("error", "InputError") and '.x"' in outcome[2], outcome[2]
+        outcome = _same(text, "warn")
         assert outcome[0] == "objects"
-        assert len(outcome[-1]) == label.startswith("warning")  # warned once, not twice
+        # Warned once each, not twice: the unknown field, and the first item's warning.
+        assert len(outcome[-1]) == 1 + label.startswith("warning")
 
 
 @pytest.mark.parametrize(
@@ -533,7 +538,8 @@ def test_a_bad_item_is_reported_as_the_ordinary_path_does() -> None:
         f"ResourceSlice {slices[1]['metadata']['name']}: spec.devices[0].name: "
         'Invalid value: "Not_A_Label": a lowercase RFC 1123 label must consist of lower '
         "case alphanumeric characters or '-', and must start and end with an alphanumeric "
-        "character (regex '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        "character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
     )
 
 
@@ -637,4 +643,4 @@ def test_counter_texts_are_remembered_and_checked_once() -> None:
     outcome = _same(msgspec.json.encode(_as_slice_list(slices)), True)
     assert outcome[0] == "error"
     assert last["metadata"]["name"] in outcome[2]
-    assert "consumesCounters[0].counters.memory.value" in outcome[2]
+    assert "consumesCounters[0].counters[memory].value" in outcome[2]

@@ -518,3 +518,12 @@ def test_table_alignment_ignores_colour_codes() -> None:
     assert plain == "A           STATUS\nlong-name   fits\n"
     strip = coloured.replace("\x1b[32m", "").replace("\x1b[1m", "").replace("\x1b[0m", "")
     assert strip == plain
+
+
+@pytest.mark.parametrize("command", ["feasible", "allocate", "explain"])
+def test_timeout_defaults_to_kube_schedulers_filter_timeout(command: str) -> None:
+    parser = build_parser("draspeed")
+    base = [command, "-f", "cluster.yaml"] + ([] if command == "feasible" else ["--node", "n"])
+    assert parser.parse_args(base).timeout == 10.0  # DynamicResourcesArgs.filterTimeout
+    assert parser.parse_args([*base, "--timeout", "0"]).timeout == 0.0  # no bound
+    assert parser.parse_args([*base, "--timeout", "1m30s"]).timeout == 90.0

@@ -81,9 +81,13 @@ def test_allocators_take_client_models(example: Any) -> None:
         allocator = cluster.allocator(engine)
         results = allocator.allocate([claim], node)
         assert results is not None and results[0].devices.results[0].pool == "node-00001"
-        # A list object, and a node as a dict, work too.
+        # A list object, and a node as a dict (the JSON the API server sends), work too.
         listed = client.V1ResourceClaimList(items=[claim])
-        assert allocator.allocate(listed, node.to_dict()) is not None
+        as_json = client.ApiClient().sanitize_for_serialization(node)
+        assert allocator.allocate(listed, as_json) is not None
+        # to_dict() writes the model's snake_case attributes: no Kubernetes object.
+        with pytest.raises(InputError, match='unknown field "api_version"'):
+            allocator.allocate(listed, node.to_dict())
     fast = draspeed.Allocator(cluster.snapshot())
     assert fast.feasible_nodes([claim], [node]).feasible == ["node-00001"]
     assert fast.prepare([claim]).allocate(node) is not None

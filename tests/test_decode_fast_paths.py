@@ -164,7 +164,7 @@ def test_common_devices_take_the_fast_path(version: str, monkeypatch: Any) -> No
     assert got[1].attributes[f"{DRIVER}/uuid"] == DeviceAttribute(
         "string", "GPU-00000001-4f2a-9c1d-7e3b-000000000001"
     )
-    assert got[0].capacity[f"{DRIVER}/memory"] == DeviceCapacity(Quantity.parse("80Gi"))
+    assert got[0].capacity["memory"] == DeviceCapacity(Quantity.parse("80Gi"))
     _compare(version, devices)
 
 

@@ -63,7 +63,7 @@ def _together(snapshot_args: dict[str, Any], claims: list[Any]) -> dict[str, tup
 
 def _check(scenario: Scenario) -> None:
     inputs = scenario.inputs()
-    objects = load(scenario.documents)
+    objects = load(scenario.documents, validate="ignore")  # for its Nodes only
     args = {
         "slices": inputs.slices,
         "classes": inputs.classes,
@@ -130,6 +130,6 @@ def test_prepared_claims_are_read_once() -> None:
     assert request.exactly is not None
     request.exactly.count = 30  # more than any node has
     assert results_json(prepared.allocate(node) or []) == before
-    assert prepared.last_stats.num_allocate_one_invocations > 0
+    assert prepared.last_stats.search_steps > 0
     assert allocator.prepare(claims).allocate(node) is None
     assert allocator.allocate(claims, node) is None

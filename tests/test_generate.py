@@ -20,6 +20,7 @@ from draspeed.features import Features
 from draspeed.generate import KINDS, Cluster, decoded_claim, generate
 from draspeed.generate.nvidia import PROFILES
 from draspeed.generate.scenarios import SCENARIOS, identical_devices
+from draspeed.reference import ReferenceAllocator
 
 # (kind, options): every kind, and the options that change its shape.
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
@@ -277,7 +278,14 @@ def test_identical_devices_has_no_solution() -> None:
     loaded = identical_devices(12).load()
     allocator = loaded.allocator("reference")
     assert allocator.allocate(loaded.claims, loaded.nodes[0]) is None
+    assert isinstance(allocator, ReferenceAllocator)
     assert allocator.last_stats.num_allocate_one_invocations == 2**12
+    assert allocator.last_stats.search_steps == 2**12
+    # The fast engine prunes: its own counter, honestly named, far below upstream's.
+    fast = loaded.allocator("fast")
+    assert fast.allocate(loaded.claims, loaded.nodes[0]) is None
+    assert 0 < fast.last_stats.search_steps < 2**12
+    assert not hasattr(fast.last_stats, "num_allocate_one_invocations")
 
 
 # --------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from draspeed.engine.allocator import Allocator
 from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError
 from draspeed.features import Features
+from draspeed.testing.cases import scenario_validation
 from draspeed.testing.engines import results_json
 from draspeed.testing.strategies import Cluster, claim_sets, clusters, features
 
@@ -89,7 +90,7 @@ class Versions(RuleBasedStateMachine):
         self.cluster, self.gates = cluster, gates
         # Small thresholds: layers merge and holds fold after a few versions.
         draspeed.engine.persistent.MAX_DEPTH, draspeed.engine.committed.FOLD_MIN = depth, fold
-        objects = load(cluster.documents)
+        objects = load(cluster.documents, validate=scenario_validation(cluster.documents))
         # Nodes left out are known from their slices alone (unlabelled).
         self.nodes = objects.nodes[given:]
         self.all_nodes = objects.nodes
@@ -107,7 +108,7 @@ class Versions(RuleBasedStateMachine):
     def _claims(self, data: st.DataObject) -> list[ResourceClaim]:
         documents = data.draw(claim_sets(self.cluster, first=self.next_claim))
         self.next_claim += len(documents)
-        return load(documents).claims
+        return load(documents, validate=scenario_validation(documents)).claims
 
     def _rebuilt(self) -> Snapshot:
         return Snapshot.build(

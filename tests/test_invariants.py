@@ -317,7 +317,7 @@ CASES: list[
         [ONE],
         [result(("r", "gpu-0", {**SHARE, "consumedCapacity": {"memory": "38Gi"}}))],
         [(ONE, result(("r", "gpu-0", SHARE)))],
-        ["capacity gpu.example.com/memory overcommitted"],
+        ["capacity memory overcommitted"],
     ),
     (
         "capacity-policy",
@@ -345,7 +345,7 @@ CASES: list[
         [claim("c", [exactly("r", capacity={"requests": {"cores": "1"}})])],
         [result(("r", "gpu-2"))],
         [],
-        ["request for capacity gpu.example.com/cores"],
+        ["request for capacity cores"],
     ),
     (
         "match-attribute",
@@ -487,7 +487,9 @@ def _claims(documents: list[dict[str, Any]]) -> list[ResourceClaim]:
 
 
 def _allocation(raw: dict[str, Any]) -> AllocationResult:
-    return decode_allocation(raw)
+    # Unvalidated: the table holds results the API server would refuse (33 devices),
+    # which the checker must catch itself.
+    return decode_allocation(raw, validate="ignore")
 
 
 @pytest.mark.parametrize(

@@ -138,7 +138,8 @@ def test_unknown_node_is_an_input_error(cluster: Path) -> None:
             "a~b",
             'unable to parse requirement: : Invalid value: "a~b": name part must '
             "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-            "alphanumeric character",
+            "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used "
+            "for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
         ),
         ("a=(b", "unable to parse requirement: found '(', expected: identifier"),
     ],

@@ -62,7 +62,7 @@ def device(name: str, **kw: Any) -> Device:
         dev.consumes_counters = [DeviceCounterConsumption("cs", {"mem": Counter(Q(mem))})]
     if capacity is not None:
         # The model keys capacities fully qualified; claims and results write "cap".
-        dev.capacity = {f"{DRIVER}/cap": DeviceCapacity(Q(capacity))}
+        dev.capacity = {"cap": DeviceCapacity(Q(capacity))}
     return dev
 
 

@@ -46,9 +46,7 @@ def test_state_from_claims() -> None:
     state = AllocatedState.from_claims(claims)
     assert state.devices == {DeviceID("d", "p", "plain"), DeviceID("d", "p", "leaving")}
     # Names are qualified with the driver, like the model's device capacities.
-    assert state.consumed_capacity == {
-        DeviceID("d", "p", "shared"): {"d/mem": Quantity.parse("2Gi")}
-    }
+    assert state.consumed_capacity == {DeviceID("d", "p", "shared"): {"mem": Quantity.parse("2Gi")}}
     assert len(state.shared_devices) == 3
     for name in ("plain", "leaving", "shared", "share-no-capacity"):
         assert state.is_allocated(DeviceID("d", "p", name))

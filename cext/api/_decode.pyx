@@ -445,10 +445,11 @@ cdef object _common_device(_Tables t, object d):
             if p is NULL:
                 return None
             cap = <object>p
-            p = PyDict_GetItemWithError(t.key_names, key)
-            if p is NULL:
+            # A key checked before, kept as written: upstream compares and prints
+            # capacity names literally.
+            if PyDict_GetItemWithError(t.key_names, key) is NULL:
                 return None
-            PyDict_SetItem(caps, <object>p, cap)
+            PyDict_SetItem(caps, key, cap)
         if PyDict_GET_SIZE(caps) != PyDict_GET_SIZE(c):
             return None
     else:
@@ -524,6 +525,16 @@ cdef object _NO_COUNTER_SETS = JSONSpec.__struct_defaults__[
     JSONSpec.__struct_fields__.index("sharedCounters")
     - (len(JSONSpec.__struct_fields__) - len(JSONSpec.__struct_defaults__))
 ]
+
+
+cdef bint _is_null(object text) except -1:
+    """Whether a JSON text is ``null`` (which the checked decoder takes for absent)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(text, &view, PyBUF_SIMPLE)
+    cdef Py_ssize_t i = _ws(<const char *>view.buf, 0, view.len)
+    cdef bint found = view.len - i >= 4 and memcmp(<const char *>view.buf + i, "null", 4) == 0
+    PyBuffer_Release(&view)
+    return found
 
 
 cdef bint _starts_list(object text) except -1:
@@ -614,7 +625,8 @@ cdef inline uint64_t _hash_bytes(const char *p, Py_ssize_t n, int space, void *t
 cdef class _KeyInfo:
     """What the memo knows of one attribute or capacity key of one driver."""
 
-    cdef object name  # fully qualified
+    cdef object name  # fully qualified (how attributes are keyed)
+    cdef object published  # as the slice wrote it (how capacities are keyed)
     cdef Py_ssize_t strings, new_strings  # string values read, and how many were new
     # Its string values are (nearly) all different (uuids, serials): they are neither
     # looked up nor remembered, which would only fill the caches with values never
@@ -832,11 +844,13 @@ cdef class SliceBuilder:
         cdef _KeyInfo info
         if found is not NULL:
             return <_KeyInfo>found
-        name = key_names.get(PyUnicode_DecodeUTF8(p, n, NULL))
+        published = PyUnicode_DecodeUTF8(p, n, NULL)
+        name = key_names.get(published)
         if name is None:
             return None
         info = _KeyInfo.__new__(_KeyInfo)
         info.name = name
+        info.published = published
         self.memo.put(h, M_KEY, <void *>key_names, p, n, info)
         return info
 
@@ -1022,10 +1036,13 @@ cdef class SliceBuilder:
             elif all_nodes is not True:
                 return None
         shared = spec.sharedCounters
-        if shared is not _NO_COUNTER_SETS and _has_items(shared):
-            if not _starts_list(shared):
-                return None  # the checked decoder words the type, before the devices
-        else:
+        if shared is _NO_COUNTER_SETS or _is_null(shared):
+            shared = None
+        elif not _starts_list(shared) or spec.devices is not None:
+            # Its type, or devices beside it (refused when validating, "even empty"):
+            # the checked decoder, in its order.
+            return None
+        elif not _has_items(shared):
             shared = None
 
         devices_raw = spec.devices
@@ -1048,21 +1065,27 @@ cdef class SliceBuilder:
                 if device is None:
                     if checked is None:
                         checked = fallback(raw)
+                    warned = checked.ctx.warned
                     device = checked(i, driver)
-                    if type(d) is JSONDevice:
+                    if type(d) is JSONDevice and checked.ctx.warned == warned:
+                        # (a text that warns is warned about at each device: not kept)
                         uses = draspeed_get_slot(d, _device_consumes_at)
                         if uses != <PyObject *>_NO_CONSUMPTION:
                             self.remember(
                                 <object>uses, M_CONSUMES, tuple(device.consumes_counters))
                 devices.append(device)
+        if validate and n > 1 and len({dev.name for dev in devices}) != n:
+            return None  # a device name twice: the checked decoder names the device
         counter_sets = []
         if shared is not None:
             known = self.decoded(shared, M_COUNTER_SETS)
             if known is None:
                 if checked is None:
                     checked = fallback(raw)
+                warned = checked.ctx.warned
                 known = tuple(checked.counter_sets())
-                self.remember(shared, M_COUNTER_SETS, known)
+                if checked.ctx.warned == warned:  # (a warning is given each time)
+                    self.remember(shared, M_COUNTER_SETS, known)
             counter_sets = list(<tuple>known)
         decoded = None if checked is None else checked.raw
 
@@ -1105,9 +1128,10 @@ cdef class SliceBuilder:
 
 cdef object _read_map(SliceBuilder b, dict key_names, object text, bint capacity,
                       Py_ssize_t *count):
-    """The attributes (or capacities) of a device from their JSON text, keyed by fully
-    qualified name, with ``count`` members; None when anything is not the common shape
-    or not known."""
+    """The attributes (keyed by fully qualified name) or capacities (keyed as written:
+    upstream compares and prints capacity names literally) of a device from their JSON
+    text, with ``count`` members; None when anything is not the common shape or not
+    known."""
     cdef Py_buffer view
     PyObject_GetBuffer(text, &view, PyBUF_SIMPLE)
     try:
@@ -1182,7 +1206,7 @@ cdef object _parse_map(SliceBuilder b, dict key_names, const char *p, Py_ssize_t
         i = _ws(p, i, n)
         if i >= n or p[i] != b'}':
             return None  # a second field
-        PyDict_SetItem(result, key.name, value)
+        PyDict_SetItem(result, key.published if capacity else key.name, value)
         members += 1
         i = _ws(p, i + 1, n)
         if i < n and p[i] == b',':

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from draspeed.api.coerce import ClaimsInput, NodeInput
+from draspeed import arguments
+from draspeed.api.coerce import ClaimsInput, NodeInput, as_node
 from draspeed.api.model import (
     AllocationResult,
     DeviceClass,
@@ -51,8 +52,9 @@ ENGINES: tuple[Engine, ...] = ("fast", "reference")
 
 class StatsLike(Protocol):
     @property
-    def num_allocate_one_invocations(self) -> int:
-        """Search steps, counted as upstream counts its allocateOne calls."""
+    def search_steps(self) -> int:
+        """Search steps of the last call: upstream's ``NumAllocateOneInvocations`` for
+        the reference engine; never more than that for the fast one (it prunes)."""
         ...
 
 
@@ -283,11 +285,13 @@ class Cluster:
         (``draspeed allocate``).
 
         Fatal allocation errors are returned in the outcome (``error``), not raised, so
-        a batch over many clusters keeps going.
+        a batch over many clusters keeps going. ``timeout`` (seconds; None or 0: no
+        bound) bounds the search as kube-scheduler's Filter timeout does.
         """
         from draspeed.pods import PodClaims
 
-        target = self.node(node) if isinstance(node, str) else node
+        timeout = arguments.timeout(timeout)
+        target = self.node(node) if isinstance(node, str) else as_node(node)
         claims: Sequence[ResourceClaim] = self.pending
         reason = None
         if pod is not None:
@@ -308,7 +312,7 @@ class Cluster:
         except AllocationError as exc:
             outcome.error = str(exc)
         outcome.seconds = time.monotonic() - start
-        outcome.work = allocator.last_stats.num_allocate_one_invocations
+        outcome.work = allocator.last_stats.search_steps
         return outcome
 
     def _nodes(self, nodes: Sequence[Node | str] | None) -> list[Node]:

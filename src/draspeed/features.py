@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields
 
 from draspeed.errors import InputError
+from draspeed.feature_gates import KNOWN_GATES
 
 # Gate name -> Features attribute. Binding conditions need two gates, as upstream.
 _GATES = {
@@ -17,6 +19,13 @@ _GATES = {
     "DRAResourceClaimDeviceStatus": "resource_claim_device_status",
     "DRAListTypeAttributes": "list_type_attributes",
     "DRAExtendedResource": "extended_resource",
+}
+
+
+# strconv.ParseBool's spellings.
+_GO_BOOLS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
 }
 
 
@@ -51,25 +60,41 @@ class Features:
 
     @classmethod
     def parse(cls, gates: str, base: Features | None = None) -> Features:
-        """Parse ``--feature-gates`` syntax: ``DRAAdminAccess=false,DRAPrioritizedList=true``.
-
-        Gates not named keep their value from ``base`` (default: all on). Gates that are
-        not DRA allocator gates are accepted and ignored, as kube-scheduler would accept
-        them; a malformed entry is an error.
+        """Parse ``--feature-gates`` as kube-scheduler does (component-base's feature
+        gate): ``NAME=BOOL`` items separated by commas, BOOL as Go's ``ParseBool``
+        reads it (true, True, TRUE, t, 1 ...). Gates not named keep their value from
+        ``base`` (default: all on). A name kube-scheduler does not know
+        (:data:`~draspeed.feature_gates.KNOWN_GATES`) is refused with its text, an
+        unknown gate named first; Kubernetes gates that are not allocator features
+        are accepted and ignored. Errors are :class:`~draspeed.errors.InputError`
+        with kube-scheduler's message (``--feature-gates: unrecognized feature gate:
+        X``).
         """
         values = {f.name: getattr(base or cls(), f.name) for f in fields(cls)}
-        for i, item in enumerate(p.strip() for p in gates.split(",")):
+        given: dict[str, bool] = {}
+        for item in gates.split(","):
             if not item:
                 continue
             name, sep, raw = item.partition("=")
-            name, raw = name.strip(), raw.strip().lower()
-            if not sep or raw not in ("true", "false"):
+            name = name.strip()
+            if not sep:
+                raise InputError("--feature-gates", "", f"missing bool value for {name}")
+            raw = raw.strip()
+            value = _GO_BOOLS.get(raw)
+            if value is None:
                 raise InputError(
-                    "--feature-gates", f"[{i}]", f"expected NAME=true|false, got {item!r}"
+                    "--feature-gates",
+                    "",
+                    f"invalid value of {name}={raw}, err: strconv.ParseBool: parsing "
+                    f"{json.dumps(raw)}: invalid syntax",
                 )
+            given[name] = value
+        for name, value in given.items():
+            if name not in KNOWN_GATES:
+                raise InputError("--feature-gates", "", f"unrecognized feature gate: {name}")
             attr = _GATES.get(name)
             if attr is not None:
-                values[attr] = raw == "true"
+                values[attr] = value
         return cls(**values)
 
     def gates(self) -> str:

@@ -67,10 +67,10 @@ def _reference_outcomes(
             outcomes.append(NodeOutcome(node.name, "timeout", str(exc)))
         except AllocationError as exc:
             status: Status = "node-error" if isinstance(exc, NodeAllocationError) else "error"
-            work = allocator.last_stats.num_allocate_one_invocations
+            work = allocator.last_stats.search_steps
             outcomes.append(NodeOutcome(node.name, status, str(exc), work))
         else:
-            work = allocator.last_stats.num_allocate_one_invocations
+            work = allocator.last_stats.search_steps
             if results is None:
                 outcomes.append(NodeOutcome(node.name, "does-not-fit", None, work))
             else:

@@ -56,12 +56,7 @@ from draspeed.analysis.requests import (
 from draspeed.analysis.shapes import ShapeSource, as_shapes
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.rules.allocated_state import AllocatedState
-from draspeed.rules.capacity import (
-    UnknownCapacityError,
-    consumed_amount,
-    qualified_capacity_name,
-    violates_policy,
-)
+from draspeed.rules.capacity import consumed_amount, violates_policy
 from draspeed.rules.tolerations import taint_blocks
 
 if TYPE_CHECKING:
@@ -802,14 +797,11 @@ def _attribute(device: ModelDevice, name: str) -> Any:
 def _consumption(device: ModelDevice, requests: dict[str, Any]) -> dict[str, int] | None:
     """What one share of the device consumes per capacity (nanos), or None if the
     request cannot be served (an unknown capacity, a policy it violates)."""
-    driver = device.id.driver
-    wanted = {qualified_capacity_name(n, driver): q for n, q in requests.items()}
+    # Names compared as written, as upstream compares them (draspeed.rules.capacity).
+    wanted = requests
     capacities = device.device.capacity
-    try:
-        if any(name not in capacities for name in wanted):
-            raise UnknownCapacityError()
-    except UnknownCapacityError:
-        return None
+    if any(name not in capacities for name in wanted):
+        return None  # upstream: UnknownCapacityError
     out: dict[str, int] = {}
     for name, capacity in capacities.items():
         consumed = consumed_amount(wanted.get(name), capacity)

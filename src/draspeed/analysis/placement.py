@@ -434,7 +434,7 @@ class Placer:
             else:
                 answer = Answer("fits", results=results)
                 answer.per_class = self._per_class(s, results)
-        answer.work = allocator.last_stats.num_allocate_one_invocations
+        answer.work = allocator.last_stats.search_steps
         self.calls += 1
         self.work += answer.work
         return answer

@@ -6,10 +6,11 @@ fields (``deviceClassName``, ``selectors``, ``allocationMode``, ...) directly on
 request, next to ``firstAvailable``. Both decode to the same model, with the API
 server's defaulting applied (``allocationMode`` ExactCount, ``count`` 1).
 
-Inputs that upstream's *allocator* rejects with its own error are decoded, not
-refused, so that draspeed can answer with upstream's text: an empty
-``deviceClassName``, a selector without ``cel``, an unknown ``allocationMode``, a
-constraint with neither ``matchAttribute`` nor ``distinctAttribute``, ``adminAccess``.
+Inputs that the API server refuses but upstream's *allocator* answers with its own
+error are refused with validation and decoded without it (``validate="ignore"``), so
+that draspeed then answers with the allocator's text: an empty ``deviceClassName``, a
+selector without ``cel``, an unknown ``allocationMode``, a constraint with neither
+``matchAttribute`` nor ``distinctAttribute``. ``adminAccess`` passes either way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from draspeed.api import limits, names
 from draspeed.api.common import (
+    check_binding_conditions,
     decode_metadata,
     decode_node_selector,
     decode_opaque,
@@ -66,7 +68,8 @@ def decode_resource_claim(
     status_raw = ctx.mapping(obj, "status", "")
     status = ResourceClaimStatus()
     if status_raw:
-        status = _decode_status(ctx, status_raw, version)
+        known = _request_names(spec.devices.requests)
+        status = _decode_status(ctx, status_raw, version, known)
     return ResourceClaim(
         metadata=metadata,
         spec=spec,
@@ -163,27 +166,42 @@ def _request_refs(
     refs = ctx.string_list(d, "requests", path)
     if not ctx.validate or not refs:
         return refs
-    rpath = child(path, "requests")
-    if len(refs) > limits.DEVICE_REQUESTS_MAX_SIZE:
-        ctx.fail(rpath, too_many(len(refs), limits.DEVICE_REQUESTS_MAX_SIZE))
+    _check_request_refs(ctx, refs, child(path, "requests"), known)
+    return refs
+
+
+_NOT_A_REQUEST = (
+    "must be the name of a request in the claim or the "
+    "name of a request and a subrequest separated by '/'"
+)
+
+
+def _check_request_refs(
+    ctx: DecodeContext,
+    refs: list[str],
+    path: str,
+    known: dict[str, set[str]],
+    *,
+    indexed: bool = True,
+) -> None:
+    """Request references (``req`` or ``req/sub``) as upstream's validateRequestNameRef
+    checks them; ``indexed``: a list at ``path`` (else one reference at ``path``)."""
+    if indexed and len(refs) > limits.DEVICE_REQUESTS_MAX_SIZE:
+        ctx.fail(path, too_many(len(refs), limits.DEVICE_REQUESTS_MAX_SIZE))
     for i, ref in enumerate(refs):
+        where = f"{path}[{i}]" if indexed else path
         parts = ref.split("/")
-        for part in parts[:2]:
+        if len(parts) > 2:
+            ctx.fail(where, invalid(ref, _NOT_A_REQUEST))
+        for part in parts:
             problem = names.check_dns_label(part)
             if problem is not None:
-                ctx.fail(f"{rpath}[{i}]", problem)
+                ctx.fail(where, problem)
         subs = known.get(parts[0])
-        if len(parts) > 2 or subs is None or (len(parts) == 2 and parts[1] not in subs):
-            ctx.fail(
-                f"{rpath}[{i}]",
-                invalid(
-                    ref,
-                    "must be the name of a request in the claim or the "
-                    "name of a request and a subrequest separated by '/'",
-                ),
-            )
-    _check_unique(ctx, refs, rpath)
-    return refs
+        if subs is None or (len(parts) == 2 and parts[1] not in subs):
+            ctx.fail(where, invalid(ref, _NOT_A_REQUEST))
+    if indexed:
+        _check_unique(ctx, refs, path)
 
 
 # --------------------------------------------------------------------------- requests
@@ -246,6 +264,9 @@ def _flat_exact_present(raw: Mapping[str, Any]) -> bool:
     )
 
 
+_ALLOCATION_MODES = ("All", "ExactCount")
+
+
 def _mode_and_count(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> tuple[str, int]:
     """``allocationMode`` and ``count`` after the API server's defaulting."""
     mode = ctx.string(raw, "allocationMode", path) or "ExactCount"
@@ -255,19 +276,22 @@ def _mode_and_count(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> tu
             count = 1
         elif ctx.validate and count < 0:
             ctx.fail(child(path, "count"), invalid(count, "must be greater than zero"))
-    elif mode == "All" and ctx.validate and count != 0:
-        ctx.fail(
-            child(path, "count"),
-            invalid(count, "must not be specified when allocationMode is 'All'"),
-        )
-    # Any other mode is left for the allocator ("unsupported count mode").
+    elif mode == "All":
+        if ctx.validate and count != 0:
+            ctx.fail(
+                child(path, "count"),
+                invalid(count, "must not be specified when allocationMode is 'All'"),
+            )
+    elif ctx.validate:
+        # Unvalidated, the allocator answers it ("unsupported count mode").
+        ctx.fail(child(path, "allocationMode"), not_supported(mode, _ALLOCATION_MODES))
     return mode, count
 
 
 def _class_name(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> str:
-    # Empty is the allocator's error ("missing device class name"), not ours.
+    # Unvalidated, an empty name is the allocator's error ("missing device class name").
     name = ctx.string(raw, "deviceClassName", path)
-    if name and ctx.validate:
+    if ctx.validate:
         problem = names.check_dns_subdomain(name)
         if problem is not None:
             ctx.fail(child(path, "deviceClassName"), problem)
@@ -275,10 +299,13 @@ def _class_name(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> str:
 
 
 def _decode_exact(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> ExactDeviceRequest:
+    # In the API server's order: class, selectors, mode and count, tolerations.
+    class_name = _class_name(ctx, raw, path)
+    selectors = decode_selectors(ctx, raw, path)
     mode, count = _mode_and_count(ctx, raw, path)
     return ExactDeviceRequest(
-        device_class_name=_class_name(ctx, raw, path),
-        selectors=decode_selectors(ctx, raw, path),
+        device_class_name=class_name,
+        selectors=selectors,
         allocation_mode=mode,
         count=count,
         admin_access=ctx.opt_bool(raw, "adminAccess", path),
@@ -295,11 +322,13 @@ def _decode_subrequest(ctx: DecodeContext, raw: Any, path: str) -> DeviceSubRequ
         problem = names.check_dns_label(name)
         if problem is not None:
             ctx.fail(child(path, "name"), problem)
+    class_name = _class_name(ctx, raw, path)
+    selectors = decode_selectors(ctx, raw, path)
     mode, count = _mode_and_count(ctx, raw, path)
     return DeviceSubRequest(
         name=name,
-        device_class_name=_class_name(ctx, raw, path),
-        selectors=decode_selectors(ctx, raw, path),
+        device_class_name=class_name,
+        selectors=selectors,
         allocation_mode=mode,
         count=count,
         tolerations=decode_tolerations(ctx, raw, path),
@@ -337,7 +366,8 @@ def _decode_constraint(
         distinct_attribute=ctx.opt_string(raw, "distinctAttribute", path),
     )
     if ctx.validate:
-        # Neither set is the allocator's error ("empty constraint"), not ours.
+        # As upstream checks it: the first of the two that is set (neither: unvalidated,
+        # the allocator's "empty constraint" error).
         for key, value in (
             ("matchAttribute", constraint.match_attribute),
             ("distinctAttribute", constraint.distinct_attribute),
@@ -346,17 +376,31 @@ def _decode_constraint(
                 problem = names.check_fully_qualified_name(value)
                 if problem is not None:
                     ctx.fail(child(path, key), problem)
+                break
+        else:
+            # Upstream's text, "but multiple fields are set" included, with the
+            # DRAConsumableCapacity gate on (its default since 1.36).
+            ctx.fail(
+                path,
+                required(
+                    'exactly one of "matchAttribute" or "distinctAttribute" is required, '
+                    "but multiple fields are set"
+                ),
+            )
     return constraint
 
 
 # ----------------------------------------------------------------------------- status
 
 
-def _decode_status(ctx: DecodeContext, raw: Mapping[str, Any], version: str) -> ResourceClaimStatus:
+def _decode_status(
+    ctx: DecodeContext, raw: Mapping[str, Any], version: str, known: dict[str, set[str]]
+) -> ResourceClaimStatus:
+    """The status, checked as the API server checks a status update (how it got there)."""
     status = ResourceClaimStatus()
     alloc = ctx.mapping(raw, "allocation", "status")
     if alloc is not None:
-        status.allocation = decode_allocation_result(ctx, alloc, "status.allocation")
+        status.allocation = decode_allocation_result(ctx, alloc, "status.allocation", known)
         if version == "v1alpha3" and alloc.get("controller"):
             ctx.warn(
                 "status.allocation.controller",
@@ -391,27 +435,43 @@ def _decode_status(ctx: DecodeContext, raw: Mapping[str, Any], version: str) -> 
 
 
 def decode_allocation_result(
-    ctx: DecodeContext, raw: Mapping[str, Any], path: str
+    ctx: DecodeContext,
+    raw: Mapping[str, Any],
+    path: str,
+    known: dict[str, set[str]] | None = None,
 ) -> AllocationResult:
-    """An AllocationResult (any version from v1alpha3 on: the shape never changed, only grew)."""
+    """An AllocationResult (any version from v1alpha3 on: the shape never changed, only
+    grew). ``known``: the claim's request names, which results and configs must name."""
     result = AllocationResult(allocation_timestamp=ctx.timestamp(raw, "allocationTimestamp", path))
     devices = ctx.mapping(raw, "devices", path)
     if devices is not None:
         dpath = child(path, "devices")
-        for i, r in enumerate(ctx.array(devices, "results", dpath) or []):
-            result.devices.results.append(_decode_device_result(ctx, r, f"{dpath}.results[{i}]"))
-        for i, c in enumerate(ctx.array(devices, "config", dpath) or []):
+        results = ctx.array(devices, "results", dpath) or []
+        configs = ctx.array(devices, "config", dpath) or []
+        if ctx.validate:
+            for key, items, limit in (
+                ("results", results, limits.ALLOCATION_RESULTS_MAX_SIZE),
+                ("config", configs, 2 * limits.DEVICE_CONFIG_MAX_SIZE),  # class + claim
+            ):
+                if len(items) > limit:
+                    ctx.fail(f"{dpath}.{key}", too_many(len(items), limit))
+        for i, r in enumerate(results):
+            result.devices.results.append(
+                _decode_device_result(ctx, r, f"{dpath}.results[{i}]", known)
+            )
+        for i, c in enumerate(configs):
             cpath = f"{dpath}.config[{i}]"
             if not isinstance(c, Mapping):
                 ctx.fail(cpath, wrong_type("object", c))
             source = ctx.string(c, "source", cpath, required=True)
             if ctx.validate and source not in _CONFIG_SOURCES:
                 ctx.fail(child(cpath, "source"), not_supported(source, _CONFIG_SOURCES))
+            requests = ctx.string_list(c, "requests", cpath)
+            if ctx.validate and known is not None:
+                _check_request_refs(ctx, requests, child(cpath, "requests"), known)
             result.devices.config.append(
                 DeviceAllocationConfiguration(
-                    source=source,
-                    requests=ctx.string_list(c, "requests", cpath),
-                    opaque=decode_opaque(ctx, c, cpath),
+                    source=source, requests=requests, opaque=decode_opaque(ctx, c, cpath)
                 )
             )
     selector = raw.get("nodeSelector")
@@ -420,7 +480,9 @@ def decode_allocation_result(
     return result
 
 
-def _decode_device_result(ctx: DecodeContext, raw: Any, path: str) -> DeviceRequestAllocationResult:
+def _decode_device_result(
+    ctx: DecodeContext, raw: Any, path: str, known: dict[str, set[str]] | None
+) -> DeviceRequestAllocationResult:
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
     result = DeviceRequestAllocationResult(
@@ -442,4 +504,33 @@ def _decode_device_result(ctx: DecodeContext, raw: Any, path: str) -> DeviceRequ
     cpath = child(path, "consumedCapacity")
     for key, value in consumed.items():
         result.consumed_capacity[key] = ctx.quantity(value, child(cpath, key))
+    if ctx.validate:
+        _check_device_result(ctx, result, raw, path, known)
     return result
+
+
+def _check_device_result(
+    ctx: DecodeContext,
+    result: DeviceRequestAllocationResult,
+    raw: Mapping[str, Any],
+    path: str,
+    known: dict[str, set[str]] | None,
+) -> None:
+    """A result as the API server checks it in a status update, in its order."""
+    if known is not None:
+        _check_request_refs(ctx, [result.request], child(path, "request"), known, indexed=False)
+    for key, value, checker in (
+        ("driver", result.driver, names.check_driver_name),
+        ("pool", result.pool, names.check_pool_name),
+        ("device", result.device, names.check_dns_label),
+    ):
+        problem = checker(value)
+        if problem is not None:
+            ctx.fail(child(path, key), problem)
+    check_binding_conditions(
+        ctx, result.binding_conditions, result.binding_failure_conditions, raw, path
+    )
+    if result.share_id is not None:
+        problem = names.check_uid(result.share_id)
+        if problem is not None:
+            ctx.fail(child(path, "shareID"), problem)

@@ -8,7 +8,7 @@ from typing import Any
 from draspeed.api import limits, names
 from draspeed.api.common import decode_metadata, decode_opaque, decode_selectors, decode_taint
 from draspeed.api.context import DecodeContext, child, dict_of
-from draspeed.api.messages import too_many, wrong_type
+from draspeed.api.messages import invalid, too_many, wrong_type
 from draspeed.api.model import (
     DeviceClass,
     DeviceClassConfiguration,
@@ -34,7 +34,15 @@ def decode_device_class(ctx: DecodeContext, obj: Mapping[str, Any], version: str
         if not isinstance(c, Mapping):
             ctx.fail(path, wrong_type("object", c))
         spec.config.append(DeviceClassConfiguration(opaque=decode_opaque(ctx, c, path)))
-    if raw.get("suitableNodes") is not None:
+    name = spec.extended_resource_name
+    if ctx.validate and name is not None and not names.is_extended_resource_name(name):
+        ctx.fail(
+            "spec.extendedResourceName", invalid(name, "must be a valid extended resource name")
+        )
+    if (
+        raw.get("suitableNodes") is not None
+        and "suitableNodes" in ctx.known_fields["DeviceClassSpec"]
+    ):
         ctx.warn(
             "spec.suitableNodes",
             "only used by the classic DRA control-plane controller; "

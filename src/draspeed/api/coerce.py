@@ -1,4 +1,4 @@
-"""Claims and nodes as the allocator takes them, from whatever the caller holds.
+"""Claims, nodes and cluster state as the engines take them, from what the caller holds.
 
 The allocators' entry points take draspeed's own objects; a caller may hold plain
 dicts (``kubectl get -o json``), kubernetes-client models (``ResourceV1ResourceClaim``,
@@ -10,10 +10,17 @@ costs one type check per object).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from draspeed.api.model import Node, ObjectMeta, ResourceClaim
+from draspeed import arguments
+from draspeed.api.model import (
+    DeviceClass,
+    Node,
+    ObjectMeta,
+    ResourceClaim,
+    ResourceSlice,
+)
 from draspeed.errors import InputError
 
 # What the allocators' entry points take: draspeed's claims, dicts, kubernetes-client
@@ -42,10 +49,15 @@ def as_claims(claims: ClaimsInput | Any) -> list[ResourceClaim]:
     from draspeed.api.loader import load
 
     out: list[ResourceClaim] = []
-    for item in items:
+    for i, item in enumerate(items):
         if isinstance(item, ResourceClaim):
             out.append(item)
             continue
+        if not _object_like(item):
+            raise TypeError(
+                f"claims[{i}]: expected a ResourceClaim (or its mapping or client model), "
+                f"got {_name(item)}"
+            )
         found = load(item, kind="ResourceClaim")
         others = len(found) - len(found.claims)
         if others:
@@ -54,19 +66,74 @@ def as_claims(claims: ClaimsInput | Any) -> list[ResourceClaim]:
     return out
 
 
-def as_node(node: NodeInput) -> Node:
+def as_node(node: NodeInput, name: str = "node") -> Node:
     """A Node from a dict or client model (``V1Node``), or a name (a node with that
-    name and no labels; an allocator that knows Nodes looks names up first)."""
+    name and no labels; an allocator that knows Nodes looks names up first). Anything
+    else is a TypeError naming the argument (``name``)."""
     if isinstance(node, Node):
         return node
     if isinstance(node, str):
         return Node(metadata=ObjectMeta(name=node))
+    if not _object_like(node):
+        raise TypeError(
+            f"{name}: expected a Node, a node name, or a Node's mapping or client model, "
+            f"got {_name(node)}"
+        )
     from draspeed.api.loader import load
 
     found = load(node, kind="Node")
     if len(found.nodes) != 1 or len(found) != 1:
         raise InputError(_name(node), "", "expected one Node")
     return found.nodes[0]
+
+
+def cluster_slices(slices: Any, name: str = "slices") -> list[ResourceSlice]:
+    """The ResourceSlices of a cluster state: a sequence of them, one per name (an equal
+    repeat is dropped, two different ones are a ValueError naming both)."""
+    found = arguments.items_of(slices, ResourceSlice, name, "a ResourceSlice")
+    return arguments.unique(found, _object_name, name, "ResourceSlices")
+
+
+def cluster_classes(classes: Any, name: str = "classes") -> list[DeviceClass]:
+    """The DeviceClasses of a cluster state, one per name (as :func:`cluster_slices`)."""
+    found = arguments.items_of(classes, DeviceClass, name, "a DeviceClass")
+    return arguments.unique(found, _object_name, name, "DeviceClasses")
+
+
+def cluster_claims(claims: Any, name: str) -> list[ResourceClaim]:
+    """Claims of a cluster state (allocated ones), one per namespace/name."""
+    found = arguments.items_of(claims, ResourceClaim, name, "a ResourceClaim")
+    return arguments.unique(found, _claim_key, name, "ResourceClaims")
+
+
+def cluster_nodes(nodes: Any, name: str = "nodes") -> list[Node]:
+    """Nodes of a cluster state, as Nodes or names (one per name; a name alone is one
+    node without labels)."""
+    found = arguments.names_or_items(nodes, Node, name, "a Node")
+    as_nodes = [n if isinstance(n, Node) else Node(metadata=ObjectMeta(name=n)) for n in found]
+    return arguments.unique(as_nodes, _node_name, name, "Nodes")
+
+
+def _object_name(obj: ResourceSlice | DeviceClass) -> str:
+    return obj.metadata.name
+
+
+def _claim_key(claim: ResourceClaim) -> str:
+    return claim.key
+
+
+def _node_name(node: Node) -> str:
+    return node.name
+
+
+def _object_like(value: Any) -> bool:
+    """A mapping or an object a Kubernetes client made (what the loader reads): not a
+    scalar, a string or a sequence."""
+    if isinstance(value, Mapping):
+        return True
+    if value is None or isinstance(value, (str, bytes, bytearray, int, float, list, tuple)):
+        return False
+    return any(hasattr(value, attr) for attr in ("attribute_map", "model_dump", "to_dict", "raw"))
 
 
 def _is_list_object(value: Any) -> bool:

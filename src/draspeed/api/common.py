@@ -9,6 +9,7 @@ from typing import Any
 from draspeed.api import limits, names
 from draspeed.api.context import DecodeContext, child
 from draspeed.api.messages import (
+    duplicate,
     forbidden,
     invalid,
     not_supported,
@@ -28,6 +29,7 @@ from draspeed.api.model import (
     ObjectMeta,
     OpaqueDeviceConfiguration,
 )
+from draspeed.api.raw_json import NotJSON, encoded_length
 
 TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
 TOLERATION_OPERATORS = ("Equal", "Exists")
@@ -107,14 +109,45 @@ def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: b
     if result is None:
         result = _checked_metadata(ctx, obj, namespaced=namespaced)
     if ctx.validate:
-        problem = names.check_dns_subdomain(result.name)
+        problem = names.check_object_name(result.name)
         if problem is not None:
             ctx.fail("metadata.name", problem)
         if result.namespace:
             problem = names.check_dns_label(result.namespace)
             if problem is not None:
                 ctx.fail("metadata.namespace", problem)
+        if result.labels:
+            _check_labels(ctx, result.labels)
+        if result.annotations:
+            _check_annotations(ctx, result.annotations)
     return result
+
+
+# All annotations of an object together, keys and values (apimachinery's limit).
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+
+def _check_labels(ctx: DecodeContext, labels: Mapping[str, str]) -> None:
+    """As the API server checks labels: errors name the map, not the key."""
+    for key, value in labels.items():
+        problem = names.label_key_problem(key)
+        if problem is not None:
+            ctx.fail("metadata.labels", invalid(key, problem))
+        problem = names.label_value_problem(value)
+        if problem is not None:
+            ctx.fail("metadata.labels", invalid(value, problem))
+
+
+def _check_annotations(ctx: DecodeContext, annotations: Mapping[str, str]) -> None:
+    size = 0
+    for key, value in annotations.items():
+        # A label key in any case: the API server lower-cases it first.
+        problem = names.label_key_problem(key.lower())
+        if problem is not None:
+            ctx.fail("metadata.annotations", invalid(key, problem))
+        size += len(key.encode()) + len(value.encode())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        ctx.fail("metadata.annotations", too_long(TOTAL_ANNOTATION_SIZE_LIMIT))
 
 
 def _checked_metadata(
@@ -123,7 +156,7 @@ def _checked_metadata(
     meta = ctx.mapping(obj, "metadata", "")
     if meta is None:
         if ctx.validate:
-            ctx.fail("metadata.name", required())
+            ctx.fail("metadata.name", required("name or generateName is required"))
         return ObjectMeta()
     path = "metadata"
     return ObjectMeta(
@@ -250,17 +283,34 @@ def decode_selectors(ctx: DecodeContext, d: Mapping[str, Any], path: str) -> lis
             ctx.fail(sel_path, wrong_type("object", sel))
         cel = ctx.mapping(sel, "cel", sel_path)
         if cel is None:
+            if ctx.validate:
+                ctx.fail(f"{sel_path}.cel", required())
             selectors.append(DeviceSelector(cel=None))
             continue
         cel_path = f"{sel_path}.cel"
-        expression = ctx.string(cel, "expression", cel_path, required=ctx.validate)
-        if (
-            ctx.validate
-            and len(expression.encode("utf-8")) > limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH
-        ):
-            ctx.fail(f"{cel_path}.expression", too_long(limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH))
+        expression = ctx.string(cel, "expression", cel_path)
+        if ctx.validate:
+            if len(expression.encode("utf-8")) > limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
+                ctx.fail(
+                    f"{cel_path}.expression", too_long(limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH)
+                )
+            if not expression.strip():
+                # The API server compiles every expression: an empty one does not parse.
+                ctx.fail(f"{cel_path}.expression", invalid(expression, _compile_error(expression)))
         selectors.append(DeviceSelector(cel=CELDeviceSelector(expression=expression)))
     return selectors
+
+
+def _compile_error(expression: str) -> str:
+    """cel-go's error for an expression that does not compile (upstream's inner text)."""
+    from draspeed.cel import compile_selector  # the CEL environment loads on first use
+    from draspeed.errors import CELCompileError
+
+    try:
+        compile_selector(expression)
+    except CELCompileError as exc:
+        return str(exc)
+    raise AssertionError(f"expected {expression!r} not to compile")
 
 
 # ------------------------------------------------------------------ taints, tolerations
@@ -333,6 +383,50 @@ def decode_toleration(ctx: DecodeContext, raw: Any, path: str) -> DeviceTolerati
     return tol
 
 
+# ------------------------------------------------------------------ binding conditions
+
+
+def check_binding_conditions(
+    ctx: DecodeContext,
+    conditions: list[str],
+    failures: list[str],
+    raw: Mapping[str, Any],
+    prefix: str,
+) -> None:
+    """A device's (or a result's) ``bindingConditions`` and ``bindingFailureConditions``
+    as the API server checks them: at most 4 label keys each, no repeats, no overlap,
+    and each needs the other."""
+    for key, values, limit in (
+        ("bindingConditions", conditions, limits.BINDING_CONDITIONS_MAX_SIZE),
+        ("bindingFailureConditions", failures, limits.BINDING_FAILURE_CONDITIONS_MAX_SIZE),
+    ):
+        path = f"{prefix}.{key}"
+        if len(values) > limit:
+            ctx.fail(path, too_many(len(values), limit))
+        seen: set[str] = set()
+        for j, cond in enumerate(values):
+            problem = names.check_label_name(cond)
+            if problem is not None:
+                ctx.fail(f"{path}[{j}]", problem)
+            if cond in seen:
+                ctx.fail(f"{path}[{j}]", duplicate(cond))
+            seen.add(cond)
+    given = set(conditions)
+    for j, cond in enumerate(failures):
+        if cond in given:
+            ctx.fail(
+                f"{prefix}.bindingFailureConditions[{j}]",
+                invalid(cond, "bindingFailureConditions must not overlap with bindingConditions"),
+            )
+    # Each needs the other; the missing one is printed as given: null, or an empty list.
+    for key, mine, other, needs in (
+        ("bindingConditions", conditions, failures, "bindingFailureConditions"),
+        ("bindingFailureConditions", failures, conditions, "bindingConditions"),
+    ):
+        if other and not mine:
+            ctx.fail(f"{prefix}.{key}", invalid(raw.get(key), f"{key} are required to use {needs}"))
+
+
 # ----------------------------------------------------------------------- opaque config
 
 
@@ -350,14 +444,23 @@ def decode_opaque(
         driver=ctx.string(raw, "driver", path),
         parameters=raw.get("parameters"),
     )
+    ppath = child(path, "parameters")
+    size = 0
+    if opaque.parameters is not None:
+        # Always: a value JSON cannot hold could not have reached an API server, and
+        # draspeed could not write it back.
+        try:
+            size = encoded_length(opaque.parameters)
+        except NotJSON as exc:
+            ctx.fail(f"{ppath}.{exc.path}" if exc.path else ppath, exc.message)
     if ctx.validate:
         problem = names.check_driver_name(opaque.driver)
         if problem is not None:
             ctx.fail(child(path, "driver"), problem)
         if opaque.parameters is None:
-            ctx.fail(child(path, "parameters"), required())
+            ctx.fail(ppath, required())
+        if size > limits.OPAQUE_PARAMETERS_MAX_LENGTH:
+            ctx.fail(ppath, too_long(limits.OPAQUE_PARAMETERS_MAX_LENGTH))
         if not isinstance(opaque.parameters, Mapping):
-            ctx.fail(
-                child(path, "parameters"), invalid("<value omitted>", "must be a valid JSON object")
-            )
+            ctx.fail(ppath, invalid("<value omitted>", "must be a valid JSON object"))
     return opaque

@@ -15,12 +15,36 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from draspeed.api import limits, messages
+from draspeed.api.fields import KNOWN, SCHEMAS, unknown_fields
 from draspeed.api.model import DeviceAttribute, DeviceCapacity, DeviceCounterConsumption
 from draspeed.errors import InputError, QuantityError
 from draspeed.quantity import Quantity
+
+# How strictly objects are read, as ``kubectl --validate`` says it:
+# - "strict": the API server's validation, and unknown or duplicate fields are errors;
+# - "warn": the same validation, unknown or duplicate fields are warnings (the last
+#   of duplicate fields is used);
+# - "ignore": neither. Unlike kubectl, whose API server validates either way, this
+#   also skips the API server's validation: for objects that never met one (upstream's
+#   own test fixtures), with upstream's allocator's errors at allocation instead.
+Validation = Literal["strict", "warn", "ignore"]
+VALIDATIONS: tuple[Validation, ...] = ("strict", "warn", "ignore")
+
+
+def validation_mode(value: object) -> Validation:
+    """The mode a ``validate`` argument names: a mode, or True (strict) / False (ignore)."""
+    if value is True:
+        return "strict"
+    if value is False:
+        return "ignore"
+    if value == "strict" or value == "warn" or value == "ignore":
+        return value
+    raise ValueError(
+        f"validate must be 'strict', 'warn' or 'ignore' (or True / False), not {value!r}"
+    )
 
 
 class DraspeedWarning(UserWarning):
@@ -86,18 +110,53 @@ def child(path: str, key: str) -> str:
     return f"{path}[{key}]"
 
 
+# validation.go's limits for map keys in error paths: attribute and capacity names
+# (domain, "/", identifier) and counter names (DNS labels).
+ATTRIBUTE_KEY_LIMIT = 63 + 1 + 32
+COUNTER_KEY_LIMIT = 63
+
+
+def map_entry(path: str, key: str, limit: int) -> str:
+    """``path[key]``: an entry of a map the API server validates, as its field path
+    writes it (``spec.devices[0].attributes[model]``), a key longer than ``limit``
+    bytes (at least 16) shortened in the middle to that length with "..." as
+    validation.go's validateMap shortens it."""
+    data = key.encode()
+    limit = max(limit, 16)
+    if len(data) > limit:
+        remaining = limit - 3
+        head, tail = data[: (remaining + 1) // 2], data[len(data) - remaining // 2 :]
+        key = (head + b"..." + tail).decode(errors="replace")
+    return f"{path}[{key}]"
+
+
 Pending = list[tuple[str, type[Warning]]]  # warnings held back: (text, category)
 
 
 class DecodeContext:
     """Error and warning reporting for one top-level object.
 
+    ``validate``: the API server's validation is on. ``fields``: what an unknown field
+    is (see :data:`Validation`; by default strict with validation, else ignored);
+    ``version``: the object's API version, whose fields
+    (:mod:`draspeed.api.fields`) are the known ones.
+
     Warnings go to ``sink`` (text) and to ``warnings.warn``, or, with ``pending``, into
     that list for the caller to warn later (a loader that may still find out that its
     input was no JSON after all, and start over, holds them back).
     """
 
-    __slots__ = ("caches", "obj", "pending", "sink", "validate")
+    __slots__ = (
+        "caches",
+        "fields",
+        "known_fields",
+        "obj",
+        "pending",
+        "sink",
+        "validate",
+        "version",
+        "warned",
+    )
 
     def __init__(
         self,
@@ -107,12 +166,20 @@ class DecodeContext:
         caches: Caches | None = None,
         sink: list[str] | None = None,
         pending: Pending | None = None,
+        fields: Validation | None = None,
+        version: str = "v1",
     ) -> None:
         self.obj = obj
         self.validate = validate
         self.caches = caches if caches is not None else Caches()
         self.sink = sink
         self.pending = pending
+        self.fields: Validation = fields or ("strict" if validate else "ignore")
+        self.version = version
+        self.known_fields = KNOWN[version]
+        # Warnings given so far: the compiled slice builder reuses only what decoded
+        # without one (a warning is given again at every place it applies to).
+        self.warned = 0
 
     # ---------------------------------------------------------------- reporting
 
@@ -123,12 +190,42 @@ class DecodeContext:
         self, path: str, message: str, category: type[Warning] = DraspeedConversionWarning
     ) -> None:
         text = f"{self.obj}: {path}: {message}" if path else f"{self.obj}: {message}"
+        self.warned += 1
         if self.sink is not None:
             self.sink.append(text)
         if self.pending is not None:
             self.pending.append((text, category))
         else:
             warnings.warn(text, category, stacklevel=4)
+
+    # ------------------------------------------------------------------ unknown fields
+
+    def known(self, raw: Mapping[str, Any], path: str, struct: str) -> None:
+        """Report the fields of ``raw`` (at ``path``) that ``struct`` does not have."""
+        if self.fields == "ignore":
+            return
+        names = self.known_fields[struct]
+        if raw.keys() <= names:
+            return
+        for key in raw:
+            if key not in names:
+                self.unknown(f"{path}.{key}" if path else str(key))
+
+    def known_tree(self, value: Any, path: str, ref: str) -> None:
+        """:meth:`known` for a part the decoders keep without reading (``ref``: a struct,
+        ``[S]`` or ``{S}`` of :mod:`draspeed.api.fields`), all the way down."""
+        if self.fields == "ignore":
+            return
+        for found in unknown_fields(value, SCHEMAS[self.version], ref, path):
+            self.unknown(found)
+
+    def unknown(self, path: str) -> None:
+        """An unknown field: the API server's strict decoding error, or its warning."""
+        if self.fields == "strict":
+            self.fail(path, f'strict decoding error: unknown field "{path}"')
+        self.warn("", f'unknown field "{path}"', DraspeedWarning)
+
+    # ---------------------------------------------------------------- name checks
 
     def check(self, kind: str, value: str, checker: Callable[[str], str | None], path: str) -> None:
         """Run a name syntax check once per distinct value; raise on failure."""

@@ -17,7 +17,7 @@ from draspeed.api.classic import (
     decode_classic_class,
 )
 from draspeed.api.common import object_name
-from draspeed.api.context import Caches, DecodeContext, Pending
+from draspeed.api.context import Caches, DecodeContext, Pending, Validation, validation_mode
 from draspeed.api.messages import required, wrong_type
 from draspeed.api.model import AllocationResult, DRAObject
 from draspeed.api.pods import decode_pod
@@ -97,12 +97,15 @@ def supported_versions(kind: str) -> list[str]:
     return [] if entry is None else [f"{GROUP}/{v}" for v in entry[0]]
 
 
-def decode(obj: Mapping[str, Any], *, validate: bool = True) -> DRAObject:
+def decode(obj: Mapping[str, Any], *, validate: bool | Validation = "strict") -> DRAObject:
     """Decode one Kubernetes object of any served version into the v1 model.
 
     Raises :class:`~draspeed.errors.InputError` naming the object and field path when
-    the object is malformed or (``validate=True``) breaks one of upstream's limits.
-    Conversion losses (older versions) are reported with ``warnings.warn``.
+    the object is malformed, or breaks one of the API server's rules (``validate``
+    "strict", the default, or "warn"), or (strict) has a field its version lacks.
+    ``validate`` as ``kubectl --validate``: "strict" (True), "warn" (unknown fields
+    are warnings), "ignore" (False: no validation). Conversion losses (older
+    versions) and warnings are reported with ``warnings.warn``.
     """
     return decode_object(obj, validate=validate)
 
@@ -110,7 +113,7 @@ def decode(obj: Mapping[str, Any], *, validate: bool = True) -> DRAObject:
 def decode_object(
     obj: Mapping[str, Any],
     *,
-    validate: bool = True,
+    validate: bool | Validation = "strict",
     caches: Caches | None = None,
     sink: list[str] | None = None,
     type_meta: tuple[str, str] | None = None,
@@ -145,7 +148,7 @@ def decode_known(
     kind: str,
     found: Found,
     *,
-    validate: bool,
+    validate: bool | Validation,
     caches: Caches | None,
     sink: list[str] | None,
     pending: Pending | None = None,
@@ -154,14 +157,22 @@ def decode_known(
     (``found = lookup(apiVersion, kind)``): a loader of thousands of list items does
     that once per kind, not per object. ``pending``: see :class:`DecodeContext`."""
     decoder, version, namespaced = found
+    mode = validation_mode(validate)
     ctx = DecodeContext(
         object_name(kind, obj, namespaced=namespaced),
-        validate=validate,
+        validate=mode != "ignore",
         caches=caches,
         sink=sink,
         pending=pending,
+        fields=mode,
+        version="core/v1" if kind in _CORE else version,
     )
     try:
+        if kind != "ResourceSlice":
+            # Small objects: every field checked up front, as the API server's strict
+            # decoding does before validation. Slices, the bulk of any dump, are
+            # checked by their decoder as it reads them.
+            ctx.known_tree(obj, "", kind)
         return decoder(ctx, obj, version)
     except DraspeedError:
         raise
@@ -188,9 +199,14 @@ def unsupported(api_version: str, kind: str) -> str:
 
 
 def decode_allocation(
-    d: Mapping[str, Any], *, obj: str = "AllocationResult", validate: bool = True
+    d: Mapping[str, Any],
+    *,
+    obj: str = "AllocationResult",
+    validate: bool | Validation = "strict",
 ) -> AllocationResult:
     """An AllocationResult from its JSON form (``status.allocation`` of a claim)."""
     if not isinstance(d, Mapping):
         raise InputError(obj, "", wrong_type("object", d))
-    return decode_allocation_result(DecodeContext(obj, validate=validate), d, "")
+    mode = validation_mode(validate)
+    ctx = DecodeContext(obj, validate=mode != "ignore", fields=mode)
+    return decode_allocation_result(ctx, d, "")

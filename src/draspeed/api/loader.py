@@ -10,6 +10,11 @@ objects (``dict``), lists of any of these, and objects of the Kubernetes Python 
 (the items of an API list call) take them from their list, from their client model's
 class, or from the ``kind=`` argument.
 
+One object per kind, namespace and name, as the API server keeps them: an object given
+again (``-f x.yaml -f x.yaml``, a file inside a directory also given) is read once when
+both copies say the same (compared as decoded, whatever the API version and
+resourceVersion), and is an InputError naming both places when they differ.
+
 Objects of kinds draspeed does not read (a Service, a Deployment: anything outside
 the DRA API group but Nodes and Pods) are skipped, and one warning says how many of
 which kinds, as ``kubectl`` reads what it can of a mixed dump.
@@ -37,7 +42,7 @@ import stat
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,7 +52,7 @@ import msgspec
 from draspeed.api.bulk import ListText, NotJSON, read_list
 from draspeed.api.clients import to_plain
 from draspeed.api.clients import type_meta as model_type_meta
-from draspeed.api.context import Caches, DraspeedWarning, Pending
+from draspeed.api.context import Caches, DraspeedWarning, Pending, Validation, validation_mode
 from draspeed.api.decode import decode_known, is_foreign, lookup, supported_versions, unsupported
 from draspeed.api.messages import wrong_type
 from draspeed.api.model import (
@@ -141,7 +146,7 @@ class Objects:
 
 def load(
     *sources: Any,
-    validate: bool = True,
+    validate: bool | Validation = "strict",
     kind: str | None = None,
     api_version: str | None = None,
     recursive: bool = False,
@@ -157,6 +162,12 @@ def load(
     ``load(items, kind="ResourceSlice")``. ``recursive`` reads the directories below a
     directory too (``kubectl -R``); ``timeout`` bounds fetching a URL (seconds).
 
+    ``validate`` as ``kubectl --validate`` takes it: "strict" (the default, or True)
+    checks every object as the API server does and refuses unknown and duplicate
+    fields; "warn" checks the same but only warns about unknown and duplicate fields
+    (the last of duplicates is used); "ignore" (or False) checks neither (see
+    :data:`~draspeed.api.context.Validation`).
+
     An unknown kind of the DRA API group, or a known kind in a version draspeed does
     not read, is an error naming the document; other kinds are skipped with one
     warning (``Objects.skipped``). Conversion losses of older API versions are both
@@ -166,10 +177,14 @@ def load(
     """
     limits = Limits(max_bytes, max_depth, max_alias_expansion)
     default = _default_type(kind, api_version)
-    loader = _Loader(validate, limits, default, recursive, timeout)
+    loader = _Loader(validation_mode(validate), limits, default, recursive, timeout)
+    # Objects given in Python are named by where they sit among the arguments:
+    # "<object>" alone, "<object>[1]" the second argument, "<object>[0][3]" the fourth
+    # item of the first argument's list.
+    several = len(sources) > 1
     with collector_paused():
-        for source in sources:
-            loader.source(source)
+        for i, source in enumerate(sources):
+            loader.source(source, f"[{i}]" if several else "")
     objects = loader.objects
     if objects.skipped:
         text = skipped_warning(objects.skipped)
@@ -223,13 +238,14 @@ def _text_error(origin: str, exc: TextError) -> InputError:
 class _Loader:
     def __init__(
         self,
-        validate: bool,
+        mode: Validation,
         limits: Limits,
         default: tuple[str, str] | None = None,
         recursive: bool = False,
         timeout: float = DEFAULT_URL_TIMEOUT,
     ) -> None:
-        self.validate = validate
+        self.mode = mode
+        self.validate = mode != "ignore"
         self.limits = limits
         self.default = default  # (apiVersion, kind) of objects that carry none
         self.recursive = recursive
@@ -237,8 +253,11 @@ class _Loader:
         self.objects = Objects()
         self.caches = Caches()
         self.pending: Pending | None = None  # warnings held back (see json_list)
+        # (kind, namespace, name) -> the object kept and where it was read.
+        self.seen: dict[tuple[str, str, str], tuple[DRAObject, str, int | None]] = {}
 
-    def source(self, source: Any) -> None:
+    def source(self, source: Any, at: str = "") -> None:
+        """Read one source; ``at`` is where an object given in Python sits (``[0][3]``)."""
         if isinstance(source, os.PathLike):
             self.path(Path(source))
         elif isinstance(source, str):
@@ -248,26 +267,26 @@ class _Loader:
                 data = read_url(source, timeout=self.timeout, max_bytes=self.limits.max_bytes)
                 self.text(data, source)
             elif "\n" in source or source.lstrip()[:1] in ("{", "["):
-                self.text(source, "<text>")
+                self.text(source, f"<text>{at}")
             elif os.path.exists(source):
                 self.path(Path(source))
             elif ":" in source:
-                self.text(source, "<text>")
+                self.text(source, f"<text>{at}")
             else:
                 raise InputError(source, "", "no such file or directory")
         elif isinstance(source, (bytes, bytearray, memoryview)):
-            self.text(bytes(source), "<bytes>")
+            self.text(bytes(source), f"<bytes>{at}")
         elif isinstance(source, Mapping):
-            self.document(source, "<object>", None)
+            self.document(source, f"<object>{at}", None)
         elif isinstance(source, (list, tuple)):
-            for item in source:
-                self.source(item)
+            for j, item in enumerate(source):
+                self.source(item, f"{at}[{j}]")
         else:
             plain = to_plain(source)
             meta = model_type_meta(source)
             if meta is not None and isinstance(plain, dict):
                 plain = {"apiVersion": meta[0], "kind": meta[1], **plain}
-            self.document(plain, f"<{type(source).__name__}>", None)
+            self.document(plain, f"<{type(source).__name__}>{at}", None)
 
     def path(self, path: Path) -> None:
         if path.is_dir():
@@ -307,11 +326,24 @@ class _Loader:
         listed = read_list(text, self.limits)
         if listed is not None and self.json_list(listed, f"{origin} document 1"):
             return
+
+        def duplicate(document: int, path: str, message: str) -> None:
+            self.warn_text(f"{origin} document {document}: {path}: {message}")
+
         try:
-            docs = _parse_text(text, self.limits)
+            docs = _parse_text(text, self.limits, self.mode, duplicate)
         except TextError as exc:
             raise _text_error(origin, exc) from None
         self.documents(docs, origin)
+
+    def warn_text(self, text: str) -> None:
+        """A warning about the input: listed, and warned (held back while a bulk list
+        may still be undone, see :meth:`json_list`)."""
+        self.objects.warnings.append(text)
+        if self.pending is not None:
+            self.pending.append((text, DraspeedWarning))
+        else:
+            warnings.warn(text, DraspeedWarning, stacklevel=4)
 
     def json_list(self, listed: ListText, where: str) -> bool:
         """:meth:`list_items` for a list read by :func:`~draspeed.api.bulk.read_list`,
@@ -326,6 +358,7 @@ class _Loader:
         marks = [len(found) for found in objects.by_kind().values()]
         warned = len(objects.warnings)
         skipped = dict(objects.skipped)
+        seen = len(self.seen)
         pending: Pending = []
         self.pending = pending
         try:
@@ -340,6 +373,8 @@ class _Loader:
                 del found[mark:]
             del objects.warnings[warned:]
             objects.skipped = skipped
+            for _ in range(len(self.seen) - seen):
+                self.seen.popitem()  # the newest first: those this list added
             return False
         self.warn(pending)
         return True
@@ -356,6 +391,7 @@ class _Loader:
             caches=self.caches,
             sink=self.objects.warnings,
             pending=self.pending,
+            fields=self.mode,
         )
         slices = self.objects.slices
         for j in range(len(listed)):
@@ -376,7 +412,8 @@ class _Loader:
                             _note(exc, where, j)
                             raise
                         if built is not None:
-                            slices.append(built)
+                            if self.first(built, where, j):
+                                slices.append(built)
                             continue
                     item = msgspec.json.decode(text)  # as the ordinary parse gives it
                 self.list_item(item, j, where, api_version, item_kind)
@@ -456,7 +493,7 @@ class _Loader:
                 obj,
                 kind,
                 found,
-                validate=self.validate,
+                validate=self.mode,
                 caches=self.caches,
                 sink=self.objects.warnings,
                 pending=self.pending,
@@ -464,7 +501,30 @@ class _Loader:
         except InputError as exc:
             _note(exc, where, item)
             raise
-        self.objects.add(decoded)
+        if self.first(decoded, where, item):
+            self.objects.add(decoded)
+
+    def first(self, obj: DRAObject, where: str, item: int | None) -> bool:
+        """Whether ``obj`` is the first of its kind, namespace and name (False: a copy
+        of one read before, to be dropped); InputError if it differs from that one.
+        Objects without a name (``generateName`` only) are each their own."""
+        meta = obj.metadata
+        if not meta.name:
+            return True
+        key = (type(obj).__name__, meta.namespace, meta.name)
+        before = self.seen.setdefault(key, (obj, where, item))
+        if before[0] is obj:
+            return True
+        if _same(before[0], obj):
+            return False
+        kind, namespace, name = key
+        raise InputError(
+            f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}",
+            "",
+            f"given twice, differently: in {_place(*before[1:])} and in "
+            f"{_place(where, item)} (the API server keeps one object per kind, "
+            "namespace and name)",
+        )
 
     @staticmethod
     def check_type_meta(api_version: Any, kind: Any, where: str, item: int | None) -> None:
@@ -475,6 +535,24 @@ class _Loader:
                     f"{_prefix(item)}{key}",
                     "Required value" if not value else wrong_type("string", value),
                 )
+
+
+def _same(a: DRAObject, b: DRAObject) -> bool:
+    """Whether two decoded objects of one kind say the same: every field compared but
+    the text they came from, their API version and their resourceVersion (one object
+    read at two times, or in two versions, is one object)."""
+    if replace(a.metadata, resource_version="") != replace(b.metadata, resource_version=""):
+        return False
+    ignored = ("metadata", "raw", "api_version")
+    return all(
+        getattr(a, f.name) == getattr(b, f.name)
+        for f in fields(a)
+        if f.compare and f.name not in ignored
+    )
+
+
+def _place(where: str, item: int | None) -> str:
+    return where if item is None else f"{where}, items[{item}]"
 
 
 def _note(exc: InputError, where: str, item: int | None) -> None:

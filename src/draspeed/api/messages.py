@@ -12,13 +12,16 @@ from typing import Any
 
 
 def show(value: Any) -> str:
-    """A value as the API server prints it in errors: strings quoted, numbers bare."""
+    """A value as the API server prints it in errors: strings quoted, numbers bare,
+    anything else as compact JSON (Go's ``json.Marshal``)."""
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return str(value)
 
 

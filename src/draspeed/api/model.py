@@ -139,8 +139,11 @@ class DeviceTaint:
 @dataclass(slots=True)
 class Device:
     name: str
-    # Keys are fully qualified ``domain/id``; a bare id was put under the driver's domain
-    # (capacities too: draspeed.rules.capacity converts request and result names).
+    # Attribute keys are fully qualified ``domain/id`` (a bare id was put under the
+    # driver's domain), as upstream looks attributes up. Capacity keys are as the slice
+    # wrote them: upstream compares claim requests, committed consumption and results'
+    # ``consumedCapacity`` with them literally (CEL alone reads a bare one under the
+    # driver's domain).
     attributes: dict[str, DeviceAttribute] = field(default_factory=dict)
     capacity: dict[str, DeviceCapacity] = field(default_factory=dict)
     consumes_counters: list[DeviceCounterConsumption] = field(default_factory=list)

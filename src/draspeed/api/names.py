@@ -56,21 +56,51 @@ DNS_LABEL_MAX = 63
 DNS_SUBDOMAIN_MAX = 253
 LABEL_VALUE_MAX = 63
 
-_LABEL_DETAIL = (
+# apimachinery's messages (pkg/api/validate/content), byte for byte: a text, then the
+# examples and the regex (``RegexError``: note the two spaces before each "or").
+_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_FMT = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
+_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+
+
+def _regex_error(message: str, regex: str, *examples: str) -> str:
+    shown = "".join(f"{' or ' if i else ''}'{e}', " for i, e in enumerate(examples))
+    return f"{message} (e.g. {shown}regex used for validation is '{regex}')"
+
+
+_LABEL_DETAIL = _regex_error(
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (regex '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    "and must start and end with an alphanumeric character",
+    _LABEL_FMT,
+    "my-name",
+    "123-abc",
 )
-_SUBDOMAIN_DETAIL = (
+_SUBDOMAIN_DETAIL = _regex_error(
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character"
+    "or '.', and must start and end with an alphanumeric character",
+    _SUBDOMAIN_FMT,
+    "example.com",
 )
-_C_IDENTIFIER_DETAIL = (
+_C_IDENTIFIER_DETAIL = _regex_error(
     "a valid C identifier must start with alphabetic character or '_', followed by a string "
-    "of alphanumeric characters or '_' (regex '[A-Za-z_][A-Za-z0-9_]*')"
+    "of alphanumeric characters or '_'",
+    "[A-Za-z_][A-Za-z0-9_]*",
+    "my_name",
+    "MY_NAME",
+    "MyName",
 )
-_LABEL_PART_DETAIL = (
+_LABEL_KEY_PART = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
     "an alphanumeric character"
+)
+_LABEL_KEY_DETAIL = _regex_error(_LABEL_KEY_PART, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+_LABEL_VALUE_DETAIL = _regex_error(
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character",
+    f"({_LABEL_KEY_FMT})?",
+    "MyValue",
+    "my_value",
+    "12345",
 )
 
 
@@ -79,15 +109,59 @@ def _byte_len(s: str) -> int:
     return len(s) if s.isascii() else len(s.encode("utf-8"))
 
 
+def _max_len(limit: int) -> str:
+    return f"must be no more than {limit} bytes"
+
+
+def dns_label_problem(name: str) -> str | None:
+    """apimachinery's first IsDNS1123Label message for ``name``, or None."""
+    if _byte_len(name) > DNS_LABEL_MAX:
+        return _max_len(DNS_LABEL_MAX)
+    if not _is_dns_label(name):
+        return "must not contain dots" if _is_dns_subdomain(name) else _LABEL_DETAIL
+    return None
+
+
+def dns_subdomain_problem(name: str) -> str | None:
+    """apimachinery's first IsDNS1123Subdomain message for ``name``, or None."""
+    if _byte_len(name) > DNS_SUBDOMAIN_MAX:
+        return _max_len(DNS_SUBDOMAIN_MAX)
+    if not _is_dns_subdomain(name):
+        return _SUBDOMAIN_DETAIL
+    return None
+
+
+def label_key_problem(key: str) -> str | None:
+    """apimachinery's first IsLabelKey (IsQualifiedName) message for ``key``, or None."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return (
+            f"a valid label key {_LABEL_KEY_DETAIL} with an optional DNS subdomain prefix "
+            "and '/' (e.g. 'example.com/MyName')"
+        )
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return "prefix part must be non-empty"
+        problem = dns_subdomain_problem(prefix)
+        if problem is not None:
+            return f"prefix part {problem}"
+    name = parts[-1]
+    if not name:
+        return "name part must be non-empty"
+    if _byte_len(name) > DNS_LABEL_MAX:
+        return f"name part {_max_len(DNS_LABEL_MAX)}"
+    if _LABEL_NAME_PART_RE.fullmatch(name) is None:
+        return f"name part {_LABEL_KEY_DETAIL}"
+    return None
+
+
 def check_dns_label(name: str) -> str | None:
     """Device names, request names, counter names, namespaces."""
     if not name:
         return required()
-    if _byte_len(name) > DNS_LABEL_MAX:
-        return invalid(name, f"must be no more than {DNS_LABEL_MAX} characters")
-    if not _is_dns_label(name):
-        return invalid(name, _LABEL_DETAIL)
-    return None
+    problem = dns_label_problem(name)
+    return None if problem is None else invalid(name, problem)
 
 
 def check_dns_subdomain(name: str) -> str | None:
@@ -96,11 +170,15 @@ def check_dns_subdomain(name: str) -> str | None:
         return None
     if not name:
         return required()
-    if _byte_len(name) > DNS_SUBDOMAIN_MAX:
-        return invalid(name, f"must be no more than {DNS_SUBDOMAIN_MAX} characters")
-    if not _is_dns_subdomain(name):
-        return invalid(name, _SUBDOMAIN_DETAIL)
-    return None
+    problem = dns_subdomain_problem(name)
+    return None if problem is None else invalid(name, problem)
+
+
+def check_object_name(name: str) -> str | None:
+    """``metadata.name`` of any object (a DNS subdomain, required)."""
+    if not name:
+        return required("name or generateName is required")
+    return check_dns_subdomain(name)
 
 
 def check_driver_name(name: str) -> str | None:
@@ -110,13 +188,13 @@ def check_driver_name(name: str) -> str | None:
     if _byte_len(name) > limits.DRIVER_NAME_MAX_LENGTH:
         return too_long(limits.DRIVER_NAME_MAX_LENGTH)
     # Upstream lower-cases before the subdomain check, so upper case letters pass.
-    if not _is_dns_subdomain(name.lower()):
-        return invalid(name, _SUBDOMAIN_DETAIL)
-    return None
+    problem = dns_subdomain_problem(name.lower())
+    return None if problem is None else invalid(name, problem)
 
 
 def check_pool_name(name: str) -> str | None:
-    """One or more DNS subdomains separated by slashes, at most 253 bytes in total."""
+    """One or more DNS subdomains separated by slashes, at most 253 bytes in total
+    (the error shows the part that is wrong)."""
     if pool_name_ok(name):  # one compiled pass says it is certainly valid
         return None
     if not name:
@@ -124,8 +202,9 @@ def check_pool_name(name: str) -> str | None:
     if _byte_len(name) > limits.POOL_NAME_MAX_LENGTH:
         return too_long(limits.POOL_NAME_MAX_LENGTH)
     for part in name.split("/"):
-        if not part or _byte_len(part) > DNS_SUBDOMAIN_MAX or not _is_dns_subdomain(part):
-            return invalid(name, f"each '/'-separated part: {_SUBDOMAIN_DETAIL}")
+        problem = dns_subdomain_problem(part)
+        if problem is not None:
+            return invalid(part, problem)
     return None
 
 
@@ -138,12 +217,17 @@ def check_c_identifier(ident: str) -> str | None:
 
 
 def check_qualified_name(name: str) -> str | None:
-    """An attribute or capacity name: ``id`` or ``domain/id``."""
+    """An attribute or capacity name: ``id`` or ``domain/id``.
+
+    Upstream splits the name on every slash and checks one part or two: a name with
+    more slashes (``a.com/b/c``) passes unchecked (kubernetes/kubernetes#141869, open
+    in 2026-09), and CEL then sees domain ``a.com`` and id ``b/c``.
+    """
     parts = name.split("/")
     if len(parts) == 1:
         return check_c_identifier(name)
     if len(parts) > 2:
-        return invalid(name, "must not contain more than one slash")
+        return None
     domain, ident = parts
     if not domain:
         return invalid("", "the domain must not be empty")
@@ -169,34 +253,84 @@ def check_fully_qualified_name(name: str) -> str | None:
 
 def check_label_name(name: str) -> str | None:
     """A label key: ``[prefix/]name`` (taint and toleration keys, condition types)."""
-    if not name:
-        return required()
-    prefix, slash, local = name.rpartition("/")
-    if slash:
-        if "/" in prefix:
-            return invalid(name, "a qualified name must consist of at most one prefix and a name")
-        if not prefix:
-            return invalid(name, "prefix part must be non-empty")
-        problem = check_dns_subdomain(prefix)
-        if problem is not None:
-            return invalid(name, f"prefix part {problem}")
-    if not local:
-        return invalid(name, "name part must be non-empty")
-    if _byte_len(local) > DNS_LABEL_MAX:
-        return invalid(name, f"name part must be no more than {DNS_LABEL_MAX} characters")
-    if _LABEL_NAME_PART_RE.fullmatch(local) is None:
-        return invalid(name, f"name part {_LABEL_PART_DETAIL}")
+    problem = label_key_problem(name)
+    return None if problem is None else invalid(name, problem)
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _uuid_problem(uid: str) -> str | None:
+    """google/uuid's Validate: the error text for ``uid``, or None."""
+    data = uid.encode("utf-8", "surrogatepass")
+    n = len(data)
+    if n == 36 + 9:
+        if data[:9].lower() != b"urn:uuid:":
+            return f"invalid urn prefix: {_go_quote(data[:9])}"
+        data = data[9:]
+    elif n == 36 + 2:
+        if data[:1] != b"{" or data[-1:] != b"}":
+            return "invalid bracketed UUID format"
+        data = data[1:-1]
+    elif n == 32:
+        return None if all(chr(b) in _HEX for b in data) else "invalid UUID format"
+    elif n != 36:
+        return f"invalid UUID length: {n}"
+    if any(data[i] != ord("-") for i in (8, 13, 18, 23)):
+        return "invalid UUID format"
+    digits = data[:8] + data[9:13] + data[14:18] + data[19:23] + data[24:]
+    return None if all(chr(b) in _HEX for b in digits) else "invalid UUID format"
+
+
+def _go_quote(data: bytes) -> str:
+    """Go's ``%q`` of a byte string (printable ASCII as is, the rest escaped)."""
+    out = []
+    for b in data:
+        c = chr(b)
+        if c in '"\\':
+            out.append("\\" + c)
+        elif 0x20 <= b < 0x7F:
+            out.append(c)
+        else:
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(c, f"\\x{b:02x}"))
+    return '"' + "".join(out) + '"'
+
+
+def check_uid(uid: str) -> str | None:
+    """A UID as the API server checks a ``shareID`` (RFC 4122, normalized)."""
+    problem = _uuid_problem(uid)
+    if problem is not None:
+        return invalid(uid, f"error validating uid: {problem}")
+    if len(uid) != 36 or uid != uid.lower():
+        return invalid(
+            uid,
+            "uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` "
+            "with lowercase hexadecimal characters",
+        )
+    return None
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """core/v1's IsExtendedResourceName: a domain-prefixed name outside
+    ``kubernetes.io/``, not starting with ``requests.``, that is a label key once
+    prefixed with ``requests.`` (as resource quotas name it)."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return label_key_problem(f"requests.{name}") is None
+
+
+def label_value_problem(value: str) -> str | None:
+    """apimachinery's first IsLabelValue message for ``value``, or None."""
+    if _byte_len(value) > LABEL_VALUE_MAX:
+        return _max_len(LABEL_VALUE_MAX)
+    if value and _LABEL_NAME_PART_RE.fullmatch(value) is None:
+        return _LABEL_VALUE_DETAIL
     return None
 
 
 def check_label_value(value: str) -> str | None:
-    if not value:
-        return None
-    if _byte_len(value) > LABEL_VALUE_MAX:
-        return invalid(value, f"must be no more than {LABEL_VALUE_MAX} characters")
-    if _LABEL_NAME_PART_RE.fullmatch(value) is None:
-        return invalid(value, f"a valid label {_LABEL_PART_DETAIL}")
-    return None
+    problem = label_value_problem(value)
+    return None if problem is None else invalid(value, problem)
 
 
 def check_attribute_string(value: str) -> str | None:

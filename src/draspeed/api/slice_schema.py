@@ -10,8 +10,9 @@ of :mod:`draspeed.api.slices`, which gives the errors.
 
 So the types only need to be right for what they accept:
 
-- every field the checked decoder reads is declared, and every Struct the decoder
-  reads fields of forbids unknown ones, so nothing it would look at is skipped;
+- every field of the API's types is declared, and every Struct forbids unknown
+  fields, so an unknown field (an error, or a warning, for the checked decoder) never
+  takes the fast path;
 - ``UNSET`` is "absent"; where the decoder treats ``null`` like an absent field the
   type allows ``None`` for it, elsewhere ``null`` is refused or left for the builder to
   send to the checked decoder;
@@ -23,9 +24,9 @@ So the types only need to be right for what they accept:
   the checked decoder decodes each distinct text once, and the builder reuses its
   answer for every later device with the same bytes.
 
-:class:`JSONMetadata` alone skips unknown fields: object metadata has many the model
-does not hold (``managedFields`` is the biggest part of most slices), and the decoder
-reads only the ones declared. They stay in the slice's ``raw`` text.
+Object metadata has many fields the model does not hold (``managedFields`` is the
+biggest part of most slices): :class:`JSONMetadata` keeps them as text (``msgspec.Raw``,
+only checked to be JSON), and they stay in the slice's ``raw`` text.
 
 msgspec checks less in what it skips or keeps as text than in what it decodes (UTF-8,
 numbers out of range): :func:`draspeed.api._jsontext.json_list_spans` refuses texts where
@@ -83,8 +84,29 @@ class JSONSpec(Struct, gc=False, forbid_unknown_fields=True):
     sharedCounters: msgspec.Raw = _NULL
 
 
-class JSONMetadata(Struct, gc=False):
-    """The ObjectMeta fields the model holds (slices are cluster-scoped: no namespace)."""
+class JSONOwnerReference(Struct, gc=False, forbid_unknown_fields=True):
+    apiVersion: msgspec.Raw = _NULL
+    kind: msgspec.Raw = _NULL
+    name: msgspec.Raw = _NULL
+    uid: msgspec.Raw = _NULL
+    controller: msgspec.Raw = _NULL
+    blockOwnerDeletion: msgspec.Raw = _NULL
+
+
+class JSONManagedFieldsEntry(Struct, gc=False, forbid_unknown_fields=True):
+    manager: msgspec.Raw = _NULL
+    operation: msgspec.Raw = _NULL
+    apiVersion: msgspec.Raw = _NULL
+    time: msgspec.Raw = _NULL
+    fieldsType: msgspec.Raw = _NULL
+    fieldsV1: msgspec.Raw = _NULL  # free-form
+    subresource: msgspec.Raw = _NULL
+
+
+class JSONMetadata(Struct, gc=False, forbid_unknown_fields=True):
+    """The ObjectMeta fields the model holds (slices are cluster-scoped: no namespace),
+    and the others as text, so that an unknown field sends the slice to the checked
+    decoder, which reports it."""
 
     name: str = ""
     uid: str = ""
@@ -92,6 +114,15 @@ class JSONMetadata(Struct, gc=False):
     generation: int = 0
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
+    generateName: msgspec.Raw = _NULL
+    namespace: msgspec.Raw = _NULL
+    selfLink: msgspec.Raw = _NULL
+    creationTimestamp: msgspec.Raw = _NULL
+    deletionTimestamp: msgspec.Raw = _NULL
+    deletionGracePeriodSeconds: msgspec.Raw = _NULL
+    finalizers: msgspec.Raw = _NULL
+    ownerReferences: list[JSONOwnerReference] | None = None
+    managedFields: list[JSONManagedFieldsEntry] | None = None
 
 
 class JSONSlice(Struct, gc=False, forbid_unknown_fields=True):

@@ -31,14 +31,24 @@ from draspeed.api._decode import (
     dns_subdomain_ok,
     pool_name_ok,
 )
-from draspeed.api.common import decode_metadata, decode_node_selector, decode_taint, object_name
+from draspeed.api.common import (
+    check_binding_conditions,
+    decode_metadata,
+    decode_node_selector,
+    decode_taint,
+    object_name,
+)
 from draspeed.api.context import (
+    ATTRIBUTE_KEY_LIMIT,
+    COUNTER_KEY_LIMIT,
     Caches,
     DecodeContext,
     DraspeedWarning,
     Pending,
+    Validation,
     child,
     dict_of,
+    map_entry,
 )
 from draspeed.api.messages import (
     duplicate,
@@ -68,12 +78,18 @@ __all__ = ["LIST_KINDS", "CheckedDevices", "SliceBuilder", "decode_resource_slic
 _SCALAR_KINDS = ("int", "bool", "string", "version")
 _LIST_KINDS = ("ints", "bools", "strings", "versions")
 _VALUE_KINDS = frozenset(_SCALAR_KINDS + _LIST_KINDS)
+_GO_FIELD_ORDER = _SCALAR_KINDS + _LIST_KINDS  # resource.DeviceAttribute's fields
 LIST_KINDS = frozenset(_LIST_KINDS)
 
 
 def decode_resource_slice(
     ctx: DecodeContext, obj: Mapping[str, Any], version: str
 ) -> ResourceSlice:
+    if ctx.fields != "ignore":
+        ctx.known(obj, "", "ResourceSlice")
+        meta = obj.get("metadata")
+        if isinstance(meta, Mapping):
+            _known_metadata(ctx, meta)
     metadata = decode_metadata(ctx, obj, namespaced=False)
     spec_raw = obj.get("spec")
     if type(spec_raw) is not dict:
@@ -86,6 +102,18 @@ def decode_resource_slice(
     )
 
 
+_NESTED_METADATA = ("ownerReferences", "managedFields")
+
+
+def _known_metadata(ctx: DecodeContext, meta: Mapping[str, Any]) -> None:
+    """Unknown fields of a slice's metadata (its lists of objects too)."""
+    ctx.known(meta, "metadata", "ObjectMeta")
+    for key in _NESTED_METADATA:
+        if meta.get(key):
+            ctx.known_tree(meta, "metadata", "ObjectMeta")
+            return
+
+
 # ------------------------------------------------------------------------------- spec
 
 
@@ -95,6 +123,7 @@ def _decode_spec(
     # Once per slice: the plain types are read inline, anything else (null, a wrong
     # type) through the typed readers, which decide and report as everywhere else.
     validate = ctx.validate
+    ctx.known(raw, "spec", "ResourceSliceSpec")
     driver = raw.get("driver")
     if type(driver) is not str:
         driver = ctx.string(raw, "driver", "spec", required=True)
@@ -113,32 +142,35 @@ def _decode_spec(
         node_name = node_name or None
         all_nodes = all_nodes or None
     selector_raw = raw.get("nodeSelector")
-    node_selector = (
-        None
-        if selector_raw is None
-        else decode_node_selector(ctx, selector_raw, "spec.nodeSelector")
-    )
+    node_selector = None
+    if selector_raw is not None:
+        ctx.known_tree(selector_raw, "spec.nodeSelector", "NodeSelector")
+        node_selector = decode_node_selector(ctx, selector_raw, "spec.nodeSelector")
     per_device = raw.get("perDeviceNodeSelection")
     if per_device is not None and type(per_device) is not bool:
         per_device = ctx.opt_bool(raw, "perDeviceNodeSelection", "spec")
     if validate:
         _check_node_selection(ctx, node_name, node_selector, all_nodes, per_device)
 
-    # Current API servers refuse slices with both devices and sharedCounters, but earlier
-    # ones stored them (partitionable devices before their redesign) and upstream's
-    # allocator handles them: they pass.
     devices_raw = raw.get("devices")
     if devices_raw is not None and type(devices_raw) is not list:
         devices_raw = ctx.array(raw, "devices", "spec")
     counters_raw = raw.get("sharedCounters")
     if counters_raw is not None:
         counters_raw = ctx.array(raw, "sharedCounters", "spec")
+        ctx.known_tree(counters_raw, "spec.sharedCounters", "[CounterSet]")
+    if validate and counters_raw is not None and devices_raw is not None:
+        # Both present, even empty: upstream's allocator would use the counters and
+        # ignore the devices (slices of the first partitionable-devices API had both).
+        ctx.fail("spec", invalid("", "only one of `sharedCounters` or `devices` is allowed"))
 
     devices: list[Device] = []
     if devices_raw:
         if validate:
             _check_device_count(ctx, devices_raw, nested)
         devices = _decode_devices(ctx, devices_raw, driver, per_device, nested, bare_capacity)
+        if validate:
+            _check_devices(ctx, devices, per_device)
     shared = _decode_counter_sets(ctx, counters_raw) if counters_raw else []
     return ResourceSliceSpec(
         driver=driver,
@@ -157,6 +189,7 @@ def _decode_pool(ctx: DecodeContext, spec: Mapping[str, Any]) -> ResourcePool:
     if type(raw) is not dict:
         raw = ctx.mapping(spec, "pool", "spec", required=True)
         assert raw is not None
+    ctx.known(raw, "spec.pool", "ResourcePool")
     name = raw.get("name")
     if type(name) is not str:
         name = ctx.string(raw, "name", "spec.pool", required=True)
@@ -245,6 +278,27 @@ def _check_device_count(ctx: DecodeContext, devices: list[Any], nested: bool) ->
         ctx.fail("spec.devices", too_many(n, limit))
 
 
+_PER_DEVICE_NODE_SELECTION = (
+    "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
+    "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"
+)
+
+
+def _check_devices(ctx: DecodeContext, devices: list[Device], per_device: bool | None) -> None:
+    """What the API server checks across a slice's devices (each device's own fields
+    were checked as it was read): unique names, and with ``perDeviceNodeSelection``
+    a node selection on every device."""
+    names: set[str] = set()
+    for i, device in enumerate(devices):
+        if per_device and (
+            device.node_name is None and device.node_selector is None and device.all_nodes is None
+        ):
+            ctx.fail(f"spec.devices[{i}]", required(_PER_DEVICE_NODE_SELECTION))
+        if device.name in names:
+            ctx.fail(f"spec.devices[{i}]", duplicate(device.name))
+        names.add(device.name)
+
+
 def _uses_advanced_features(devices: list[Any], nested: bool) -> bool:
     """Taints, counter consumption or list-type attributes on any device."""
     for d in devices:
@@ -317,6 +371,7 @@ def _decode_device(
         if not isinstance(d, Mapping):
             ctx.fail(f"spec.devices[{i}]", wrong_type("object", d))
         d = dict(d)
+    ctx.known(d, f"spec.devices[{i}]", "Device")
     name = d.get("name")
     if type(name) is not str:
         ctx.fail(
@@ -337,6 +392,7 @@ def _decode_device(
             if not isinstance(body, Mapping):
                 ctx.fail(f"spec.devices[{i}].basic", wrong_type("object", body))
             body = dict(body)
+        ctx.known(body, f"spec.devices[{i}].basic", "BasicDevice")
 
     attrs: dict[str, DeviceAttribute] = {}
     a = body.get("attributes")
@@ -367,10 +423,17 @@ def _decode_device(
                     if entry is not None and type(v) is entry[0]:
                         attr = entry[1].get(v)
             if attr is None:
+                if isinstance(value, Mapping):
+                    ctx.known(
+                        value,
+                        child(f"{_device_path(i, nested)}.attributes", key),
+                        "DeviceAttribute",
+                    )
                 try:
                     attr = _attribute_value(caches, validate, value)
                 except _BadValue as bad:
-                    path = child(f"{_device_path(i, nested)}.attributes", key)
+                    path = f"{_device_path(i, nested)}.attributes"
+                    path = map_entry(path, key, ATTRIBUTE_KEY_LIMIT)
                     ctx.fail(f"{path}.{bad.where}" if bad.where else path, bad.message)
                 if attr.kind in LIST_KINDS:
                     extra_values += max(len(attr.value), 1) - 1
@@ -386,9 +449,8 @@ def _decode_device(
         if type(c) is not dict:
             c = _as_dict(ctx, c, f"{_device_path(i, nested)}.capacity")
         for key, value in c.items():
-            fq = key_names.get(key)
-            if fq is None:
-                fq = _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.capacity")
+            if key not in key_names:  # checked once per load
+                _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.capacity")
             cap = None
             if bare_capacity:
                 if type(value) is str:
@@ -402,21 +464,15 @@ def _decode_device(
                     if field == "value" and type(text) is str:
                         cap = capacities.get(text)
             if cap is None:
-                path = child(f"{_device_path(i, nested)}.capacity", key)
+                path = map_entry(f"{_device_path(i, nested)}.capacity", key, ATTRIBUTE_KEY_LIMIT)
                 cap = (
                     _bare_capacity(ctx, value, path)
                     if bare_capacity
                     else _decode_capacity(ctx, value, path)
                 )
-            caps[fq] = cap
-        if len(caps) != len(c):
-            caps = _merge_duplicates(
-                ctx,
-                c,
-                driver,
-                f"{_device_path(i, nested)}.capacity",
-                _bare_capacity if bare_capacity else _decode_capacity,
-            )
+            # Keyed as written: upstream compares and prints capacity names literally
+            # (``memory`` and ``<driver>/memory`` are two capacities).
+            caps[key] = cap
 
     if validate and (a or c):
         total = (len(a) if a else 0) + (len(c) if c else 0)
@@ -459,16 +515,22 @@ class CheckedDevices:
         caches: Caches,
         sink: list[str] | None,
         pending: Pending | None = None,
+        fields: Validation | None = None,
     ) -> None:
         self.raw: dict[str, Any] = msgspec.json.decode(text)
         name = object_name("ResourceSlice", self.raw, namespaced=False)
-        self.ctx = DecodeContext(name, validate=validate, caches=caches, sink=sink, pending=pending)
+        self.ctx = DecodeContext(
+            name, validate=validate, caches=caches, sink=sink, pending=pending, fields=fields
+        )
         # A slice of counter sets alone has no devices (only its sets are asked for).
         self.devices: list[Any] = self.raw["spec"].get("devices") or []
 
     def counter_sets(self) -> list[CounterSet]:
         """The slice's ``sharedCounters``, decoded and checked."""
         sets = self.ctx.array(self.raw["spec"], "sharedCounters", "spec")
+        if sets is None:
+            return []
+        self.ctx.known_tree(sets, "spec.sharedCounters", "[CounterSet]")
         return _decode_counter_sets(self.ctx, sets) if sets else []
 
     def __call__(self, i: int, driver: str) -> Device:
@@ -492,21 +554,21 @@ def _as_dict(ctx: DecodeContext, value: Any, path: str) -> dict[str, Any]:
 def _merge_duplicates(
     ctx: DecodeContext, raw: Mapping[str, Any], driver: str, map_path: str, decode_one: Any
 ) -> dict[str, Any]:
-    """Redo a map in which ``model`` and ``<driver>/model`` both occur: they name the
-    same attribute (or capacity). Upstream's lookup tries the explicit form first, so
-    the model keeps that one, with a warning."""
+    """Redo an attribute map in which ``model`` and ``<driver>/model`` both occur: they
+    name the same attribute. Upstream's lookup tries the explicit form first, so the
+    model keeps that one, with a warning."""
     key_names = ctx.caches.attribute_names[driver]
     result: dict[str, Any] = {}
     for key, value in raw.items():
         fq = key_names[key]
         if key != fq and fq in raw:
             ctx.warn(
-                child(map_path, key),
+                map_entry(map_path, key, ATTRIBUTE_KEY_LIMIT),
                 f"{fq} is also given with its domain; the fully qualified entry is used",
                 DraspeedWarning,
             )
             continue
-        result[fq] = decode_one(ctx, value, child(map_path, key))
+        result[fq] = decode_one(ctx, value, map_entry(map_path, key, ATTRIBUTE_KEY_LIMIT))
     return result
 
 
@@ -517,7 +579,7 @@ def _attribute_name(ctx: DecodeContext, driver: str, key: Any, map_path: str) ->
     if ctx.validate:
         problem = names.check_qualified_name(key)
         if problem is not None:
-            ctx.fail(child(map_path, key), problem)
+            ctx.fail(map_entry(map_path, key, ATTRIBUTE_KEY_LIMIT), problem)
     fq = key if "/" in key else f"{driver}/{key}"
     ctx.caches.attribute_names.setdefault(driver, {})[key] = fq
     return fq
@@ -556,14 +618,21 @@ def _attribute_value(caches: Caches, validate: bool, raw: Any) -> DeviceAttribut
         raise _BadValue("", wrong_type("object", raw))
     found = [(k, v) for k, v in raw.items() if k in _VALUE_KINDS and v is not None]
     if not found:
+        if validate:
+            raise _BadValue("", invalid("", "exactly one value must be specified"))
         return DeviceAttribute(kind=None)
     if len(found) > 1:
-        kinds = ", ".join(k for k, _ in found)
-        raise _BadValue("", invalid(kinds, "exactly one value must be specified"))
+        # Printed as the API server prints the attribute: its values as JSON, in the
+        # order of the Go struct's fields.
+        given = dict(found)
+        shown = {k: given[k] for k in _GO_FIELD_ORDER if k in given}
+        raise _BadValue("", invalid(shown, "exactly one value must be specified"))
     kind, value = found[0]
     if kind in LIST_KINDS:
         if not isinstance(value, list):
             raise _BadValue(kind, wrong_type("array", value))
+        if validate and not value:
+            raise _BadValue(kind, invalid([], "must not be empty if specified"))
         scalar = kind[:-1]
         items = tuple(_scalar(scalar, v, validate, f"{kind}[{j}]") for j, v in enumerate(value))
         return DeviceAttribute(kind, items)
@@ -610,6 +679,7 @@ def _bare_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
 def _decode_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
+    ctx.known_tree(raw, path, "DeviceCapacity")
     value = raw.get("value")
     if value is None:
         ctx.fail(child(path, "value"), required())
@@ -698,7 +768,7 @@ def _decode_counters(ctx: DecodeContext, raw: Any, path: str) -> dict[str, Count
             ctx.fail(path, too_many(len(raw), limits.RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET))
     counters = {}
     for name, counter in raw.items():
-        cpath = child(path, str(name))
+        cpath = map_entry(path, str(name), COUNTER_KEY_LIMIT)
         if not isinstance(name, str):
             ctx.fail(path, wrong_type("string key", name))
         if ctx.validate:
@@ -713,12 +783,12 @@ def _decode_counters(ctx: DecodeContext, raw: Any, path: str) -> dict[str, Count
 
 
 def _decode_counter_sets(ctx: DecodeContext, raw: list[Any]) -> list[CounterSet]:
-    """``sharedCounters``. Duplicate set names are left to the allocator, which marks
-    the pool invalid ("duplicate counter set name"), as it must across slices anyway."""
+    """``sharedCounters``. A set name twice in one slice is the API server's error; across
+    the slices of a pool it is the allocator's ("duplicate counter set name")."""
     path = "spec.sharedCounters"
     if ctx.validate and len(raw) > limits.RESOURCE_SLICE_MAX_COUNTER_SETS:
         ctx.fail(path, too_many(len(raw), limits.RESOURCE_SLICE_MAX_COUNTER_SETS))
-    sets = []
+    sets: list[CounterSet] = []
     for i, cs in enumerate(raw):
         cs_path = f"{path}[{i}]"
         if not isinstance(cs, Mapping):
@@ -731,7 +801,22 @@ def _decode_counter_sets(ctx: DecodeContext, raw: list[Any]) -> list[CounterSet]
                 name=name, counters=_decode_counters(ctx, cs.get("counters"), f"{cs_path}.counters")
             )
         )
+    if ctx.validate:
+        seen: set[str] = set()
+        for i, counter_set in enumerate(sets):
+            if counter_set.name in seen:
+                ctx.fail(f"{path}[{i}]", duplicate(counter_set.name))
+            seen.add(counter_set.name)
     return sets
+
+
+# The parts of a device with fields of their own, checked for unknown ones as a whole.
+_DEVICE_PARTS = (
+    ("consumesCounters", "[DeviceCounterConsumption]"),
+    ("taints", "[DeviceTaint]"),
+    ("nodeSelector", "NodeSelector"),
+    ("nodeAllocatableResources", "{NodeAllocatableResource}"),
+)
 
 
 def _decode_device_extras(
@@ -743,6 +828,11 @@ def _decode_device_extras(
 ) -> None:
     """The less common device fields: counters, taints, node selection, binding, sharing."""
     validate = ctx.validate
+    if ctx.fields != "ignore":
+        for field_name, ref in _DEVICE_PARTS:
+            part = body.get(field_name)
+            if part is not None:
+                ctx.known_tree(part, f"{prefix}.{field_name}", ref)
     consumes = ctx.array(body, "consumesCounters", prefix)
     if consumes:
         cpath = f"{prefix}.consumesCounters"
@@ -795,16 +885,14 @@ def _decode_device_extras(
     device.allow_multiple_allocations = ctx.opt_bool(body, "allowMultipleAllocations", prefix)
     if validate:
         _check_device_node_selection(ctx, device, prefix, per_device)
-        _check_binding_conditions(ctx, device, prefix)
+        check_binding_conditions(
+            ctx, device.binding_conditions, device.binding_failure_conditions, body, prefix
+        )
 
 
 def _check_device_node_selection(
     ctx: DecodeContext, device: Device, prefix: str, per_device: bool | None
 ) -> None:
-    fields = (
-        "at most one of `nodeName`, `nodeSelector`, or `allNodes` may be set when "
-        "`perDeviceNodeSelection` is set to true in the ResourceSlice spec"
-    )
     if not per_device:
         if (
             device.node_name is not None
@@ -832,29 +920,7 @@ def _check_device_node_selection(
         if not device.all_nodes:
             ctx.fail(f"{prefix}.allNodes", invalid(False, "must be either unset or set to true"))
         chosen.append("`allNodes`")
-    # None at all passes: upstream's allocator treats such a device as available on no
-    # node (a pool may keep stale devices that way), so it is not an input error.
+    # None at all is refused for every device of the slice (_check_devices), also for
+    # those without other fields, which never come here.
     if len(chosen) > 1:
-        ctx.fail(prefix, invalid("{" + ", ".join(chosen) + "}", fields))
-
-
-def _check_binding_conditions(ctx: DecodeContext, device: Device, prefix: str) -> None:
-    for key, values, limit in (
-        ("bindingConditions", device.binding_conditions, limits.BINDING_CONDITIONS_MAX_SIZE),
-        (
-            "bindingFailureConditions",
-            device.binding_failure_conditions,
-            limits.BINDING_FAILURE_CONDITIONS_MAX_SIZE,
-        ),
-    ):
-        path = f"{prefix}.{key}"
-        if len(values) > limit:
-            ctx.fail(path, too_many(len(values), limit))
-        seen: set[str] = set()
-        for j, cond in enumerate(values):
-            problem = names.check_label_name(cond)
-            if problem is not None:
-                ctx.fail(f"{path}[{j}]", problem)
-            if cond in seen:
-                ctx.fail(f"{path}[{j}]", duplicate(cond))
-            seen.add(cond)
+        ctx.fail(prefix, invalid("{" + ", ".join(chosen) + "}", _PER_DEVICE_NODE_SELECTION))

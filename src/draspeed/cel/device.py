@@ -114,7 +114,10 @@ def device_input(
             inner = attributes[domain] = {}
         inner[ident] = value
     capacity: DomainMap = DomainMap()
-    for name, cap in device.capacity.items():
+    # Capacity names are kept as written, so ``memory`` and ``<driver>/memory`` may both
+    # be there: the fully qualified one is read, as for attributes (and as the column
+    # reader of draspeed.cel._columns does). Upstream's map iteration picks either.
+    for name, cap in sorted(device.capacity.items(), key=lambda item: "/" in item[0]):
         domain, ident = split_qualified_name(name, driver)
         inner = capacity.get(domain)
         if inner is None:

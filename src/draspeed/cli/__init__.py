@@ -6,6 +6,9 @@ One module per command (``allocate``, ``feasible``, ``explain``, ``capacity``,
 they print with. Exit status of every command: 0 success, 1 does not fit, 2 bad input or
 usage (the error names object and field), 3 allocation error (upstream's text), 4 the
 cluster could not be read (``--from-cluster``: one line naming the server and the reason).
+When the reader of the output goes away (``draspeed demo | head -1``) the command ends as
+a Unix tool ends on SIGPIPE: no message, killed by the signal (the shell shows 141);
+where that signal does not exist, exit status 141.
 
 Installed as ``draspeed`` and as ``kubectl-draspeed``, so that kubectl finds it as a
 plugin: ``kubectl draspeed feasible --pod default/trainer``.
@@ -17,12 +20,13 @@ import argparse
 import contextlib
 import gc
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 from draspeed.cli import allocate, capacity, demo, explain, feasible, generate
-from draspeed.cli.options import EXIT_CLUSTER, EXIT_CODES, EXIT_UNSUITABLE, EXIT_USAGE
+from draspeed.cli.options import EXIT_CLUSTER, EXIT_CODES, EXIT_USAGE
 from draspeed.errors import DraspeedError
 
 EXAMPLES = (
@@ -84,7 +88,9 @@ def main(
     if freeze_inputs:
         gc.disable()  # until the inputs are read and frozen (options.load_sources)
     try:
-        return int(args.run(args, out, err))
+        status = int(args.run(args, out, err))
+        out.flush()  # a reader gone now is met here, not in the interpreter's shutdown
+        return status
     except ClusterReadError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_CLUSTER
@@ -95,12 +101,7 @@ def main(
         err.write(f"error: {exc}\n")
         return EXIT_USAGE
     except BrokenPipeError:
-        # The reader went away (`| head`): stop quietly, and keep Python's shutdown
-        # from complaining about the stdout it can no longer flush.
-        if out is sys.stdout:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_UNSUITABLE
+        return _reader_gone(out)
     except OSError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_USAGE
@@ -110,6 +111,26 @@ def main(
     finally:
         if freeze_inputs:
             gc.enable()
+
+
+# The exit status of a tool killed by SIGPIPE, as a shell reports it: 128 + 13.
+EXIT_BROKEN_PIPE = 141
+
+
+def _reader_gone(out: TextIO) -> int:
+    """The reader of standard output went away (``draspeed ... | head``): stop as Unix
+    tools do, killed by SIGPIPE, without a traceback. The shell reports 141 (and a
+    pipeline under ``set -o pipefail`` fails, as ``yes | head`` does); where there is no
+    SIGPIPE (Windows), or output goes elsewhere, the status is 141 all the same."""
+    if out is sys.stdout:
+        # Python's shutdown would flush stdout again and complain: point it at nothing.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sigpipe = getattr(signal, "SIGPIPE", None)
+        if sigpipe is not None:
+            signal.signal(sigpipe, signal.SIG_DFL)
+            os.kill(os.getpid(), sigpipe)
+    return EXIT_BROKEN_PIPE
 
 
 def command(prog: str = "draspeed") -> NoReturn:

@@ -21,6 +21,7 @@ import gc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from draspeed.api.context import Validation, validation_mode
 from draspeed.cli.render import Progress
 from draspeed.cluster import ENGINES, Cluster
 from draspeed.errors import DraspeedError, InputError
@@ -38,7 +39,8 @@ EXIT_OK, EXIT_UNSUITABLE, EXIT_USAGE, EXIT_ERROR, EXIT_CLUSTER = 0, 1, 2, 3, 4
 EXIT_CODES = """\
 exit status: 0 success, 1 does not fit, 2 bad input or usage (the error names the
 object and field), 3 allocation error (upstream's text), 4 the cluster could not be
-read (--from-cluster: the server and the reason)"""
+read (--from-cluster: the server and the reason); a reader that went away (| head)
+ends the command as SIGPIPE ends a Unix tool (the shell shows 141)"""
 
 
 class Arguments(Protocol):
@@ -63,18 +65,24 @@ def parse_duration(text: str) -> float:
 
 
 def feature_gates(text: str) -> Features:
+    """``--feature-gates``, refused with kube-scheduler's words (pflag's wrapping)."""
     try:
         return Features.parse(text)
     except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+        raise argparse.ArgumentTypeError(
+            f'invalid argument "{text}" for "--feature-gates" flag: {exc.message}'
+        ) from exc
 
 
-def boolean(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+def validation(text: str) -> Validation:
+    """``--validate`` as kubectl takes it: strict|warn|ignore, or true (strict) / false."""
+    value = {"true": "strict", "false": "ignore"}.get(text.lower(), text.lower())
+    try:
+        return validation_mode(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected strict, warn or ignore (or true / false), got {text!r}"
+        ) from None
 
 
 def node_list(text: str) -> list[str]:
@@ -230,10 +238,12 @@ def add_inputs(p: argparse.ArgumentParser, *, claims: bool, pods: str = "") -> N
     )
     p.add_argument(
         "--validate",
-        type=boolean,
-        default=True,
-        metavar="true|false",
-        help="check objects against the API's validation rules first (default true)",
+        type=validation,
+        default="strict",
+        metavar="strict|warn|ignore",
+        help="as kubectl: strict (default, or true) checks objects as the API server does "
+        "and refuses unknown or duplicate fields; warn only warns about those; ignore "
+        "(or false) checks nothing",
     )
 
 
@@ -241,8 +251,19 @@ def add_engine(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument("--engine", choices=ENGINES, default="fast", help=help)
 
 
+# kube-scheduler's DRA Filter timeout (DynamicResourcesArgs.filterTimeout, 10 s by
+# default): what bounds every search unless --timeout says otherwise (0: no bound).
+DEFAULT_TIMEOUT = "10s"
+
+
 def add_timeout(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--timeout", type=parse_duration, default=None, metavar="DURATION", help=help)
+    p.add_argument(
+        "--timeout",
+        type=parse_duration,
+        default=parse_duration(DEFAULT_TIMEOUT),
+        metavar="DURATION",
+        help=f"{help} (default {DEFAULT_TIMEOUT}, kube-scheduler's Filter timeout; 0: no bound)",
+    )
 
 
 # ------------------------------------------------------------------------------ reading

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from draspeed import arguments
 from draspeed.api._model_tree import clone
 from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
 from draspeed.api.model import (
@@ -46,12 +47,20 @@ _OUT = _core.OUTCOME
 
 
 class Stats(NamedTuple):
-    """Counters of one call; ``num_allocate_one_invocations`` is upstream's work counter.
+    """Counters of one call.
+
+    ``search_steps`` is the fast engine's own work counter: one step where upstream's
+    search makes one ``allocateOne`` call. It equals upstream's
+    ``NumAllocateOneInvocations`` wherever the engine searches as upstream does, and
+    is smaller where it prunes (subtrees that provably hold no solution: asking for
+    n+1 of n identical devices takes 1 step, upstream 2^n); it is never larger. The
+    reference engine counts upstream's steps exactly
+    (``ReferenceAllocator.last_stats.num_allocate_one_invocations``).
 
     A named tuple: made on every call, and a frozen dataclass costs three times as much.
     """
 
-    num_allocate_one_invocations: int = 0
+    search_steps: int = 0
 
 
 _NO_WORK = Stats()
@@ -69,7 +78,9 @@ class Allocator:
         self, snapshot: Snapshot, *, share_id: Callable[[], str] = lambda: str(uuid.uuid4())
     ) -> None:
         """``share_id`` makes the shareID of each shared allocation (tests may fix it)."""
-        self.snapshot = snapshot
+        self.snapshot = arguments.instance_of(snapshot, Snapshot, "snapshot", "a Snapshot")
+        if not callable(share_id):
+            raise TypeError(f"share_id: expected a function, got {type(share_id).__name__}")
         self.share_id = share_id
         self.last_stats = _NO_WORK
 
@@ -81,13 +92,18 @@ class Allocator:
         Raises :class:`AllocationError` with upstream's text for fatal errors,
         :class:`NodeAllocationError` when invalid pools made the node unsuitable,
         and :class:`AllocationTimeout` when ``deadline`` (a ``time.monotonic()``
-        value) passes first.
+        value) passes first. The default, ``None``, is no bound at all (unlike the
+        command line, whose ``--timeout`` defaults to kube-scheduler's 10 s): a
+        scheduler passes ``time.monotonic() + 10`` to bound a Filter call as
+        kube-scheduler does.
 
         ``claims`` and ``node`` may also be plain dicts or kubernetes-client models
-        (``ResourceV1ResourceClaim``, ``V1ResourceClaimList``, ``V1Node``).
+        (``ResourceV1ResourceClaim``, ``V1ResourceClaimList``, ``V1Node``); ``node``
+        a node name. Wrong types are a TypeError naming the argument.
         """
         claims = as_claims(claims)
-        target = node if type(node) is Node else self._nodes([node])[0]
+        target = node if type(node) is Node else self._nodes([node], "node")[0]
+        deadline = arguments.deadline(deadline)
         self.last_stats = _NO_WORK
         if not claims:
             return []
@@ -134,10 +150,14 @@ class Allocator:
         """For every node (``nodes``, or the snapshot's known nodes): what ``allocate``
         would answer there, in one pass: the claims' arrays are built once over all
         nodes and the compiled core searches node after node without returning to
-        Python. Node names not known to the snapshot are unlabelled nodes."""
+        Python. ``nodes`` are Nodes or names (one name alone is one node); names not
+        known to the snapshot are unlabelled nodes. ``deadline`` as for ``allocate``."""
         claims = as_claims(claims)
+        deadline = arguments.deadline(deadline)
         snap = self.snapshot
-        layout = snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes))
+        layout = (
+            snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes, "nodes"))
+        )
         if not claims:
             N = len(layout.nodes)
             return Feasibility(
@@ -227,18 +247,22 @@ class Allocator:
                 codes[n] = F_DOES_NOT_FIT if results is None else F_FITS
                 if results is not None:
                     found[n] = results
-            work[n] = self.last_stats.num_allocate_one_invocations
+            work[n] = self.last_stats.search_steps
         return found
 
-    def _nodes(self, nodes: Sequence[NodeInput] | None) -> list[Node]:
+    def _nodes(self, nodes: Sequence[NodeInput] | NodeInput | None, name: str) -> list[Node]:
         if nodes is None:
             return self.snapshot.nodes
+        if isinstance(nodes, (str, Node, Mapping)):
+            nodes = [nodes]  # one node: a name is not a sequence of characters
+        elif not isinstance(nodes, Iterable):
+            raise TypeError(f"{name}: expected Nodes or node names, got {type(nodes).__name__}")
         known = self.snapshot.given_nodes
         found = []
-        for n in nodes:
+        for i, n in enumerate(nodes):
             if isinstance(n, str):
                 n = known.get(n) or n  # a name of a given Node: that Node, with its labels
-            found.append(as_node(n))
+            found.append(as_node(n, f"{name}[{i}]" if name == "nodes" else name))
         return found
 
 
@@ -265,7 +289,8 @@ class PreparedClaims:
         if not self.claims:
             return []
         allocator = self.allocator
-        target = node if type(node) is Node else allocator._nodes([node])[0]
+        target = node if type(node) is Node else allocator._nodes([node], "node")[0]
+        deadline = arguments.deadline(deadline)
         try:
             return allocator._allocate(self.claims, self.key, target, deadline)
         finally:

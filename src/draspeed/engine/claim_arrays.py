@@ -16,7 +16,6 @@ searches one after the other.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from draspeed.rules import texts
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
 from draspeed.rules.preflight import ClaimPlan, preflight
 from draspeed.rules.preflight import RequestSpec as Alternative
+from draspeed.rules.texts import ClaimAllocationError, ClaimText
 from draspeed.rules.tolerations import taint_blocks
 
 if TYPE_CHECKING:
@@ -91,7 +91,8 @@ def claims_signature(claims: list[ResourceClaim]) -> bytes:
     """A key for a claim set: the specs, in order (what a claim set's arrays depend on).
 
     Names are left out, so every pod made from the same templates shares one entry;
-    messages name claims through placeholders filled in by :func:`render`.
+    messages about a claim are kept as templates (:class:`~draspeed.rules.texts.ClaimText`)
+    and shown by :func:`render` with the caller's claims.
     """
     specs = [c.spec for c in claims]
     # Each way of writing the key has its own first byte, so the two never collide.
@@ -104,19 +105,9 @@ def claims_signature(claims: list[ResourceClaim]) -> bytes:
         return b"\x02" + repr(specs).encode()
 
 
-def claim_token(c: int) -> str:
-    """The placeholder that stands for claim c's ``namespace/name`` in stored messages."""
-    return f"\x00claim{c}\x00"
-
-
-_TOKEN = re.compile("\x00claim(\\d+)\x00")
-
-
-def render(text: str, claims: list[ResourceClaim]) -> str:
-    """A stored message with each claim placeholder replaced by the caller's claim key."""
-    if "\x00" not in text:
-        return text
-    return _TOKEN.sub(lambda m: claims[int(m.group(1))].key, text)
+def render(message: str | ClaimText, claims: list[ResourceClaim]) -> str:
+    """A stored message, about the caller's claims."""
+    return message if isinstance(message, str) else message.render(claims)
 
 
 def claim_arrays(
@@ -164,7 +155,7 @@ class ClaimArrays:
         self.claims = claims
         self.features = snap.features
         N = len(layout.nodes)
-        node_error: list[str | None] = [layout.errors.get(n) for n in range(N)]
+        node_error: list[str | ClaimText | None] = [layout.errors.get(n) for n in range(N)]
         # Selector verdict rows, shared by alternatives with the same class and selectors.
         self._rows: list[tuple[np.ndarray, dict[int, SelectorFailure]]] = []
         self._row_of: dict[Any, int] = {}
@@ -182,7 +173,7 @@ class ClaimArrays:
             except AllocationTimeout:
                 raise  # not an answer about these claims: nothing is remembered
             except AllocationError as exc:
-                node_error = [e or str(exc) for e in node_error]
+                node_error = [e or texts.message_of(exc) for e in node_error]
                 plan = None
             plans = [plan] * N
         else:
@@ -194,7 +185,7 @@ class ClaimArrays:
                 except AllocationTimeout:
                     raise
                 except AllocationError as exc:
-                    node_error[n] = str(exc)
+                    node_error[n] = texts.message_of(exc)
         self.plan = next((p for p in plans if p is not None), None)
         self.node_errors = {n: e for n, e in enumerate(node_error) if e is not None}
         self.searchable = np.asarray([n for n in range(N) if node_error[n] is None], dtype=np.int32)
@@ -223,7 +214,9 @@ class ClaimArrays:
                 listed[id(alt)] = self._all_devices(alt, rows[id(alt)], node)
                 alt.count = len(listed[id(alt)])
 
-        claims = preflight(self.claims, claim_token, self.features, self.snap.classes, on_request)
+        claims = preflight(
+            self.claims, self._claim_key, self.features, self.snap.classes, on_request
+        )
         return Plan.of(claims, rows, listed)
 
     def _all_devices(self, alt: Alternative, row_index: int, n: int) -> list[int]:
@@ -238,23 +231,27 @@ class ClaimArrays:
         for k in layout.pools_of(n):
             state = layout.pool_state[k]
             if state == INCOMPLETE:
-                raise AllocationError(
-                    texts.all_devices_pool_incomplete(
-                        claim_token(alt.claim), alt.name, layout.pool_id(k)
-                    )
+                raise texts.claim_error(
+                    alt.claim,
+                    self._claim_key(alt.claim),
+                    texts.all_devices_pool_incomplete,
+                    alt.name,
+                    layout.pool_id(k),
                 )
             if state == INVALID:
-                raise AllocationError(
-                    texts.all_devices_pool_invalid(
-                        claim_token(alt.claim), alt.name, layout.pool_id(k)
-                    )
+                raise texts.claim_error(
+                    alt.claim,
+                    self._claim_key(alt.claim),
+                    texts.all_devices_pool_invalid,
+                    alt.name,
+                    layout.pool_id(k),
                 )
             lo, hi = int(layout.pool_pos_ptr[k]), int(layout.pool_pos_ptr[k + 1])
             verdicts = row[lo:hi]
             erring = np.flatnonzero(verdicts == SEL_ERROR)
             if len(erring):
                 lp = lo + int(erring[0])
-                raise AllocationError(self.selector_error_text(alt, failures[lp], lp))
+                raise _error(self.selector_error_text(alt, failures[lp], lp), self.claims)
             for lp in (lo + np.flatnonzero(verdicts == SEL_YES)).tolist():
                 # Collected by static capacity, ignoring what committed shares use, so a
                 # matching but used-up device makes the request fail (upstream #140769).
@@ -331,7 +328,7 @@ class ClaimArrays:
             # which always fits (upstream's check would compute value <= value).
             return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
         try:
-            fits = request_fits(already, alt.capacity, device.capacity, {}, driver=device_id.driver)
+            fits = request_fits(already, alt.capacity, device.capacity, {})
         except UnknownCapacityError:
             return CAP_FAIL
         if not fits:
@@ -425,13 +422,7 @@ class ClaimArrays:
             for a, alt in enumerate(alts):
                 for lp in dynamic[a]:
                     device = layout.device_at(lp)
-                    share = (
-                        consumed_capacity(
-                            alt.capacity, device.capacity, driver=layout.id_at(lp).driver
-                        )
-                        if K
-                        else {}
-                    )
+                    share = consumed_capacity(alt.capacity, device.capacity) if K else {}
                     self.share_use[(a, lp)] = share
                     for k in range(int(layout.cap_ptr[lp]), int(layout.cap_ptr[lp + 1])):
                         use_nanos[a][k] = share[layout.cap_names[k]].nanos
@@ -607,18 +598,37 @@ class ClaimArrays:
     # Messages
     # ----------------------------------------------------------------------------------
 
-    def selector_error_text(self, alt: Alternative, failure: SelectorFailure, lp: int) -> str:
-        """Upstream's message for the selector that failed on layout position lp for ``alt``."""
+    def _claim_key(self, c: int) -> str:
+        return self.claims[c].key
+
+    def selector_error_text(
+        self, alt: Alternative, failure: SelectorFailure, lp: int
+    ) -> str | ClaimText:
+        """Upstream's message for the selector that failed on layout position lp for
+        ``alt`` (a template: the claim set answers for claims of other names too)."""
         from_class, index, compile_error, runtime_error = failure
         if index < 0:  # per-device node selection failed to parse: upstream returns it bare
             return runtime_error or ""
-        owner = texts.selector_owner(
-            claim_token(alt.claim), alt.device_class.metadata.name, from_class=from_class
-        )
+        class_name = alt.device_class.metadata.name
         if compile_error is not None:
-            return texts.selector_compile_error(owner, index, compile_error)
+            return ClaimText(
+                alt.claim,
+                texts.claim_selector_compile_error,
+                (class_name, from_class, index, compile_error),
+            )
         device = self.snap.device_id(int(self.layout.g[lp]))
-        return texts.selector_runtime_error(owner, index, device, runtime_error or "")
+        return ClaimText(
+            alt.claim,
+            texts.claim_selector_runtime_error,
+            (class_name, from_class, index, device, runtime_error or ""),
+        )
+
+
+def _error(message: str | ClaimText, claims: list[ResourceClaim]) -> AllocationError:
+    """The error of a stored message, about ``claims``."""
+    if isinstance(message, str):
+        return AllocationError(message)
+    return ClaimAllocationError(message, claims[message.claim].key)
 
 
 class ExactSums:

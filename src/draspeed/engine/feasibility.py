@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from draspeed.api.model import AllocationResult
+from draspeed.api.model import AllocationResult, Node
 
 Status = Literal["fits", "does-not-fit", "error", "node-error", "timeout"]
 STATUSES: tuple[Status, ...] = ("fits", "does-not-fit", "error", "node-error", "timeout")
@@ -93,10 +93,19 @@ class Feasibility:
             results,
         )
 
-    def _position(self, node: str) -> int:
+    def _position(self, node: str | Node) -> int:
+        """The index of a node asked about (a Node or its name); KeyError naming it
+        for another, TypeError for anything but a node."""
+        if isinstance(node, Node):
+            node = node.name
+        elif not isinstance(node, str):
+            raise TypeError(f"node: expected a Node or a node name, got {type(node).__name__}")
         if self._index is None:
             self._index = {name: i for i, name in enumerate(self._names)}
-        return self._index[node]
+        found = self._index.get(node)
+        if found is None:
+            raise KeyError(f"node {node!r} was not asked about")
+        return found
 
     def outcome(self, i: int) -> NodeOutcome:
         """Node i's outcome (results are built when first read)."""
@@ -112,11 +121,11 @@ class Feasibility:
     def __len__(self) -> int:
         return len(self._names)
 
-    def __getitem__(self, node: str) -> NodeOutcome:
+    def __getitem__(self, node: str | Node) -> NodeOutcome:
         return self.outcome(self._position(node))
 
     def __contains__(self, node: object) -> bool:
-        if not isinstance(node, str):
+        if not isinstance(node, (str, Node)):
             return False
         try:
             self._position(node)
@@ -134,19 +143,20 @@ class Feasibility:
         names = self._names
         return [names[i] for i in np.flatnonzero(self.codes == FITS).tolist()]
 
-    def fits(self, node: str) -> bool:
+    def fits(self, node: str | Node) -> bool:
         return int(self.codes[self._position(node)]) == FITS
 
-    def result(self, node: str) -> list[AllocationResult] | None:
+    def result(self, node: str | Node) -> list[AllocationResult] | None:
         i = self._position(node)
         return self._results(i) if int(self.codes[i]) == FITS else None
 
-    def error(self, node: str) -> str | None:
+    def error(self, node: str | Node) -> str | None:
         return self.errors.get(self._position(node))
 
     @property
     def work(self) -> int:
-        """Search steps summed over nodes (upstream's NumAllocateOneInvocations)."""
+        """Search steps summed over nodes (``Stats.search_steps``: never more than
+        upstream's ``NumAllocateOneInvocations``)."""
         return int(self.works.sum())
 
     def counts(self) -> dict[str, int]:

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from draspeed import arguments
+from draspeed.api.coerce import cluster_claims, cluster_classes, cluster_nodes, cluster_slices
 from draspeed.api.model import (
     Device,
     DeviceClass,
@@ -60,6 +62,10 @@ class SliceIndex:
     shared: tuple[int, ...]  # slices without a node name
     of_pool: PersistentMap[PoolID, tuple[int, ...]]
     named: PersistentMap[str, int]
+
+
+def _features(value: object) -> Features:
+    return arguments.instance_of(value, Features, "features", "Features")
 
 
 class Snapshot:
@@ -126,10 +132,23 @@ class Snapshot:
         features: Features | None = None,
         nodes: Sequence[Node] = (),
     ) -> Snapshot:
-        """Read a cluster state. ``nodes``: Node objects (labels matter for node
-        selectors); nodes named only by slices are known too, without labels."""
+        """Read a cluster state. ``nodes``: Node objects or names (labels matter for
+        node selectors); nodes named only by slices are known too, without labels.
+
+        The objects are taken over, not copied (a copy would cost more than the build):
+        like the objects of an informer's cache that upstream's allocator reads, they
+        must not be changed afterwards, or the snapshot, which reads parts of them on
+        first use, changes with them. Wrong types are a TypeError naming the argument;
+        two different objects of one name a ValueError (an equal repeat is dropped).
+        """
         with collector_paused():
-            return cls(slices, classes, allocated_claims, features or Features(), nodes)
+            return cls(
+                cluster_slices(slices),
+                cluster_classes(classes),
+                cluster_claims(allocated_claims, "allocated_claims"),
+                Features() if features is None else _features(features),
+                cluster_nodes(nodes),
+            )
 
     # ----------------------------------------------------------------------------------
     # Versions: every update returns a new snapshot; this one stays as it was
@@ -146,6 +165,8 @@ class Snapshot:
         Costs what changed: nodes the slices do not target keep their layouts, and
         selectors are evaluated for the new devices only.
         """
+        added = cluster_slices(added, "added")
+        removed = arguments.names_or_items(removed, ResourceSlice, "removed", "a ResourceSlice")
         gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
         gone |= {a.metadata.name for a in added}
         named = self._slice_index().named
@@ -167,7 +188,7 @@ class Snapshot:
     def add_allocated(self, claims: ResourceClaim | Sequence[ResourceClaim]) -> Snapshot:
         """A new version where ``claims`` (with ``status.allocation``) hold their devices;
         a claim with the key of an allocated one replaces it. Costs what the claims touch."""
-        new = [claims] if isinstance(claims, ResourceClaim) else list(claims)
+        new = cluster_claims(claims, "claims")
         for claim in new:
             if claim.status.allocation is None:
                 raise ValueError(f"claim {claim.key} has no status.allocation to add")
@@ -179,7 +200,7 @@ class Snapshot:
         self, claims: ResourceClaim | str | Sequence[ResourceClaim | str]
     ) -> Snapshot:
         """A new version without these allocated claims (claims or ``namespace/name`` keys)."""
-        items = [claims] if isinstance(claims, (ResourceClaim, str)) else list(claims)
+        items = arguments.names_or_items(claims, ResourceClaim, "claims", "a ResourceClaim")
         keys = {c if isinstance(c, str) else c.key for c in items}
         held = [found for k in keys if (found := self._claims.get(k)) is not None]
         return derive_allocations(self, [], held)
@@ -188,6 +209,8 @@ class Snapshot:
         self, added: Sequence[DeviceClass] = (), removed: Sequence[DeviceClass | str] = ()
     ) -> Snapshot:
         """A new version with classes added, replaced (same name) or removed."""
+        added = cluster_classes(added, "added")
+        removed = arguments.names_or_items(removed, DeviceClass, "removed", "a DeviceClass")
         gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
         child = self._derive_plain(keep_claim_arrays=False)
         child._classes_epoch += 1  # claim arrays made before do not carry over
@@ -199,6 +222,8 @@ class Snapshot:
         self, added: Sequence[Node] = (), removed: Sequence[Node | str] = ()
     ) -> Snapshot:
         """A new version with Node objects added, replaced (same name) or removed."""
+        added = arguments.items_of(added, Node, "added", "a Node")
+        removed = arguments.names_or_items(removed, Node, "removed", "a Node")
         gone = {r if isinstance(r, str) else r.name for r in removed}
         child = self._derive_plain()
         child.given_nodes = {n: v for n, v in self.given_nodes.items() if n not in gone}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from draspeed.api.model import Node, ObjectMeta, ResourceClaim
+from draspeed import arguments
+from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
+from draspeed.api.model import Node, ObjectMeta
 from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationError
 from draspeed.explain.alternatives import claim_alternatives
@@ -19,8 +19,8 @@ from draspeed.features import Features
 
 def explain(
     snapshot: Snapshot,
-    claims: Sequence[ResourceClaim],
-    node: Node | str,
+    claims: ClaimsInput,
+    node: NodeInput,
     *,
     features: Features | None = None,
     timeout: float | None = None,
@@ -28,9 +28,18 @@ def explain(
     """Whether ``claims`` (one pod's, allocated together) fit on ``node``, and why (not).
 
     ``features`` other than the snapshot's explain as if those gates were set (the
-    snapshot is rebuilt with them). ``timeout`` bounds each allocator run (seconds);
-    a run that times out makes the status ``timeout``, or leaves that experiment out.
+    snapshot is rebuilt with them). ``timeout`` bounds each allocator run (seconds;
+    None or 0: no bound); a run that times out makes the status ``timeout``, or leaves
+    that experiment out. ``claims`` and ``node`` are taken as ``Allocator.allocate``
+    takes them; wrong types are a TypeError naming the argument.
     """
+    snapshot = arguments.instance_of(snapshot, Snapshot, "snapshot", "a Snapshot")
+    claims = as_claims(claims)
+    timeout = arguments.timeout(timeout)
+    if features is not None:
+        features = arguments.instance_of(features, Features, "features", "Features")
+    if not isinstance(node, (str, Node)):
+        node = as_node(node)
     if features is not None and features != snapshot.features:
         snapshot = Snapshot.build(
             snapshot.slices,
@@ -41,7 +50,6 @@ def explain(
         )
     if isinstance(node, str):
         node = snapshot.given_nodes.get(node) or Node(metadata=ObjectMeta(name=node))
-    claims = list(claims)
     verdict = ask(snapshot, claims, node, timeout)
     out = Explanation(
         node=node.name,

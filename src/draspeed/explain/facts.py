@@ -118,7 +118,6 @@ class NodeFacts:
                 requests,
                 self.snap.device(g).capacity,
                 {},
-                driver=device_id.driver,
             )
         except UnknownCapacityError:
             return False
@@ -127,11 +126,8 @@ class NodeFacts:
         """Capacity ignoring committed use: what ``allocationMode: All`` collects by."""
         if not self.features.consumable_capacity:
             return True
-        device_id = self.snap.device_id(g)
         try:
-            return request_fits(
-                {}, requests, self.snap.device(g).capacity, {}, driver=device_id.driver
-            )
+            return request_fits({}, requests, self.snap.device(g).capacity, {})
         except UnknownCapacityError:
             return False
 

@@ -29,14 +29,12 @@ def ask(
     try:
         results = allocator.allocate(claims, node, deadline=deadline)
     except AllocationTimeout as exc:
-        return Verdict("timeout", str(exc), allocator.last_stats.num_allocate_one_invocations, None)
+        return Verdict("timeout", str(exc), allocator.last_stats.search_steps, None)
     except NodeAllocationError as exc:
-        return Verdict(
-            "node-error", str(exc), allocator.last_stats.num_allocate_one_invocations, None
-        )
+        return Verdict("node-error", str(exc), allocator.last_stats.search_steps, None)
     except AllocationError as exc:
-        return Verdict("error", str(exc), allocator.last_stats.num_allocate_one_invocations, None)
-    work = allocator.last_stats.num_allocate_one_invocations
+        return Verdict("error", str(exc), allocator.last_stats.search_steps, None)
+    work = allocator.last_stats.search_steps
     if results is None:
         return Verdict("does-not-fit", None, work, None)
     return Verdict("fits", None, work, results)

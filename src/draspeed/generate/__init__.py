@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from draspeed.generate._base import Cluster, claim_from_template, parse_fill
+from draspeed.generate._base import Cluster, check_size, claim_from_template, parse_fill
 from draspeed.generate.example import example
 from draspeed.generate.network import network_attached
 from draspeed.generate.nvidia import nvidia_gpu, nvidia_mig
@@ -46,11 +46,16 @@ KINDS: dict[str, Callable[..., Cluster]] = {
 
 
 def generate(kind: str, nodes: int, seed: int = 0, **options: Any) -> Cluster:
-    """The cluster of one kind; ``options`` are that kind's keyword arguments."""
+    """The cluster of one kind; ``options`` are that kind's keyword arguments.
+
+    Sizes are bounded (:data:`~draspeed.generate._base.MAX_NODES` nodes, per-node
+    counts and about a million devices in all): beyond them, a ValueError.
+    """
     try:
         make = KINDS[kind]
     except KeyError:
         raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}") from None
+    check_size(kind, nodes, options)
     return make(nodes, seed, **options)
 
 

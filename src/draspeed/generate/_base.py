@@ -390,7 +390,38 @@ def parse_fill(text: str | float) -> float:
     return value
 
 
-def positive(name: str, value: int) -> int:
+# How big a generated cluster may be: tens of thousands of nodes are what the largest
+# real clusters run (Kubernetes is tested with 5,000); a per-node count (GPUs, devices,
+# pools, racks' volumes) stays below what one node's hardware could publish (slices of
+# 128 devices each); and about a million devices in all keep the output within what
+# ``draspeed`` reads back (1 GiB a file).
+MAX_NODES = 100_000
+MAX_PER_NODE = 1024
+MAX_DEVICES = 1_000_000
+_DEVICES_PER_GPU = {"nvidia-mig": 26}  # placements per GPU, with media extensions
+_DEFAULT_PER_NODE = 8
+
+
+def positive(name: str, value: int, maximum: int | None = None) -> int:
     if value < 1:
         raise ValueError(f"{name} must be at least 1, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
+
+
+def check_size(kind: str, nodes: int, options: dict[str, object]) -> None:
+    """Refuse a cluster beyond the limits above (its size estimated from ``nodes``
+    and the largest per-node count among ``options``), before generating any of it."""
+    positive("nodes", nodes, MAX_NODES)
+    per_node = _DEFAULT_PER_NODE
+    for name, value in options.items():
+        if type(value) is int:
+            positive(name, value, MAX_PER_NODE)
+            per_node = max(per_node, value)
+    devices = nodes * per_node * _DEVICES_PER_GPU.get(kind, 1)
+    if devices > MAX_DEVICES:
+        raise ValueError(
+            f"{nodes} {kind} nodes would hold about {devices} devices, more than "
+            f"{MAX_DEVICES}: generate fewer nodes"
+        )

@@ -21,8 +21,9 @@ fixes merged upstream after that commit:
 The search is depth-first and returns the first solution: claims in order,
 requests in order, a prioritized list's subrequests in order, and within one
 request the devices as combinations in pool/slice/device order. Its work is
-counted in ``last_stats.num_allocate_one_invocations`` like upstream's
-``NumAllocateOneInvocations``.
+counted in ``last_stats.num_allocate_one_invocations`` step for step as upstream's
+``NumAllocateOneInvocations`` (``search_steps``, the name both engines share, is the
+same number here).
 """
 
 from __future__ import annotations
@@ -33,7 +34,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
+from draspeed import arguments
+from draspeed.api.coerce import (
+    ClaimsInput,
+    NodeInput,
+    as_claims,
+    as_node,
+    cluster_claims,
+    cluster_classes,
+    cluster_slices,
+)
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
@@ -71,9 +81,14 @@ from draspeed.rules.tolerations import taint_blocks
 
 @dataclass(slots=True)
 class Stats:
-    """Work done by the last ``allocate`` call."""
+    """Work done by the last ``allocate`` call: upstream's counter, step for step."""
 
     num_allocate_one_invocations: int = 0
+
+    @property
+    def search_steps(self) -> int:
+        """The work counter both engines offer (here exactly upstream's)."""
+        return self.num_allocate_one_invocations
 
 
 class _Step(enum.Enum):
@@ -127,13 +142,12 @@ class ReferenceAllocator:
         allocated_claims: Sequence[ResourceClaim] = (),
         features: Features = Features(),  # noqa: B008 - immutable record
     ) -> None:
-        self.slices = list(slices)
-        self.classes: dict[str, DeviceClass] = {}
-        for device_class in classes:
-            self.classes.setdefault(device_class.metadata.name, device_class)
-        self.features = features
+        self.slices = cluster_slices(slices)
+        self.classes = {c.metadata.name: c for c in cluster_classes(classes)}
+        self.features = arguments.instance_of(features, Features, "features", "Features")
         self.allocated = AllocatedState.from_claims(
-            allocated_claims, consumable_capacity=features.consumable_capacity
+            cluster_claims(allocated_claims, "allocated_claims"),
+            consumable_capacity=features.consumable_capacity,
         )
         self.last_stats = Stats()
 
@@ -147,7 +161,7 @@ class ReferenceAllocator:
         AllocationTimeout once ``deadline`` (a ``time.monotonic()`` value) passes.
         """
         target = node if type(node) is Node else as_node(node)
-        run = _Allocation(self, as_claims(claims), target, deadline)
+        run = _Allocation(self, as_claims(claims), target, arguments.deadline(deadline))
         try:
             return run.run()
         finally:
@@ -280,7 +294,6 @@ class _Allocation:
                                 data.request.capacity,
                                 device.capacity,
                                 {},
-                                driver=device_id.driver,
                             ):
                                 continue
                         except UnknownCapacityError:
@@ -406,7 +419,6 @@ class _Allocation:
                 request.capacity,
                 device.capacity,
                 self._allocating_capacity(device_id),
-                driver=device_id.driver,
             )
         except UnknownCapacityError:
             return False
@@ -595,9 +607,7 @@ class _Allocation:
                 give_back_counters()
                 return None
             if allow_multiple:
-                consumed = consumed_capacity(
-                    request.capacity, device.capacity, driver=device_id.driver
-                )
+                consumed = consumed_capacity(request.capacity, device.capacity)
                 share_id = str(uuid.uuid4())
                 self.live_shares.setdefault(device_id, []).append(consumed)
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from draspeed.api.model import ResourceClaim
 from draspeed.quantity import Quantity
-from draspeed.rules.capacity import qualified_capacity_name
 from draspeed.rules.ids import DeviceID, SharedDeviceID
 
 
@@ -59,15 +58,15 @@ class AllocatedState:
     def add_share(self, share: SharedDeviceID, consumed: dict[str, Quantity]) -> None:
         """Record one share; an empty consumedCapacity (unset in the API) adds no capacity entry.
 
-        Capacity names are qualified with the driver, as the model keys device capacities.
+        Capacity names are kept as written: upstream matches them with the device's
+        capacities literally.
         """
         self.shared_devices.add(share)
         self._shared_device_ids.add(share.device_id)
         if not consumed:
             return
         totals = self.consumed_capacity.setdefault(share.device_id, {})
-        for raw_name, amount in consumed.items():
-            name = qualified_capacity_name(raw_name, share.driver)
+        for name, amount in consumed.items():
             totals[name] = totals[name].add(amount) if name in totals else amount
 
     def has_share(self, device_id: DeviceID) -> bool:

@@ -15,14 +15,11 @@ the snapshot does; the later ``DRAFractionalCapacityRange`` milli-unit arithmeti
 is not part of this variant. Sums of those integers are exact Python integers
 where Go's int64 arithmetic could wrap (only for values near 2**63).
 
-Capacity names: the model keys a device's capacities by fully qualified name
-(``<driver>/memory`` for a bare ``memory``), like its attributes. Upstream
-compares the names literally as written; here claim requests and committed
-consumption are qualified with the driver the same way before comparing
-(``qualified_capacity_name``), and results print a name in the driver's own
-domain bare again (``result_capacity_name``). The only difference: a request
-that spells out the driver's domain matches a capacity written bare, where
-upstream would find no such capacity.
+Capacity names are compared literally, as upstream compares them: a device's
+capacities are keyed as its slice wrote them, and a claim's requests and the
+consumption of committed shares must name them the same way (``memory`` and
+``<driver>/memory`` are different names there; only CEL reads a bare name under the
+driver's domain). Results carry the device's names as written.
 """
 
 from __future__ import annotations
@@ -39,23 +36,6 @@ class UnknownCapacityError(DraspeedError, ValueError):
 
     def __init__(self) -> None:
         super().__init__("some requested capacity has not been defined")
-
-
-def qualified_capacity_name(name: str, driver: str) -> str:
-    """A capacity name as the model keys it: bare names belong to the driver's domain."""
-    return name if "/" in name else f"{driver}/{name}"
-
-
-def result_capacity_name(name: str, driver: str) -> str:
-    """The name a result prints for a model capacity key (bare within the driver's domain)."""
-    domain, _, ident = name.rpartition("/")
-    return ident if domain == driver else name
-
-
-def _qualified(requests: Mapping[str, Quantity], driver: str | None) -> Mapping[str, Quantity]:
-    if driver is None:
-        return requests
-    return {qualified_capacity_name(name, driver): amount for name, amount in requests.items()}
 
 
 def _go_div(a: int, b: int) -> int:
@@ -144,18 +124,14 @@ def request_fits(
     requests: Mapping[str, Quantity],
     device_capacity: Mapping[str, DeviceCapacity],
     allocating: Mapping[str, Quantity],
-    *,
-    driver: str | None = None,
 ) -> bool:
     """Upstream's CmpRequestOverCapacity.
 
     ``already_consumed`` is what committed allocations consume of the device,
-    ``allocating`` what this call has tentatively allocated (both keyed like the
+    ``allocating`` what this call has tentatively allocated (all keyed like the
     device's capacities); raises UnknownCapacityError when ``requests`` names a
-    capacity the device lacks. With ``driver``, bare request names are qualified
-    with it first (claims write names as the slice did; the model qualifies them).
+    capacity the device lacks.
     """
-    requests = _qualified(requests, driver)
     if any(name not in device_capacity for name in requests):
         raise UnknownCapacityError()
     for name, capacity in device_capacity.items():
@@ -175,12 +151,7 @@ def request_fits(
 def consumed_capacity(
     requests: Mapping[str, Quantity],
     device_capacity: Mapping[str, DeviceCapacity],
-    *,
-    driver: str | None = None,
 ) -> dict[str, Quantity]:
-    """The consumedCapacity of one share: an entry for every capacity of the device.
-
-    Keyed like the device's capacities; ``driver`` qualifies bare request names.
-    """
-    requests = _qualified(requests, driver)
+    """The consumedCapacity of one share: an entry for every capacity of the device,
+    keyed like the device's capacities."""
     return {name: consumed_amount(requests.get(name), cap) for name, cap in device_capacity.items()}

@@ -27,7 +27,6 @@ from draspeed.api.model import (
     DeviceToleration,
     ResourceClaim,
 )
-from draspeed.errors import AllocationError
 from draspeed.features import Features
 from draspeed.rules import texts
 
@@ -76,8 +75,9 @@ def preflight(
     classes: Mapping[str, DeviceClass],
     on_request: OnRequest,
 ) -> list[ClaimPlan]:
-    """The claims' plans, or upstream's first pre-flight error (``claim_key(c)`` names
-    claim c in error texts)."""
+    """The claims' plans, or upstream's first pre-flight error, a
+    :class:`~draspeed.rules.texts.ClaimAllocationError` (``claim_key(c)`` names claim c
+    in its text)."""
     return [
         _claim_plan(c, claim, claim_key(c), features, classes, on_request)
         for c, claim in enumerate(claims)
@@ -95,7 +95,7 @@ def _claim_plan(
     plan = ClaimPlan([], [])
     min_devices = 0
     for r, request in enumerate(claim.spec.devices.requests):
-        _check_features(key, request, features)
+        _check_features(c, key, request, features)
         subs = request.first_available
         if subs:
             alternatives = [
@@ -146,26 +146,28 @@ def _claim_plan(
         plan.requests.append(alternatives)
         plan.has_subrequests.append(bool(subs))
     if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
-        raise AllocationError(texts.too_many_devices(key, min_devices, ALLOCATION_RESULTS_MAX_SIZE))
+        raise texts.claim_error(
+            c, key, texts.too_many_devices, min_devices, ALLOCATION_RESULTS_MAX_SIZE
+        )
     for i, constraint in enumerate(claim.spec.devices.constraints):
         if constraint.match_attribute is None and constraint.distinct_attribute is None:
-            raise AllocationError(texts.empty_constraint(key, i))
+            raise texts.claim_error(c, key, texts.empty_constraint, i)
     return plan
 
 
-def _check_features(key: str, request: DeviceRequest, features: Features) -> None:
+def _check_features(c: int, key: str, request: DeviceRequest, features: Features) -> None:
     subs = request.first_available
     if subs and not features.prioritized_list:
-        raise AllocationError(texts.prioritized_list_disabled(key, request.name))
+        raise texts.claim_error(c, key, texts.prioritized_list_disabled, request.name)
     if not features.consumable_capacity:
         if request.exactly is not None and request.exactly.capacity is not None:
-            raise AllocationError(
-                texts.consumable_capacity_disabled(key, request.name, subrequest=False)
+            raise texts.claim_error(
+                c, key, texts.consumable_capacity_disabled, request.name, subrequest=False
             )
         for sub in subs:
             if sub.capacity is not None:
-                raise AllocationError(
-                    texts.consumable_capacity_disabled(key, sub.name, subrequest=True)
+                raise texts.claim_error(
+                    c, key, texts.consumable_capacity_disabled, sub.name, subrequest=True
                 )
 
 
@@ -190,16 +192,16 @@ def _validated(
     """upstream's validateDeviceRequest: checks in its order, then the device count."""
     for i, selector in enumerate(selectors):
         if selector.cel is None:
-            raise AllocationError(texts.selector_without_cel(key, name, i))
+            raise texts.claim_error(c, key, texts.selector_without_cel, name, i)
     if not features.admin_access and admin_access is not None:
-        raise AllocationError(texts.admin_access_disabled(key, name))
+        raise texts.claim_error(c, key, texts.admin_access_disabled, name)
     if class_name == "":
-        raise AllocationError(texts.missing_class_name(key, name))
+        raise texts.claim_error(c, key, texts.missing_class_name, name)
     device_class = classes.get(class_name)
     if device_class is None:
-        raise AllocationError(texts.class_not_found(key, name, class_name))
+        raise texts.claim_error(c, key, texts.class_not_found, name, class_name)
     if mode not in ("ExactCount", "All"):
-        raise AllocationError(texts.unsupported_count_mode(key, name, mode))
+        raise texts.claim_error(c, key, texts.unsupported_count_mode, name, mode)
     spec = RequestSpec(
         claim=c,
         request=r,

@@ -28,7 +28,6 @@ from draspeed.api.model import (
 from draspeed.errors import DraspeedError
 from draspeed.features import Features
 from draspeed.quantity import Quantity
-from draspeed.rules.capacity import result_capacity_name
 from draspeed.rules.ids import DeviceID
 
 
@@ -46,8 +45,7 @@ class ChosenDevice:
     device: Device
     slice: ResourceSlice
     share_id: str | None = None
-    # Keyed like the model's device capacities (fully qualified); printed bare when in
-    # the driver's own domain, as the slice most likely wrote it.
+    # Keyed like the device's capacities: as its slice wrote them, and so printed.
     consumed_capacity: dict[str, Quantity] | None = None
     admin_access: bool = False
 
@@ -211,10 +209,7 @@ def device_result(
         admin_access=True if chosen.admin_access else None,
         tolerations=request_tolerations(claim, chosen),
         share_id=chosen.share_id,
-        consumed_capacity={
-            result_capacity_name(name, chosen.device_id.driver): amount
-            for name, amount in (chosen.consumed_capacity or {}).items()
-        },
+        consumed_capacity=dict(chosen.consumed_capacity or {}),
     )
     if features.device_binding_and_status:
         result.binding_conditions = list(chosen.device.binding_conditions)

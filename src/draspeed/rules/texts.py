@@ -1,13 +1,65 @@
 """Upstream's error texts of an allocation, each written once, byte for byte.
 
 Both engines, ``explain`` and the taint-rule patcher raise these. ``claim`` is the
-claim's ``namespace/name`` (the fast engine passes a placeholder that it renders
-later, see :mod:`draspeed.engine.claim_arrays`).
+claim's ``namespace/name``. A message about one claim that is kept to answer for
+other claims of the same specs (the fast engine remembers a claim set's errors by
+their specs, whatever the claims are called) is kept as a :class:`ClaimText`: the
+text function and its other arguments, with the claim's name filled in when the
+message is shown. No text marks the place of the name, so nothing in the input (an
+attribute value quoted by a CEL error, say) can be mistaken for it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from draspeed.errors import AllocationError
+
+if TYPE_CHECKING:
+    from draspeed.api.model import ResourceClaim
+
 INVALID_POOLS = "invalid resource pools were encountered"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimText:
+    """The message ``write(key, *args, **kwargs)`` about claim ``claim`` of a claim set,
+    its ``namespace/name`` (``key``) filled in when it is shown."""
+
+    claim: int
+    write: Callable[..., str]
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def text(self, key: str) -> str:
+        return self.write(key, *self.args, **dict(self.kwargs))
+
+    def render(self, claims: Sequence[ResourceClaim]) -> str:
+        """The message about the claims asked about (claim ``claim`` of them)."""
+        return self.text(claims[self.claim].key)
+
+
+class ClaimAllocationError(AllocationError):
+    """A fatal allocation error about one claim; ``text`` writes it for other names."""
+
+    def __init__(self, text: ClaimText, key: str) -> None:
+        super().__init__(text.text(key))
+        self.text = text
+
+
+def claim_error(
+    claim: int, key: str, write: Callable[..., str], *args: Any, **kwargs: Any
+) -> ClaimAllocationError:
+    """The error ``write(key, *args, **kwargs)`` about claim ``claim`` (named ``key``)."""
+    return ClaimAllocationError(ClaimText(claim, write, args, tuple(kwargs.items())), key)
+
+
+def message_of(exc: AllocationError) -> str | ClaimText:
+    """What to keep of an error to show it for other claims: its template, if it is
+    about one claim, else its text."""
+    return exc.text if isinstance(exc, ClaimAllocationError) else str(exc)
 
 
 def prioritized_list_disabled(claim: str, request: str) -> str:
@@ -93,6 +145,22 @@ def selector_compile_error(owner: str, index: int, error: str) -> str:
 
 def selector_runtime_error(owner: str, index: int, device: object, error: str) -> str:
     return f"{owner}: selector #{index} on device {device}: CEL runtime error: {error}"
+
+
+def claim_selector_compile_error(
+    claim: str, device_class: str, from_class: bool, index: int, error: str
+) -> str:
+    """A selector's compile error, the claim first (for :class:`ClaimText`)."""
+    owner = selector_owner(claim, device_class, from_class=from_class)
+    return selector_compile_error(owner, index, error)
+
+
+def claim_selector_runtime_error(
+    claim: str, device_class: str, from_class: bool, index: int, device: object, error: str
+) -> str:
+    """A selector's runtime error, the claim first (for :class:`ClaimText`)."""
+    owner = selector_owner(claim, device_class, from_class=from_class)
+    return selector_runtime_error(owner, index, device, error)
 
 
 def constraint_not_satisfied(claim: str, request: str, device: object) -> str:

@@ -98,7 +98,7 @@ def run(engine: Engine, inputs: Inputs, *, timeout: float | None = None) -> Answ
             answer = Answer("unsuitable")
         else:
             answer = Answer("results", results=results_json(results), raw=results)
-    work = allocator.last_stats.num_allocate_one_invocations
+    work = allocator.last_stats.search_steps
     return Answer(
         answer.outcome,
         answer.results,

@@ -67,7 +67,6 @@ from draspeed.errors import CELCompileError, CELRuntimeError, DraspeedError
 from draspeed.features import Features
 from draspeed.quantity import Quantity
 from draspeed.rules.allocated_state import AllocatedState
-from draspeed.rules.capacity import qualified_capacity_name
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import node_matches, node_selector_matches
 from draspeed.rules.pools import Pool, gather_pools
@@ -455,10 +454,7 @@ class _Checker:
         shares: dict[DeviceID, list[_Placed]] = defaultdict(list)
         for p in placed:
             assert p.device is not None
-            requested = {
-                qualified_capacity_name(n, p.device_id.driver): q
-                for n, q in p.capacity_requests.items()
-            }
+            requested = dict(p.capacity_requests)
             where = f"device {p.device_id}"
             for name in requested:
                 if name not in p.device.capacity:
@@ -488,9 +484,7 @@ class _Checker:
     def _share(self, p: _Placed, requested: dict[str, Quantity]) -> None:
         assert p.device is not None
         where = f"device {p.device_id}"
-        recorded = {
-            qualified_capacity_name(n, p.device_id.driver) for n in p.result.consumed_capacity
-        }
+        recorded = set(p.result.consumed_capacity)
         if recorded != set(p.device.capacity):
             self.fail(
                 f"{where}: consumedCapacity names {sorted(recorded)}, the device has "
@@ -624,12 +618,8 @@ def _sum(amounts: Iterable[Quantity | None]) -> Quantity:
 
 
 def _consumed(p: _Placed, name: str) -> Quantity | None:
-    """A share's recorded consumption of a (fully qualified) capacity."""
-    driver = p.device_id.driver
-    for raw, amount in p.result.consumed_capacity.items():
-        if qualified_capacity_name(raw, driver) == name:
-            return amount
-    return None
+    """A share's recorded consumption of a capacity (names compare literally)."""
+    return p.result.consumed_capacity.get(name)
 
 
 def _policy_allows(amount: Quantity, policy: CapacityRequestPolicy | None) -> bool:

@@ -1,0 +1,122 @@
+"""Checks of what callers pass to draspeed's public entry points.
+
+A wrong type is a :class:`TypeError`, a wrong value a :class:`ValueError`, each naming
+the argument (and the item, ``slices[3]``), before anything deeper could fail with an
+``AttributeError`` or ``KeyError`` about draspeed's insides. A ``str`` where a
+sequence is expected is never taken as a sequence of its characters.
+
+Deadlines are ``time.monotonic()`` values: ``None`` is no bound, and so is one further
+away than the compiled core can count (``inf``, or beyond its int64 nanoseconds);
+NaN has no meaning and is refused. Timeouts are seconds from now, ``None`` or ``0``
+no bound.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+# Beyond this many seconds from now a deadline is no bound: the compiled core counts in
+# int64 nanoseconds (about 292 years); a century is comfortably inside.
+_FOREVER = 100 * 365 * 24 * 3600.0
+
+
+def instance_of(value: Any, cls: type[T], name: str, what: str) -> T:
+    """``value`` if it is a ``cls``, else a TypeError naming ``name``."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name}: expected {what}, got {_type(value)}")
+    return value
+
+
+def items_of(value: Any, cls: type[T], name: str, what: str) -> list[T]:
+    """A list of the ``cls`` items of a sequence (or any iterable but a string, bytes or
+    a mapping); one ``cls`` alone counts as a sequence of one. Else a TypeError naming
+    ``name`` (or the item: ``name[i]``)."""
+    if isinstance(value, cls):
+        return [value]
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name}: expected {what} (a sequence of them), got {_type(value)}")
+    out = list(value)
+    for i, item in enumerate(out):
+        if not isinstance(item, cls):
+            raise TypeError(f"{name}[{i}]: expected {what}, got {_type(item)}")
+    return out
+
+
+def names_or_items(value: Any, cls: type[T], name: str, what: str) -> list[T | str]:
+    """Like :func:`items_of`, but names (strings) stand for items too; a single name is
+    one item, not a sequence of its characters."""
+    if isinstance(value, (str, cls)):
+        return [value]
+    if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{name}: expected {what} or names (a sequence of them), got {_type(value)}"
+        )
+    out = list(value)
+    for i, item in enumerate(out):
+        if not isinstance(item, (str, cls)):
+            raise TypeError(f"{name}[{i}]: expected {what} or a name, got {_type(item)}")
+    return out
+
+
+def unique(items: list[T], key: Callable[[T], str], name: str, what: str) -> list[T]:
+    """``items`` with repeats of an equal object dropped; two different objects of one
+    name (``key``) are a ValueError naming both positions, as the API server keeps one
+    object per kind, namespace and name."""
+    first: dict[str, int] = {}
+    out: list[T] = []
+    for i, item in enumerate(items):
+        k = key(item)
+        j = first.setdefault(k, i)
+        if j == i:
+            out.append(item)
+        elif items[j] != item:
+            raise ValueError(
+                f"{name}[{j}] and {name}[{i}]: two different {what} named {k!r} "
+                "(one object per name, as the API server keeps them)"
+            )
+    return out
+
+
+def deadline(value: Any, name: str = "deadline") -> float | None:
+    """A deadline as the engines take it: None (no bound) or a finite monotonic time."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"{name}: expected a time.monotonic() value in seconds or None, got {_type(value)}"
+        )
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond any float: beyond any wait too
+        return None if value > 0 else -_FOREVER
+    if math.isnan(seconds):
+        raise ValueError(f"{name}: must not be NaN")
+    if seconds - time.monotonic() > _FOREVER:
+        return None
+    return max(seconds, -_FOREVER)
+
+
+def timeout(value: Any, name: str = "timeout") -> float | None:
+    """A timeout in seconds as the engines take it: None or 0 (no bound), or positive."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}: expected seconds or None, got {_type(value)}")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf if value > 0 else -math.inf
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"{name}: expected seconds (0 or None: no bound), got {value!r}")
+    if seconds == 0 or seconds > _FOREVER:
+        return None
+    return seconds
+
+
+def _type(value: Any) -> str:
+    return "None" if value is None else type(value).__name__

@@ -1,0 +1,244 @@
+"""Wrong arguments to the public entry points: a TypeError or ValueError naming the
+argument (issue 16, "API misuse"), never an AttributeError or KeyError from inside,
+and never a string taken as a sequence of its characters."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from draspeed import load
+from draspeed.api.loader import Objects
+from draspeed.api.model import DeviceClass, DeviceClassSpec, Node, ObjectMeta
+from draspeed.engine.allocator import Allocator
+from draspeed.engine.snapshot import Snapshot
+from draspeed.errors import AllocationTimeout, InputError
+from draspeed.explain.explainer import explain
+
+CLUSTER = Path(__file__).parent / "bad_input" / "duplicate-sources.yaml"
+
+
+@pytest.fixture(scope="module")
+def objects() -> Objects:
+    return load(CLUSTER)
+
+
+@pytest.fixture(scope="module")
+def snapshot(objects: Objects) -> Snapshot:
+    return Snapshot.build(objects.slices, objects.classes, nodes=objects.nodes)
+
+
+def _other_gpu_class() -> DeviceClass:
+    return DeviceClass(metadata=ObjectMeta(name="gpu"), spec=DeviceClassSpec())
+
+
+# (call, exception type, message): the message names the argument.
+MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], str]] = {
+    "build-slices-str": (
+        lambda o, s: Snapshot.build("x", o.classes),  # type: ignore[arg-type]
+        TypeError,
+        "slices: expected a ResourceSlice (a sequence of them), got str",
+    ),
+    "build-slices-none-item": (
+        lambda o, s: Snapshot.build([None], o.classes),  # type: ignore[list-item]
+        TypeError,
+        "slices[0]: expected a ResourceSlice, got None",
+    ),
+    "build-classes-mapping": (
+        lambda o, s: Snapshot.build(o.slices, {"gpu": 1}),  # type: ignore[arg-type]
+        TypeError,
+        "classes: expected a DeviceClass (a sequence of them), got dict",
+    ),
+    "build-nodes-int-item": (
+        lambda o, s: Snapshot.build(o.slices, o.classes, nodes=[42]),  # type: ignore[list-item]
+        TypeError,
+        "nodes[0]: expected a Node or a name, got int",
+    ),
+    "build-features": (
+        lambda o, s: Snapshot.build(o.slices, o.classes, features="all"),  # type: ignore[arg-type]
+        TypeError,
+        "features: expected Features, got str",
+    ),
+    "build-differing-classes": (
+        lambda o, s: Snapshot.build(o.slices, [*o.classes, _other_gpu_class()]),
+        ValueError,
+        "classes[0] and classes[1]: two different DeviceClasses named 'gpu' (one object "
+        "per name, as the API server keeps them)",
+    ),
+    "allocator-snapshot": (
+        lambda o, s: Allocator(None),  # type: ignore[arg-type]
+        TypeError,
+        "snapshot: expected a Snapshot, got None",
+    ),
+    "allocator-share-id": (
+        lambda o, s: Allocator(s, share_id="x"),  # type: ignore[arg-type]
+        TypeError,
+        "share_id: expected a function, got str",
+    ),
+    "allocate-node-int": (
+        lambda o, s: Allocator(s).allocate(o.claims, 42),
+        TypeError,
+        "node: expected a Node, a node name, or a Node's mapping or client model, got int",
+    ),
+    "allocate-node-none": (
+        lambda o, s: Allocator(s).allocate(o.claims, None),
+        TypeError,
+        "node: expected a Node, a node name, or a Node's mapping or client model, got NoneType",
+    ),
+    "allocate-deadline-nan": (
+        lambda o, s: Allocator(s).allocate(o.claims, "node-1", deadline=math.nan),
+        ValueError,
+        "deadline: must not be NaN",
+    ),
+    "allocate-deadline-str": (
+        lambda o, s: Allocator(s).allocate(o.claims, "node-1", deadline="soon"),  # type: ignore[arg-type]
+        TypeError,
+        "deadline: expected a time.monotonic() value in seconds or None, got str",
+    ),
+    "prepare-none-item": (
+        lambda o, s: Allocator(s).prepare([None]),
+        TypeError,
+        "claims[0]: expected a ResourceClaim (or its mapping or client model), got NoneType",
+    ),
+    "feasible-nodes-none-item": (
+        lambda o, s: Allocator(s).feasible_nodes(o.claims, [None]),
+        TypeError,
+        "nodes[0]: expected a Node, a node name, or a Node's mapping or client model, got NoneType",
+    ),
+    "feasible-nodes-int-item": (
+        lambda o, s: Allocator(s).feasible_nodes(o.claims, [42]),
+        TypeError,
+        "nodes[0]: expected a Node, a node name, or a Node's mapping or client model, got int",
+    ),
+    "feasible-nodes-int": (
+        lambda o, s: Allocator(s).feasible_nodes(o.claims, 42),  # type: ignore[arg-type]
+        TypeError,
+        "nodes: expected Nodes or node names, got int",
+    ),
+    "update-slices-str": (
+        lambda o, s: s.update_slices("x"),  # type: ignore[arg-type]
+        TypeError,
+        "added: expected a ResourceSlice (a sequence of them), got str",
+    ),
+    "update-slices-removed-int": (
+        lambda o, s: s.update_slices(removed=[42]),  # type: ignore[list-item]
+        TypeError,
+        "removed[0]: expected a ResourceSlice or a name, got int",
+    ),
+    "add-allocated-int-item": (
+        lambda o, s: s.add_allocated([1]),  # type: ignore[list-item]
+        TypeError,
+        "claims[0]: expected a ResourceClaim, got int",
+    ),
+    "add-allocated-pending": (
+        lambda o, s: s.add_allocated(o.claims),
+        ValueError,
+        "claim default/claim-0 has no status.allocation to add",
+    ),
+    "remove-allocated-int": (
+        lambda o, s: s.remove_allocated(42),  # type: ignore[arg-type]
+        TypeError,
+        "claims: expected a ResourceClaim or names (a sequence of them), got int",
+    ),
+    "update-classes-str": (
+        lambda o, s: s.update_classes("gpu"),  # type: ignore[arg-type]
+        TypeError,
+        "added: expected a DeviceClass (a sequence of them), got str",
+    ),
+    "update-nodes-none-item": (
+        lambda o, s: s.update_nodes([None]),  # type: ignore[list-item]
+        TypeError,
+        "added[0]: expected a Node, got None",
+    ),
+    "feasibility-result-none": (
+        lambda o, s: Allocator(s).feasible_nodes(o.claims).result(None),  # type: ignore[arg-type]
+        TypeError,
+        "node: expected a Node or a node name, got NoneType",
+    ),
+    "explain-snapshot": (
+        lambda o, s: explain(None, o.claims, "node-1"),  # type: ignore[arg-type]
+        TypeError,
+        "snapshot: expected a Snapshot, got None",
+    ),
+    "explain-node-int": (
+        lambda o, s: explain(s, o.claims, 42),
+        TypeError,
+        "node: expected a Node, a node name, or a Node's mapping or client model, got int",
+    ),
+    "explain-timeout-negative": (
+        lambda o, s: explain(s, o.claims, "node-1", timeout=-1),
+        ValueError,
+        "timeout: expected seconds (0 or None: no bound), got -1",
+    ),
+    "explain-features": (
+        lambda o, s: explain(s, o.claims, "node-1", features=1),  # type: ignore[arg-type]
+        TypeError,
+        "features: expected Features, got int",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISUSES))
+def test_misuse_names_the_argument(name: str, objects: Objects, snapshot: Snapshot) -> None:
+    call, error, message = MISUSES[name]
+    with pytest.raises(error) as excinfo:
+        call(objects, snapshot)
+    assert str(excinfo.value).strip("'\"") == message
+
+
+def test_a_node_name_is_one_node_everywhere(objects: Objects, snapshot: Snapshot) -> None:
+    allocator = Allocator(snapshot)
+    # "node-1" is one node, not six nodes named by its characters.
+    assert allocator.feasible_nodes(objects.claims, "node-1").nodes == ["node-1"]
+    node = Node(metadata=ObjectMeta("node-1"))
+    by_name = allocator.feasible_nodes(objects.claims, ["node-1"])
+    by_node = allocator.feasible_nodes(objects.claims, [node])
+    assert by_name.result("node-1") == by_node.result(node) == by_node.result("node-1")
+    assert allocator.allocate(objects.claims, "node-1") is not None
+    assert snapshot.update_nodes(removed="node-1").update_nodes(added=objects.nodes)
+
+
+def test_identical_repeats_are_one_object(objects: Objects) -> None:
+    twice = Snapshot.build(objects.slices * 2, objects.classes * 2, nodes=objects.nodes * 2)
+    # The pool is not "incomplete" for a slice given twice.
+    results = Allocator(twice).allocate(objects.claims, "node-1")
+    assert results is not None and len(results) == 1
+
+
+@pytest.mark.parametrize("deadline", [math.inf, 1e300, time.monotonic() + 1e12])
+def test_far_deadlines_are_no_bound(deadline: float, objects: Objects, snapshot: Snapshot) -> None:
+    assert Allocator(snapshot).allocate(objects.claims, "node-1", deadline=deadline)
+
+
+def test_a_past_deadline_is_upstreams_timeout(objects: Objects, snapshot: Snapshot) -> None:
+    with pytest.raises(AllocationTimeout, match="context deadline exceeded"):
+        Allocator(snapshot).allocate(objects.claims, "node-1", deadline=time.monotonic() - 1)
+
+
+@pytest.mark.parametrize("validate", ["strict", "ignore"])
+def test_parameters_that_contain_themselves(validate: Any) -> None:
+    """A Python structure holding itself is an input error, not a RecursionError."""
+    parameters: dict[str, Any] = {}
+    parameters["self"] = parameters
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "d"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "r", "exactly": {"deviceClassName": "g"}}],
+                "config": [{"opaque": {"driver": "g.example.com", "parameters": parameters}}],
+            }
+        },
+    }
+    with pytest.raises(InputError) as excinfo:
+        load(claim, validate=validate)
+    assert str(excinfo.value) == (
+        "ResourceClaim d/c: spec.devices.config[0].opaque.parameters.self: a value that "
+        "contains itself cannot be written as JSON"
+    )
