@@ -254,13 +254,31 @@ def decode_selectors(ctx: DecodeContext, d: Mapping[str, Any], path: str) -> lis
             continue
         cel_path = f"{sel_path}.cel"
         expression = ctx.string(cel, "expression", cel_path, required=ctx.validate)
-        if (
-            ctx.validate
-            and len(expression.encode("utf-8")) > limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH
-        ):
-            ctx.fail(f"{cel_path}.expression", too_long(limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH))
+        if ctx.validate:
+            if len(expression.encode("utf-8")) > limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
+                ctx.fail(
+                    f"{cel_path}.expression", too_long(limits.CEL_SELECTOR_EXPRESSION_MAX_LENGTH)
+                )
+            if _too_complex(expression):
+                ctx.fail(f"{cel_path}.expression", forbidden("too complex, exceeds cost limit"))
         selectors.append(DeviceSelector(cel=CELDeviceSelector(expression=expression)))
     return selectors
+
+
+def _too_complex(expression: str) -> bool:
+    """The API server's check: cel-go's worst-case cost estimate of the selector is over
+    ``CELSelectorExpressionMaxCost``. A selector that does not compile is left to the
+    allocator, which reports it with upstream's text."""
+    from draspeed.cel import compile_selector  # the CEL layer loads on first use
+    from draspeed.errors import CELCompileError
+
+    try:
+        selector = compile_selector(expression)
+    except CELCompileError:
+        return False
+    return selector.max_cost is not None and selector.max_cost > (
+        limits.CEL_SELECTOR_EXPRESSION_MAX_COST
+    )
 
 
 # ------------------------------------------------------------------ taints, tolerations

@@ -123,10 +123,12 @@ def selector_menu(driver: str, schema: DriverSchema | None = None) -> list[str]:
         f"has({a}.model)",
         f'{a}.?model.orValue("none") == "h100"',
         f'has({c}.memory) && {c}.memory.isGreaterThan(quantity("10Gi"))',
-        f'"l1" in {a}.?links.orValue([])',
-        f"{a}.?ids.orValue([]).exists(x, x > 1)",
-        f"{a}.?flags.orValue([]).exists(f, f)",
-        f'{a}.?compat.orValue([]).exists(v, v.isGreaterThan(semver("1.0.0")))',
+        # Guarded with has(): an optional's orValue([]) has no size bound, so the API
+        # server's cost estimate of a comprehension over it is unbounded (refused).
+        f'has({a}.links) && "l1" in {a}.links',
+        f"has({a}.ids) && {a}.ids.exists(x, x > 1)",
+        f"has({a}.flags) && {a}.flags.exists(f, f)",
+        f'has({a}.compat) && {a}.compat.exists(v, v.isGreaterThan(semver("1.0.0")))',
         "device.allowMultipleAllocations",
         f'device.driver == "{driver}"',
         'device.attributes["topo.example.com"].?rack.orValue("") == "r1"',
