@@ -71,7 +71,20 @@ class Meter:
             raise AllocationTimeout()
 
 
-_UNMETERED = Meter(limit=1 << 62)
+class _Unmetered(Meter):
+    """Outside any evaluation (library functions called directly, constant folding):
+    nothing is counted, nothing is limited."""
+
+    __slots__ = ()
+
+    def charge(self, amount: int) -> None:
+        pass
+
+    def reserve(self, size: int) -> None:
+        pass
+
+
+_UNMETERED = _Unmetered()
 _local = threading.local()
 
 
@@ -80,25 +93,12 @@ def current_meter() -> Meter:
     return getattr(_local, "meter", _UNMETERED)
 
 
-class metered:
-    """Context manager: ``meter`` is the current meter of this thread while inside."""
-
-    __slots__ = ("_meter", "_saved")
-
-    def __init__(self, meter: Meter) -> None:
-        self._meter = meter
-        self._saved: Meter | None = None
-
-    def __enter__(self) -> Meter:
-        self._saved = getattr(_local, "meter", None)
-        _local.meter = self._meter
-        return self._meter
-
-    def __exit__(self, *exc: object) -> None:
-        if self._saved is None:
-            del _local.meter
-        else:
-            _local.meter = self._saved
+def swap_meter(meter: Meter) -> Meter:
+    """Make ``meter`` this thread's current meter; returns the one it replaces (restore
+    it with another swap when the evaluation ends)."""
+    previous: Meter = getattr(_local, "meter", _UNMETERED)
+    _local.meter = meter
+    return previous
 
 
 T = TypeVar("T")

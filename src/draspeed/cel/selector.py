@@ -22,7 +22,7 @@ from draspeed.cel.deadline import check_deadline
 from draspeed.cel.device import DeviceInput
 from draspeed.cel.estimate import estimate_cost
 from draspeed.cel.evaluator import COST_LIMIT, Activation, Compiler, CostLimitExceeded, PlanError
-from draspeed.cel.meter import metered
+from draspeed.cel.meter import swap_meter
 from draspeed.cel.parser import ErrorList, ParseError, parse
 from draspeed.cel.planning import ConstantFoldingError, check_constant_folding
 from draspeed.cel.types import Type
@@ -96,11 +96,13 @@ class Selector:
         """What evaluating for a ``device`` map costs (as upstream charges it), whatever
         the result; past ``limit`` the count stops just above it."""
         act = Activation(device_value, self._nslots, limit)
+        previous = swap_meter(act)
         try:
-            with metered(act):
-                self._program(act)
-        except Exception:
+            self._program(act)
+        except Exception:  # only the cost is asked for
             pass
+        finally:
+            swap_meter(previous)
         return act.cost
 
     def evaluate(
@@ -143,22 +145,26 @@ def run_program(
     """Run a compiled program; every failure becomes CELRuntimeError with upstream's
     text, except a passed ``deadline`` (AllocationTimeout)."""
     act = Activation(device_value, nslots, limit, deadline)
+    previous = swap_meter(act)
     try:
-        with metered(act):
-            return program(act)
+        return program(act)
     except Exception as exc:  # every failure becomes a CEL error
         raise runtime_error(exc) from None
+    finally:
+        swap_meter(previous)
 
 
 def run_bound_program(program: Any, nslots: int, values: list[Any], limit: int = COST_LIMIT) -> Any:
     """Run a program compiled with declared variables, their values in slot order."""
     act = Activation(None, nslots, limit)
     act.slots[: len(values)] = values
+    previous = swap_meter(act)
     try:
-        with metered(act):
-            return program(act)
+        return program(act)
     except Exception as exc:  # every failure becomes a CEL error
         raise runtime_error(exc, hint=False) from None
+    finally:
+        swap_meter(previous)
 
 
 def runtime_error(exc: Exception, *, hint: bool = True) -> CELRuntimeError:

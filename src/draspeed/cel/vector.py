@@ -43,7 +43,7 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.deadline import CHECK_EVERY, check_deadline
 from draspeed.cel.evaluator import Activation, Compiler
-from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, metered
+from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, swap_meter
 from draspeed.cel.values import CostLimitExceeded, DomainMap, to_bool_result
 from draspeed.errors import CELRuntimeError
 
@@ -487,10 +487,12 @@ def _evaluate(
     plan = plan_for(selector)
     messages = _Messages(deadline)
     n = table.n
-    wanted = rows if rows is not None else np.ones(n, dtype=bool)
-    wanted = wanted & ~table.conversion_error
+    wanted: np.ndarray | None = None  # every row
+    if rows is not None or table.conversion_messages:
+        wanted = np.ones(n, dtype=bool) if rows is None else rows
+        wanted = wanted & ~table.conversion_error
     pending = np.zeros(n, dtype=bool)
-    if lazy and wanted.any():
+    if lazy and wanted is not None and wanted.any():
         # A search tries devices in order: the first one alone first, so that a selector
         # over the cost limit everywhere costs one evaluation before the search gets its
         # error, as upstream's does.
@@ -531,7 +533,9 @@ def _evaluate(
         return val, np.zeros(n, dtype=bool), {}, pending
     error = errs.mask
     match = val & ~error
-    erring = np.flatnonzero(error & (wanted | table.conversion_error))
+    if wanted is not None:
+        error = error & (wanted | table.conversion_error)
+    erring = np.flatnonzero(error)
     codes_at = errs.at(erring)
     out = {int(r): messages.texts[int(c) - 1] for r, c in zip(erring, codes_at, strict=True)}
     return match, error, out, pending
@@ -628,14 +632,16 @@ def _logical(is_or: bool, results: list[Result], track: bool) -> Result:
 
 
 def _eval_leaf(
-    leaf: Leaf, table: DeviceTable, wanted: np.ndarray, messages: _Messages, lazy: bool
+    leaf: Leaf, table: DeviceTable, wanted: np.ndarray | None, messages: _Messages, lazy: bool
 ) -> _LeafValues:
     n = table.n
     columns = [table.column(key) for key in leaf.reads]
     combined, present, decode = _combine(columns, n)
-    if not wanted.all():
+    if wanted is None:
+        size = int(present[-1]) + 1 if len(present) else 1
+    else:
         present = np.unique(combined[wanted])
-    size = int(combined.max()) + 1 if n else 1
+        size = int(combined.max()) + 1 if n else 1
     res_val = np.zeros(size, dtype=bool)
     res_err = np.zeros(size, dtype=np.int32)
     res_cost = np.zeros(size, dtype=np.int64)
@@ -688,13 +694,15 @@ def _run_leaf(
     from draspeed.cel.selector import runtime_error
 
     act = Activation(device, leaf.nslots, COST_LIMIT, deadline)
+    previous = swap_meter(act)
     try:
-        with metered(act):
-            value = leaf.program(act)
+        value = leaf.program(act)
     except CostLimitExceeded:
         return False, COST_MESSAGE, COST_LIMIT + 1, act.groups
     except Exception as exc:  # every failure becomes a CEL error (deadlines propagate)
         return False, str(runtime_error(exc)), act.cost, act.groups
+    finally:
+        swap_meter(previous)
     try:
         if leaf.mode == "top":
             return to_bool_result(value), None, act.cost, act.groups
