@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import heapq
 import string
 from itertools import pairwise
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from draspeed.cel.formatting import format_string
 from draspeed.cel.functions import declare
 from draspeed.cel.gosort import sort_slice
-from draspeed.cel.meter import Ticker, current_meter, ticking
+from draspeed.cel.meter import CHUNK, Ticker, current_meter, extend_ticking, ticking
 from draspeed.cel.regex import compile_regex, find_all
 from draspeed.cel.stdlib import ORDER_TYPES, add, compare
 from draspeed.cel.values import (
@@ -128,7 +129,7 @@ def split(s: Any, sep: Any, n: Any = -1) -> list[str]:
     if limit == 0:
         return []
     if sep == "":
-        chars = list(s)
+        chars = extend_ticking([], s)
         if limit > 0 and len(chars) > limit:
             return [*chars[: limit - 1], "".join(chars[limit - 1 :])]
         return chars
@@ -288,7 +289,11 @@ def list_slice(items: Any, start: Any, end: Any) -> list[Any]:
         )
     if len(seq) < e:
         raise EvalError(f"cannot slice({b}, {e}), list is length {len(seq)}")
-    return list(seq[b:e])
+    out: list[Any] = []
+    for lo in range(b, e, CHUNK):  # a chunk at a time, looking at the deadline between
+        out.extend(seq[lo : min(e, lo + CHUNK)])
+        current_meter().tick()
+    return out
 
 
 def flatten(items: Any, depth: Any = 1) -> list[Any]:
@@ -311,9 +316,9 @@ def _flat_size(seq: Any, depth: int) -> int:
 
 def _flatten(seq: Any, depth: int) -> list[Any]:
     out: list[Any] = []
-    for item in seq:
+    for item in ticking(seq):
         if (type(item) is list or type(item) is tuple) and depth > 0:
-            out.extend(_flatten(item, depth - 1))
+            extend_ticking(out, _flatten(item, depth - 1))
         else:
             out.append(item)
     return out
@@ -330,10 +335,56 @@ def sort_by_keys(items: list[Any], keys: list[Any]) -> list[Any]:
     first = type(keys[0])
     if first not in (int, UInt, float, bool, str, bytes) and first not in ORDER_TYPES:
         raise EvalError("list elements must be comparable")
-    if any(type(k) is not first for k in keys):
-        raise EvalError("list elements must have the same type")
+    meter = current_meter()
+    for start in range(0, len(keys), CHUNK):
+        if any(type(k) is not first for k in keys[start : start + CHUNK]):
+            raise EvalError("list elements must have the same type")
+        meter.tick()
+    if first in _NATURAL and (items is keys or _distinct(keys)):
+        order = _natural_order(keys)
+    else:
+        order = _go_order(keys)
+    out: list[Any] = []
+    for start in range(0, len(order), CHUNK):
+        out.extend(map(items.__getitem__, order[start : start + CHUNK]))
+        meter.tick()
+    return out
 
-    order = list(range(len(items)))
+
+# Key types Python orders as CEL does (a string's code-point order is its UTF-8 byte
+# order) and whose equal keys are equal values: doubles are not (-0.0 == 0.0, NaN).
+_NATURAL = (int, UInt, bool, str, bytes)
+
+
+def _distinct(keys: list[Any]) -> bool:
+    seen: set[Any] = set()
+    meter = current_meter()
+    for start in range(0, len(keys), CHUNK):
+        seen.update(keys[start : start + CHUNK])
+        meter.tick()
+    return len(seen) == len(keys)
+
+
+def _natural_order(keys: list[Any]) -> list[int]:
+    """The order of ``keys`` by Python's own ordering: Go's sort.Slice leaves the same
+    order where ties are indistinguishable (a plain sort) or absent. Sorted a chunk at
+    a time and merged, looking at the deadline between (one C-level sort of millions
+    of keys would not stop for it), and fast where Go's algorithm step by step is not."""
+    n = len(keys)
+    key = keys.__getitem__
+    if n <= CHUNK:
+        return sorted(range(n), key=key)
+    meter = current_meter()
+    runs = []
+    for start in range(0, n, CHUNK):
+        runs.append(sorted(range(start, min(n, start + CHUNK)), key=key))
+        meter.tick()
+    return list(ticking(heapq.merge(*runs, key=key)))
+
+
+def _go_order(keys: list[Any]) -> list[int]:
+    """Go's sort.Slice order of ``keys``: ties in its (unstable) order."""
+    order = list(range(len(keys)))
     ticker = Ticker()
 
     def less(i: int, j: int) -> bool:
@@ -347,8 +398,8 @@ def sort_by_keys(items: list[Any], keys: list[Any]) -> list[Any]:
     def swap(i: int, j: int) -> None:
         order[i], order[j] = order[j], order[i]
 
-    sort_slice(len(order), less, swap)  # Go's sort.Slice: ties in its (unstable) order
-    return [items[i] for i in order]
+    sort_slice(len(order), less, swap)
+    return order
 
 
 def list_sort(items: Any) -> list[Any]:
@@ -357,11 +408,20 @@ def list_sort(items: Any) -> list[Any]:
 
 
 def lists_range(n: Any) -> list[int]:
-    return list(range(max(0, _int_arg(n))))  # charged by its size before it is built
+    # Charged by its size before it is built.
+    return extend_ticking([], range(max(0, _int_arg(n))))
 
 
 def list_reverse(items: Any) -> list[Any]:
-    return list(reversed(_list(items)))
+    return _reversed(_list(items))
+
+
+def _reversed(seq: Any) -> list[Any]:
+    out: list[Any] = []
+    for end in range(len(seq), 0, -CHUNK):  # a chunk at a time, looking at the deadline
+        out.extend(seq[max(0, end - CHUNK) : end][::-1])
+        current_meter().tick()
+    return out
 
 
 def distinct(items: Any) -> list[Any]:

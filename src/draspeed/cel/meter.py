@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from draspeed.errors import AllocationTimeout
 
@@ -28,10 +28,14 @@ COST_MESSAGE = "operation cancelled: actual cost limit exceeded"
 # evaluation with the cost-limit error instead. Every value a selector can build within
 # the cost limit by ordinary means (concatenation and join are charged per character,
 # lists per element) stays far below this bound.
-ALLOCATION_LIMIT = 20_000_000
+ALLOCATION_LIMIT = 10_000_000
 
 # Python-level loops over large values look at the deadline once per this many + 1 steps.
-TICK_MASK = 4095
+TICK_MASK = 1023
+
+# Large lists are built this many elements at a time, looking at the deadline between:
+# copying a million elements takes tens of milliseconds on a busy machine.
+CHUNK = 1 << 16
 
 
 class CostLimitExceeded(Exception):
@@ -130,3 +134,16 @@ class Ticker:
         if self._left < 0:
             self._left = TICK_MASK
             self._meter.tick()
+
+
+def extend_ticking(out: list[Any], items: Sequence[Any]) -> list[Any]:
+    """``out.extend(items)`` a chunk at a time, looking at the deadline between chunks."""
+    n = len(items)
+    if n <= CHUNK:
+        out.extend(items)
+        return out
+    meter = current_meter()
+    for start in range(0, n, CHUNK):
+        out.extend(items[start : start + CHUNK])
+        meter.tick()
+    return out

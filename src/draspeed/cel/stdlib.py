@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from draspeed.cel.functions import declare
-from draspeed.cel.meter import current_meter, ticking
+from draspeed.cel.meter import current_meter, extend_ticking, ticking
 from draspeed.cel.regex import compile_regex
 from draspeed.cel.values import (
     INT64_MAX,
@@ -64,7 +64,7 @@ def add(a: Any, b: Any) -> Any:
     if (ta is list or ta is tuple) and (tb is list or tb is tuple):
         # cel-go concatenates lists lazily for a cost of 1: bounded here by allocation.
         current_meter().reserve(len(a) + len(b))
-        return list(a) + list(b)
+        return extend_ticking(extend_ticking([], a), b)
     hook = ADD_HOOKS.get((ta, tb))
     if hook is not None:
         return hook(a, b)
