@@ -135,7 +135,7 @@ def test_the_fast_engine_stops_at_the_first_device_over_the_limit() -> None:
     timings = {}
     for engine in ("reference", "fast"):
         started = time.monotonic()
-        assert "gpu.example.com/p/d0: " + LIMIT_ERROR in _allocate(engine, inputs)  # type: ignore[arg-type]
+        assert "gpu.example.com/p/d0: " + LIMIT_ERROR in _allocate(engine, inputs)
         timings[engine] = time.monotonic() - started
     assert timings["fast"] < 3 * timings["reference"] + 0.2, timings
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import resource
 import time
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,7 +47,16 @@ DEVICE = Device(
 INPUT = device_input("gpu.example.com", DEVICE)
 TABLE = DeviceTable.build([("gpu.example.com", DEVICE)] * 3)
 BASELINE = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # peak RSS, bytes
-WORST = {"overshoot": 0.0, "expression": "", "memory": 0}
+
+
+@dataclass
+class _Worst:
+    overshoot: float = 0.0  # seconds
+    expression: str = ""
+    memory: int = 0  # bytes of peak-RSS growth
+
+
+WORST = _Worst()
 
 
 def _run(expression: str, budget: float) -> float:
@@ -76,9 +86,9 @@ def check(expression: str, budget: float) -> None:
             break
         late = min(late, _run(expression, budget))
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - BASELINE
-    if late > WORST["overshoot"]:
-        WORST.update(overshoot=late, expression=expression)
-    WORST["memory"] = max(WORST["memory"], grown)
+    if late > WORST.overshoot:
+        WORST.overshoot, WORST.expression = late, expression
+    WORST.memory = max(WORST.memory, grown)
     assert late <= SLACK, f"{late * 1000:.0f} ms past the deadline: {expression}"
     assert grown < MEMORY, f"peak memory grew by {grown / 1e6:.0f} MB: {expression}"
 
@@ -100,6 +110,6 @@ def test_heavy_selectors_end_by_their_deadline_long(expression: str) -> None:
 def test_report_worst_overshoot() -> None:
     """Run last with ``-s``: the figures of this session's fuzzing."""
     print(
-        f"\nworst overshoot {WORST['overshoot'] * 1000:.1f} ms "
-        f"({WORST['expression'][:200]}); peak memory growth {WORST['memory'] / 1e6:.0f} MB"
+        f"\nworst overshoot {WORST.overshoot * 1000:.1f} ms "
+        f"({WORST.expression[:200]}); peak memory growth {WORST.memory / 1e6:.0f} MB"
     )

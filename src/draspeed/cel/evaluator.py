@@ -123,6 +123,7 @@ def unbound_variable(name: str) -> _Err:
     """The slot value of a declared variable the caller gave no value (cel-go's text)."""
     return _Err(EvalError(f"no such attribute(s): {name}"))
 
+
 Fn = Callable[[Activation], Any]
 
 

@@ -337,9 +337,7 @@ class ClaimArrays:
             failures[lp] = (False, -1, None, layout.pdn_errors[lp])
         return row, failures
 
-    def resolve_deferred(
-        self, alt: Alternative, row_index: int, lp: int
-    ) -> SelectorFailure | None:
+    def resolve_deferred(self, alt: Alternative, row_index: int, lp: int) -> SelectorFailure | None:
         """Layout position lp's verdicts were deferred (another device reached the CEL
         cost limit first): compute them for that device alone, as upstream evaluates a
         device's selectors when its search tries it. Returns the failure, if any; else
