@@ -297,6 +297,8 @@ def decode_selectors(ctx: DecodeContext, d: Mapping[str, Any], path: str) -> lis
             if not expression.strip():
                 # The API server compiles every expression: an empty one does not parse.
                 ctx.fail(f"{cel_path}.expression", invalid(expression, _compile_error(expression)))
+            if _too_complex(expression):
+                ctx.fail(f"{cel_path}.expression", forbidden("too complex, exceeds cost limit"))
         selectors.append(DeviceSelector(cel=CELDeviceSelector(expression=expression)))
     return selectors
 
@@ -311,6 +313,22 @@ def _compile_error(expression: str) -> str:
     except CELCompileError as exc:
         return str(exc)
     raise AssertionError(f"expected {expression!r} not to compile")
+
+
+def _too_complex(expression: str) -> bool:
+    """The API server's check: cel-go's worst-case cost estimate of the selector is over
+    ``CELSelectorExpressionMaxCost``. A selector that does not compile is left to the
+    allocator, which reports it with upstream's text."""
+    from draspeed.cel import compile_selector  # the CEL layer loads on first use
+    from draspeed.errors import CELCompileError
+
+    try:
+        selector = compile_selector(expression)
+    except CELCompileError:
+        return False
+    return selector.max_cost is not None and selector.max_cost > (
+        limits.CEL_SELECTOR_EXPRESSION_MAX_COST
+    )
 
 
 # ------------------------------------------------------------------ taints, tolerations

@@ -19,20 +19,23 @@ checker as cel-go's (one type substitution per expression, overloads with fresh 
 variables, undeclared references, result type bool/dyn) followed by Kubernetes' AST
 validators (homogeneous literals, duration/timestamp/regex literals, the format
 validator); the build-time failures of cel.OptOptimize (constant conversions that fail);
-a closure-compiling evaluator with int64/uint64 overflow checks, heterogeneous equality,
-cel-go's cross-type numeric ordering, typed map keys (1, 1u, 1.0 and true are different
-keys), commutative ``&&``/``||`` error absorption, optionals (``?.``, ``[?]``,
-``optional.*``, ``orValue``...), and an approximate cel-go runtime cost limit (1,000,000);
-the libraries: standard functions and conversions, timestamps and durations
+an evaluator with int64/uint64 overflow checks, heterogeneous equality, cel-go's
+cross-type numeric ordering, typed map keys (1, 1u, 1.0 and true are different keys),
+commutative ``&&``/``||`` error absorption, optionals (``?.``, ``[?]``, ``optional.*``,
+``orValue``, first/last/unwrap...), cel-go's runtime cost model charged exactly as
+upstream charges it, with its limit of 1,000,000 (:mod:`draspeed.cel.cost`), the
+worst-case estimate the API server checks (:mod:`draspeed.cel.estimate`), and the
+caller's deadline checked inside evaluation (:mod:`draspeed.cel.meter`); the libraries:
+standard functions and conversions, timestamps and durations
 (:mod:`draspeed.cel.timestamps`), strings extension v2 (charAt, indexOf, lastIndexOf,
 lowerAscii, upperAscii, replace, split, substring, trim, join, strings.quote, format as
 version 2 formats), lists extension v3 (slice, flatten, sort, sortBy, lists.range,
 reverse, distinct), sets extension, Kubernetes lists (isSorted, sum, min, max, indexOf,
 lastIndexOf), regex (matches, find, findAll), Quantity, Semver, IP and CIDR, URL
 (approximate: parsed with urllib, not Go's net/url), the ``format`` named-format library
-(:mod:`draspeed.cel.formats`) and DRA's ``includes``.
-Not provided: the authorizer libraries (DRA selectors have no ``authorizer`` variable)
-and protobuf message construction (``google.protobuf.Int64Value{value: 1}``).
+(:mod:`draspeed.cel.formats`), the authorizer library's declarations (no value of its
+types exists in a selector) and DRA's ``includes``.
+Not provided: protobuf message construction (``google.protobuf.Int64Value{value: 1}``).
 :mod:`draspeed.cel.program` compiles expressions with other declared variables (the
 cel-spec conformance tests use it).
 """

@@ -56,12 +56,15 @@ class Index(Node):
 class Call(Node):
     """A function or operator call; ``target`` is the receiver of a member call.
     ``element_type`` is set by the checker where the runtime needs the resolved
-    overload (the element type of the list ``sum`` adds up)."""
+    overload (the element type of the list ``sum`` adds up).
+    ``overloads``: the ids of the overloads the checker found applicable (cel-go's
+    reference map); one id pins the implementation and its cost rule."""
 
     function: str
     args: list[Node]
     target: Node | None = None
     element_type: str = ""
+    overloads: tuple[str, ...] = ()
 
 
 @dataclass(eq=False, slots=True)
@@ -94,6 +97,7 @@ class Comprehension(Node):
     var2: str | None = None
     predicate: Node | None = None
     transform: Node | None = None
+    overloads: tuple[str, ...] = ()  # sortBy: its @sortByAssociatedKeys call's overloads
 
 
 @dataclass(eq=False, slots=True)
@@ -120,6 +124,18 @@ class Logical(Node):
     operands: list[Node] = field(default_factory=list)
 
 
+@dataclass(eq=False, slots=True)
+class Shared(Node):
+    """A ``cel.bind`` variable replaced by its initialiser, a path into ``device`` that
+    cannot fail (the vector planner's rewrite). Reading it costs what reading the
+    variable costs; the initialiser's one-time cost (``init_cost``) is accounted per
+    evaluation by whoever rewrote it, through bit ``group`` of the read groups."""
+
+    path: Node
+    group: int
+    init_cost: int
+
+
 def children(node: Node) -> list[Node]:
     """The direct sub-expressions of ``node``, in evaluation order."""
     if isinstance(node, Select):
@@ -143,6 +159,8 @@ def children(node: Node) -> list[Node]:
         return [node.cond, node.then, node.other]
     if isinstance(node, Logical):
         return list(node.operands)
+    if isinstance(node, Shared):
+        return [node.path]
     return []
 
 

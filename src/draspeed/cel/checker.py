@@ -63,6 +63,11 @@ TYPE_IDENTS: dict[str, T.Type] = {
     "google.protobuf.Duration": T.DURATION,
     "net.IP": T.IP,
     "net.CIDR": T.CIDR,
+    "kubernetes.authorization.Authorizer": T.AUTHORIZER,
+    "kubernetes.authorization.PathCheck": T.PATH_CHECK,
+    "kubernetes.authorization.GroupCheck": T.GROUP_CHECK,
+    "kubernetes.authorization.ResourceCheck": T.RESOURCE_CHECK,
+    "kubernetes.authorization.Decision": T.DECISION,
 }
 
 _CONST_TYPES = {
@@ -245,7 +250,7 @@ class Checker:
     def _index(self, node: Index) -> T.Type:
         arg_types = [self._check(node.operand), self._check(node.key)]
         fn = _OPT_INDEX if node.optional else _INDEX
-        result = self._resolve(node, fn, arg_types, False)
+        result, _ = self._resolve(node, fn, arg_types, False)
         return result if result is not None else T.ERROR
 
     # ---- calls -------------------------------------------------------------------
@@ -268,7 +273,7 @@ class Checker:
             )
             return T.ERROR
         all_types = ([target_type] if target_type is not None else []) + arg_types
-        result = self._resolve(node, fn, all_types, node.target is not None)
+        result, node.overloads = self._resolve(node, fn, all_types, node.target is not None)
         if fn.name == "sum" and node.target is not None:
             self._sums.append(node)
         return result if result is not None else T.ERROR
@@ -294,10 +299,12 @@ class Checker:
 
     def _resolve(
         self, node: Node, fn: Function, arg_types: list[T.Type], member: bool
-    ) -> T.Type | None:
+    ) -> tuple[T.Type | None, tuple[str, ...]]:
         """cel-go's overload resolution: every matching overload in turn binds its type
-        variables; the first gives the result type, a differing later one makes it dyn."""
+        variables; the first gives the result type, a differing later one makes it dyn.
+        Also the ids of the matching overloads (cel-go's reference map)."""
         result: T.Type | None = None
+        matched: list[str] = []
         for overload in fn.overloads:
             if overload.member != member or len(overload.params) != len(arg_types):
                 continue
@@ -306,6 +313,7 @@ class Checker:
             if trial is None:
                 continue
             self.mapping = trial
+            matched.append(overload.id)
             rt = T.substitute(self.mapping, result_type, False)
             if result is None:
                 result = rt
@@ -313,7 +321,7 @@ class Checker:
                 result = T.DYN
         if result is None:
             self._no_overload(node, fn.name, arg_types, member)
-        return result
+        return result, tuple(matched)
 
     def _no_overload(self, node: Node, name: str, arg_types: list[T.Type], member: bool) -> None:
         shown = [T.format_cel_type(T.substitute(self.mapping, t, True)) for t in arg_types]
@@ -338,7 +346,7 @@ class Checker:
 
     def _ternary(self, node: Ternary) -> T.Type:
         arg_types = [self._check(node.cond), self._check(node.then), self._check(node.other)]
-        result = self._resolve(node, _CONDITIONAL, arg_types, False)
+        result, _ = self._resolve(node, _CONDITIONAL, arg_types, False)
         return result if result is not None else T.ERROR
 
     # ---- literals ----------------------------------------------------------------
@@ -431,7 +439,11 @@ class Checker:
                 self.errors.add(node.pos, f"expected type 'map(dyn, dyn)' but found '{shown}'")
             return T.map_of(T.DYN, T.DYN)
         if kind == "sortBy":
-            return range_t
+            # cel-go expands sortBy into ``input.@sortByAssociatedKeys(input.map(v, key))``.
+            keys = T.list_of(trans_t or T.DYN)
+            fn = FUNCTIONS["@sortByAssociatedKeys"]
+            found, node.overloads = self._resolve(node, fn, [range_t, keys], True)
+            return range_t if found is not None else T.ERROR
         raise ValueError(f"unknown comprehension {kind}")
 
     def _check_predicate(

@@ -1,22 +1,43 @@
 """Compile a checked CEL AST into nested Python closures, evaluated once per device.
 
 Each node becomes a function of an :class:`Activation` (the device value, local
-variable slots and the running cost). Errors are :class:`EvalError` exceptions;
-``&&``/``||`` and the all/exists macros absorb them commutatively as CEL specifies.
-Exceeding the cost limit raises :class:`CostLimitExceeded`, which nothing absorbs.
+variable slots, and the :class:`~draspeed.cel.cost.Meter` of the evaluation). Errors
+are :class:`EvalError` exceptions; exceeding the cost limit raises
+:class:`CostLimitExceeded` and a passed deadline ``AllocationTimeout``, which nothing
+absorbs.
 
-Cost is counted approximately as cel-go counts it: every comprehension iteration is
-charged the size of its body, and calls whose cost depends on their arguments (string
-traversal, regex, list/map building) are charged by their cost functions. Plain
-expressions without comprehensions cannot come near the limit, so they are not counted.
+The compiler follows cel-go's program plan (``interpreter/planner.go``) closely enough
+to charge exactly what upstream's cost observer charges, and to evaluate exactly the
+sub-expressions upstream evaluates (which decides whether a selector reaches the cost
+limit):
+
+- Identifiers, field selections and indexes form *attributes*: a root (``device``, a
+  local variable, the value of another expression, or a ``?:`` choosing between two
+  attributes) and a chain of qualifiers. Each applied qualifier costs 1 and the
+  attribute 1 more when it is observed as a whole (not as a ``?:`` branch, not under
+  ``has()``); an optional qualifier that finds nothing costs nothing.
+- Calls evaluate their arguments as upstream's binary or variadic bindings do (a
+  variadic call stops at the first erroring argument), then are charged by
+  :func:`draspeed.cel.cost.call_cost`.
+- Constant folding as cel-go's optimizer does it: list and map literals of constants,
+  type conversions of constants and ``x in [constants]`` cost nothing per evaluation.
+- ``optional.or``/``orValue`` short-circuit and cost nothing; ``&&``, ``||`` and ``?:``
+  cost nothing themselves.
+- Comprehensions charge, per iteration, the steps of cel-go's macro expansion (loop
+  condition, accumulator reads, list building) and keep evaluating past an erroring
+  element as upstream's accumulator does; ``cel.bind`` initialises its variable on
+  first use.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
+from draspeed.cel import cost as C
 from draspeed.cel.ast import (
     Bind,
     Call,
@@ -29,12 +50,13 @@ from draspeed.cel.ast import (
     MapLit,
     Node,
     Select,
+    Shared,
     Ternary,
-    count_nodes,
 )
 from draspeed.cel.checker import TYPE_IDENTS, qualified_name
 from draspeed.cel.extensions import SUM_ZEROS
-from draspeed.cel.functions import FUNCTIONS
+from draspeed.cel.functions import FUNCTIONS, VARIADIC_OVERLOADS
+from draspeed.cel.meter import COST_LIMIT, Meter
 from draspeed.cel.stdlib import compare, contains_in, not_equal
 from draspeed.cel.values import (
     OPTIONAL_NONE,
@@ -47,47 +69,54 @@ from draspeed.cel.values import (
     cel_equal,
     format_value,
     map_find,
-    map_index,
     map_insert,
     no_such_key,
     no_such_overload,
 )
+from draspeed.errors import AllocationTimeout
 
-COST_LIMIT = 1_000_000
 _EMPTY: dict[str, Any] = {}
 
+__all__ = ["COST_LIMIT", "Activation", "Compiler", "CostLimitExceeded", "PlanError"]
 
-class Activation:
-    """Per-evaluation state: the ``device`` value, local variable slots, cost so far."""
 
-    __slots__ = ("cost", "device", "limit", "slots")
+class Activation(Meter):
+    """Per-evaluation state: the ``device`` value, local variable slots, the meter, and
+    the :class:`~draspeed.cel.ast.Shared` groups read (a bit mask)."""
 
-    def __init__(self, device: Any, nslots: int, limit: int = COST_LIMIT) -> None:
+    __slots__ = ("device", "groups", "slots")
+
+    def __init__(
+        self,
+        device: Any,
+        nslots: int,
+        limit: int = COST_LIMIT,
+        deadline: float | None = None,
+    ) -> None:
+        super().__init__(limit, deadline)
         self.device = device
         self.slots: list[Any] = [None] * nslots if nslots else _NO_SLOTS
-        self.cost = 0
-        self.limit = limit
-
-    def charge(self, amount: int) -> None:
-        self.cost += amount
-        if self.cost > self.limit:
-            raise CostLimitExceeded()
+        self.groups = 0
 
 
 _NO_SLOTS: list[Any] = []
 
 
 class PlanError(Exception):
-    """The program cannot be built (cel-go: "program instantiation failed")."""
+    """The program cannot be built (cel-go: "program instantiation failed"), e.g. a
+    constant conversion that errs."""
 
 
 class _Err:
-    """A ``cel.bind`` variable whose initialiser failed (raised only when read)."""
+    """A local variable holding an error (a ``cel.bind`` initialiser that failed)."""
 
     __slots__ = ("error",)
 
     def __init__(self, error: EvalError) -> None:
         self.error = error
+
+
+_UNSET = object()  # a cel.bind variable not read yet
 
 
 def unbound_variable(name: str) -> _Err:
@@ -98,12 +127,70 @@ def unbound_variable(name: str) -> _Err:
 Fn = Callable[[Activation], Any]
 
 
+# ---- plans: what cel-go's planner makes of a node ------------------------------------
+
+
+class _Const:
+    """A constant (literals, folded lists/maps/conversions): costs nothing."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Expr:
+    """Any other interpretable: a function that charges its own cost."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Fn) -> None:
+        self.fn = fn
+
+
+class _Qual:
+    """One qualifier: ``kind`` const (``key`` is the value), attr (``key`` is an _Attr
+    resolved without its own observation) or rel (``key`` is an Fn)."""
+
+    __slots__ = ("key", "kind", "optional", "test_only")
+
+    def __init__(self, kind: str, key: Any, optional: bool, test_only: bool = False) -> None:
+        self.kind = kind
+        self.key = key
+        self.optional = optional
+        self.test_only = test_only
+
+
+class _Attr:
+    """An attribute: ``root`` is ("device",), ("slot", i), ("bind", i, init Fn),
+    ("rel", Fn) or ("cond", cond Fn, then _Attr, else _Attr); qualifiers in order."""
+
+    __slots__ = ("quals", "root", "test_only")
+
+    def __init__(self, root: tuple[Any, ...]) -> None:
+        self.root = root
+        self.quals: list[_Qual] = []
+        self.test_only = False
+
+    def add(self, qual: _Qual) -> None:
+        if self.root[0] == "cond":  # cel-go qualifies both branches of a conditional
+            self.root[2].add(qual)
+            self.root[3].add(qual)
+        else:
+            self.quals.append(qual)
+
+
+_Plan = _Const | _Expr | _Attr
+
+
 class Compiler:
-    """Compiles an AST to closures. ``variables`` names the declared variables besides
-    ``device``: they take the first slots, which the caller fills before evaluating."""
+    """Plans an AST as cel-go's planner does, into closures. ``variables`` names the
+    declared variables besides ``device``: they take the first slots, which the caller
+    fills before evaluating (a value may be :func:`unbound_variable`)."""
 
     def __init__(self, variables: tuple[str, ...] = (), *, device: bool = True) -> None:
-        self._scopes: list[dict[str, int]] = [{name: i for i, name in enumerate(variables)}]
+        self._declared = {name: ("var", i) for i, name in enumerate(variables)}
+        self._scopes: list[dict[str, tuple[Any, ...]]] = []
         self.nslots = len(variables)
         self._device = device  # the DRA environment: ``device`` is the activation's device
 
@@ -111,217 +198,200 @@ class Compiler:
         self.nslots += 1
         return self.nslots - 1
 
-    def _lookup(self, name: str) -> int | None:
+    def _lookup(self, name: str) -> tuple[Any, ...] | None:
         for scope in reversed(self._scopes):
             if name in scope:
                 return scope[name]
         return None
 
     def compile(self, node: Node) -> Fn:
-        method = getattr(self, "_c_" + type(node).__name__)
-        fn: Fn = method(node)
-        return fn
+        return self._finish(self._plan(node))
+
+    def compile_branch(self, node: Node) -> Fn:
+        """``node`` as a ``?:`` branch: cel-go resolves a branch that is an attribute
+        without observing it (its qualifiers cost, the attribute itself does not)."""
+        plan = self._plan(node)
+        if type(plan) is _Attr and not plan.test_only:
+            return _resolver(plan)
+        return self._finish(plan)
+
+    def _plan(self, node: Node) -> _Plan:
+        method = getattr(self, "_p_" + type(node).__name__)
+        plan: _Plan = method(node)
+        return plan
+
+    # ---- finishing plans into functions ------------------------------------------
+
+    def _finish(self, plan: _Plan) -> Fn:
+        if type(plan) is _Const:
+            value = plan.value
+            if type(value) is _Err:
+                error = value.error
+
+                def raise_folded(a: Activation) -> Any:
+                    raise error
+
+                return raise_folded
+            return lambda a: value
+        if type(plan) is _Expr:
+            return plan.fn
+        assert type(plan) is _Attr
+        if plan.test_only:
+            resolve = _resolver(plan)
+
+            def presence(a: Activation) -> Any:
+                v = resolve(a)
+                return v.has if type(v) is Optional else v
+
+            return presence
+        # A conditional is observed at no cost; any other attribute costs 1 besides its
+        # qualifiers.
+        return _resolver(plan, 0 if plan.root[0] == "cond" else C.SELECT_AND_IDENT_COST)
+
+    @staticmethod
+    def _as_attr(plan: _Plan) -> _Attr:
+        if type(plan) is _Attr:
+            return plan
+        if type(plan) is _Const:
+            value = plan.value
+            return _Attr(("rel", lambda a: value))
+        assert type(plan) is _Expr
+        return _Attr(("rel", plan.fn))
+
+    @staticmethod
+    def _is_const(plan: _Plan) -> bool:
+        return type(plan) is _Const and type(plan.value) is not _Err
 
     # ---- leaves ------------------------------------------------------------------
 
-    def _c_Const(self, node: Const) -> Fn:
-        value = node.value
-        if node.kind == "uint":
-            value = UInt(value)
-        return lambda a: value
+    def _p_Const(self, node: Const) -> _Plan:
+        return _Const(UInt(node.value) if node.kind == "uint" else node.value)
 
-    def _c_Ident(self, node: Ident) -> Fn:
-        resolved = self._name(node.name)
-        if resolved is not None:
-            return resolved
+    def _p_Ident(self, node: Ident) -> _Plan:
+        name = node.name
+        if not name.startswith("."):
+            local = self._lookup(name)
+            if local is not None:
+                return _Attr(local)
+        name = name.lstrip(".")
+        declared = self._declared.get(name)
+        if declared is not None:
+            return _Attr(declared)
+        if name == "device" and self._device:
+            return _Attr(("device",))
+        if name in TYPE_IDENTS:
+            return _Const(TypeValue(_type_value_name(name)))
         # Only an unchecked expression gets here: cel-go fails when the name is read.
-        error = EvalError(f"no such attribute(s): {node.name.lstrip('.')}")
+        error = EvalError(f"no such attribute(s): {name}")
 
         def unresolved(a: Activation) -> Any:
+            a.charge(C.SELECT_AND_IDENT_COST)
             raise error
 
-        return unresolved
+        return _Expr(unresolved)
 
-    def _is_local(self, name: str) -> bool:
-        return any(name in scope for scope in self._scopes[1:])
+    def _p_Shared(self, node: Shared) -> _Plan:
+        path = self.compile(node.path)
+        bit = 1 << node.group
 
-    def _name(self, name: str) -> Fn | None:
-        """A variable or type name: a local (unless the name has a leading dot), a
-        declared variable, ``device``, a type identifier; None if it is none of them."""
-        if name.startswith("."):
-            name = name[1:]
-        else:
-            local = self._lookup(name)
-            if local is not None and self._is_local(name):
-                return self._slot_reader(local)
-        slot = self._scopes[0].get(name)
-        if slot is not None:
-            return self._slot_reader(slot)
-        if name == "device" and self._device:
-            return lambda a: a.device
-        if name in TYPE_IDENTS:
-            tv = TypeValue(_type_value_name(name))
-            return lambda a: tv
-        return None
-
-    def _qualified(self, node: Select) -> Fn | None:
-        """``a.b.c`` naming a declared variable or a type (``net.IP``), as the checker
-        resolves it; None when the root is a local variable or nothing matches."""
-        name = qualified_name(node)
-        if name is None or self._is_local(name.split(".", 1)[0]):
-            return None
-        bare = name.lstrip(".")
-        slot = self._scopes[0].get(bare)
-        if slot is not None:
-            return self._slot_reader(slot)
-        if bare in TYPE_IDENTS:
-            tv = TypeValue(_type_value_name(bare))
-            return lambda a: tv
-        return None
-
-    @staticmethod
-    def _slot_reader(slot: int) -> Fn:
         def read(a: Activation) -> Any:
-            v = a.slots[slot]
-            if type(v) is _Err:
-                raise v.error
-            return v
+            before = a.cost
+            value = path(a)
+            a.cost = before  # the initialiser's cost is accounted once, by the caller
+            a.groups |= bit
+            return value
 
-        return read
+        return _Attr(("rel", read))
 
     # ---- selection ---------------------------------------------------------------
 
-    def _c_Select(self, node: Select) -> Fn:
-        name = node.field
+    def _p_Select(self, node: Select) -> _Plan:
+        qualified = _qualified_type_name(node)
+        if qualified is not None and self._lookup(qualified.split(".", 1)[0]) is None:
+            return _Const(TypeValue(_type_value_name(qualified)))
         if not node.test_only and not node.optional:
-            resolved = self._qualified(node)
-            if resolved is not None:
-                return resolved
-        if (
-            isinstance(node.operand, Ident)
-            and node.operand.name in ("device", ".device")
-            and (self._lookup("device") is None or node.operand.name == ".device")
-        ):
-            if node.test_only:
-                return lambda a: True
-            if node.optional:
-                return lambda a: Optional(True, a.device[name])
-            return lambda a: a.device[name]
-        operand = self.compile(node.operand)
+            name = qualified_name(node)
+            if name is not None:
+                bare = name.lstrip(".")
+                declared = self._declared.get(bare)
+                # A declared variable with a dotted name, unless a local variable
+                # shadows its first part (a leading dot means the global one).
+                if declared is not None and (
+                    name.startswith(".") or self._lookup(bare.split(".", 1)[0]) is None
+                ):
+                    return _Attr(declared)
+        attr = self._as_attr(self._plan(node.operand))
         if node.test_only:
+            attr.add(_Qual("const", node.field, False, test_only=True))
+            attr.test_only = True
+            return attr
+        attr.add(_Qual("const", node.field, node.optional))
+        return attr
 
-            def has(a: Activation) -> Any:
-                return _has_field(operand(a), name)
-
-            return has
-        if node.optional:
-
-            def opt_select(a: Activation) -> Any:
-                return _optional_select(operand(a), name)
-
-            return opt_select
-
-        def select(a: Activation) -> Any:
-            v = operand(a)
-            if type(v) is dict:
-                try:
-                    return v[name]
-                except KeyError:
-                    raise no_such_key(name) from None
-            return _select_slow(v, name)
-
-        return select
-
-    def _c_Index(self, node: Index) -> Fn:
-        operand = self.compile(node.operand)
-        # device.attributes["domain"] / device.capacity["domain"]: the common case.
-        if isinstance(node.key, Const) and node.key.kind == "string" and not node.optional:
-            key = node.key.value
-
-            def index_str(a: Activation) -> Any:
-                v = operand(a)
-                t = type(v)
-                if t is DomainMap:
-                    return v.get(key, _EMPTY)
-                if t is dict:
-                    try:
-                        return v[key]
-                    except KeyError:
-                        raise no_such_key(key) from None
-                return _index_slow(v, key)
-
-            return index_str
-        key_fn = self.compile(node.key)
-        if node.optional:
-            return lambda a: _optional_index(operand(a), key_fn(a))
-        return lambda a: _index_slow(operand(a), key_fn(a))
+    def _p_Index(self, node: Index) -> _Plan:
+        attr = self._as_attr(self._plan(node.operand))
+        key = self._plan(node.key)
+        if type(key) is _Const and type(key.value) is not _Err:
+            attr.add(_Qual("const", key.value, node.optional))
+        elif type(key) is _Attr:
+            attr.add(_Qual("attr", key, node.optional))
+        else:
+            attr.add(_Qual("rel", self._finish(key), node.optional))
+        return attr
 
     # ---- calls -------------------------------------------------------------------
 
-    def _c_Call(self, node: Call) -> Fn:
+    def _p_Call(self, node: Call) -> _Plan:
         self._resolve_namespaced(node)
         name = node.function = node.function.lstrip(".")
+        overload = node.overloads[0] if len(node.overloads) == 1 else ""
         if node.target is not None and name in ("or", "orValue") and len(node.args) == 1:
             return self._optional_or(node)
-        if name == "@in" and isinstance(node.args[1], ListLit):
-            fast = self._in_literal_list(node)
-            if fast is not None:
-                return fast
-        special = _SPECIAL_CALLS.get(name)
-        if special is not None:
-            fn = special(self, node)
-            if fn is not None:
-                return fn
+        if name in ("_==_", "_!=_"):
+            return self._equality(node)
+        arg_nodes = ([node.target] if node.target is not None else []) + list(node.args)
+        plans = [self._plan(x) for x in arg_nodes]
+        if name == "@in" and overload == "in_list":
+            member = self._set_membership(plans)
+            if member is not None:
+                return member
         func = FUNCTIONS.get(name)
         if func is None:
-            return self._unknown_function(node)
+            return self._unknown_function(node, plans)
         impl: Callable[..., Any] | None = func.member_impl if node.target is not None else func.impl
         if impl is None:
             # Only unchecked: cel-go dispatches by function name, whatever the call style.
             impl = func.impl or func.member_impl
         if impl is None:
             raise PlanError(f"no such overload: {name}")
-        arity = len(node.args) + (node.target is not None)
-        if all(len(o.params) != arity for o in func.overloads):
+        if all(len(o.params) != len(plans) for o in func.overloads):
             # Unchecked only: no overload takes this many arguments.
-            return self._no_overload_call(node)
+            return self._no_overload_call(plans)
         if name == "sum" and node.element_type in SUM_ZEROS:
             impl = functools.partial(impl, zero=SUM_ZEROS[node.element_type])
-        if (
-            name in _FOLDABLE
-            and node.target is None
-            and all(isinstance(x, Const) for x in node.args)
-        ):
-            # Literal constructors (quantity("40Gi"), semver("1.1.0"), ...) are pure: parse
-            # once. A literal that fails to parse stays a runtime error, as upstream.
+        if name in _CONVERSIONS and len(plans) == 1 and self._is_const(plans[0]):
+            # cel-go's optimizer folds conversions of constants when planning; one that
+            # fails makes the program fail to build.
+            assert type(plans[0]) is _Const
             try:
-                folded = impl(*[x.value for x in node.args if isinstance(x, Const)])
-            except EvalError:
-                pass
-            else:
-                return lambda a: folded
-        arg_fns = ([self.compile(node.target)] if node.target is not None else []) + [
-            self.compile(x) for x in node.args
-        ]
-        cost = func.cost
-        if cost is not None:
-
-            def call_costed(a: Activation) -> Any:
-                args = tuple(f(a) for f in arg_fns)
-                result = impl(*args)
-                a.charge(cost(args, result))
-                return result
-
-            return call_costed
-        if len(arg_fns) == 1:
-            f0 = arg_fns[0]
-            return lambda a: impl(f0(a))
-        if len(arg_fns) == 2:
-            f0, f1 = arg_fns
-            return lambda a: impl(f0(a), f1(a))
-        if len(arg_fns) == 0:
-            return lambda a: impl()
-        return lambda a: impl(*[f(a) for f in arg_fns])
+                return _Const(impl(plans[0].value))
+            except EvalError as exc:
+                raise PlanError(str(exc)) from None
+        fns = [self._finish(p) for p in plans]
+        binary = len(fns) <= 1 or (
+            len(fns) == 2
+            and (func.singleton or (overload != "" and overload not in VARIADIC_OVERLOADS))
+        )
+        if name in _FOLDABLE and all(self._is_const(p) for p in plans):
+            folded = self._fold_constructor(name, overload, impl, plans)
+            if folded is not None:
+                return folded
+        right = plans[1] if len(plans) == 2 else None
+        if name in _ORDERINGS and type(right) is _Const and self._is_const(right):
+            fast = self._ordering_const(name, overload, fns[0], right)
+            if fast is not None:
+                return fast
+        return _Expr(_call(name, overload, impl, fns, binary))
 
     def _resolve_namespaced(self, node: Call) -> None:
         """``optional.of(x)`` parsed as a member call on ``optional``: a global call of
@@ -332,56 +402,99 @@ class Compiler:
         if prefix is None or prefix.startswith("."):
             return
         root = prefix.split(".", 1)[0]
-        if f"{prefix}.{node.function}" in FUNCTIONS and self._name(root) is None:
+        known = self._lookup(root) is not None or root in self._declared
+        if f"{prefix}.{node.function}" in FUNCTIONS and not known and root != "device":
             node.function = f"{prefix}.{node.function}"
             node.target = None
 
-    def _unknown_function(self, node: Call) -> Fn:
+    def _unknown_function(self, node: Call, plans: list[_Plan]) -> _Plan:
         """A function no library declares (unchecked expressions only): with arguments,
         cel-go fails when the call is evaluated; without, when the program is built."""
-        name = node.function
-        if node.target is None and not node.args:
-            raise PlanError(f"no such overload: {name}()")
-        return self._no_overload_call(node, f"no such overload: {name}")
+        if not plans:
+            raise PlanError(f"no such overload: {node.function}()")
+        return self._no_overload_call(plans, f"no such overload: {node.function}")
 
-    def _no_overload_call(self, node: Call, message: str = "no such overload") -> Fn:
+    def _no_overload_call(self, plans: list[_Plan], message: str = "no such overload") -> _Plan:
         """A call no overload can take: its arguments are evaluated, then it fails."""
-        parts = ([node.target] if node.target is not None else []) + list(node.args)
-        arg_fns = [self.compile(x) for x in parts]
+        fns = [self._finish(p) for p in plans]
         error = EvalError(message)
 
         def unknown(a: Activation) -> Any:
-            for f in arg_fns:
+            for f in fns:
                 f(a)  # argument errors come first
+            a.charge(C.CALL_COST)
             raise error
 
-        return unknown
+        return _Expr(unknown)
 
-    def _in_literal_list(self, node: Call) -> Fn | None:
-        """``x in ["a", "b"]`` with literals of one hashable kind: a set lookup."""
-        items = node.args[1]
-        assert isinstance(items, ListLit)
-        if items.optional_indices or not items.elements:
+    def _fold_constructor(
+        self, name: str, overload: str, impl: Callable[..., Any], plans: list[_Plan]
+    ) -> _Plan | None:
+        """Literal constructors (quantity("40Gi"), semver("1.1.0")...) are pure: parse
+        once, charge every time. A literal that fails to parse stays a runtime error."""
+        args = [p.value for p in plans if type(p) is _Const]
+        try:
+            value = impl(*args)
+        except EvalError:
             return None
-        kinds = {e.kind for e in items.elements if isinstance(e, Const)}
-        if len(items.elements) != sum(isinstance(e, Const) for e in items.elements):
+        cost = C.call_cost(name, overload, args)
+
+        def folded(a: Activation) -> Any:
+            a.charge(cost)
+            return value
+
+        return _Expr(folded)
+
+    def _ordering_const(self, name: str, overload: str, left: Fn, right: _Const) -> _Plan | None:
+        """``x < 5`` where the ordering costs 1 whatever x is: a direct int compare."""
+        const = right.value
+        if type(const) is not int or not C.has_constant_cost(name, overload):
             return None
-        if kinds not in ({"string"}, {"int"}, {"bool"}):
+        op = _INT_ORDER[name]
+        want = _ORDER_RESULTS[name]
+
+        def order_const(a: Activation) -> bool:
+            try:
+                v = left(a)
+            except EvalError:
+                a.charge(1)
+                raise
+            a.charge(1)
+            if type(v) is int:
+                return op(v, const)
+            return compare(v, const) in want
+
+        return _Expr(order_const)
+
+    def _set_membership(self, plans: list[_Plan]) -> _Plan | None:
+        """``x in [constants]``: cel-go tests a set of the (primitive, non-bytes)
+        constants; the membership test itself is not charged."""
+        items = plans[1]
+        if type(items) is not _Const or type(items.value) not in (list, tuple):
             return None
-        consts = [e.value for e in items.elements if isinstance(e, Const)]
-        members = frozenset(consts)
-        ctype = type(consts[0])
-        elem = self.compile(node.args[0])
+        values = items.value
+        if not values:
+            return _Const(False)  # never evaluates x
+        if any(type(v) not in _PRIMITIVES for v in values):
+            return None
+        elem = self._finish(plans[0])
+        kinds = {type(v) for v in values}
+        if len(kinds) == 1 and kinds <= {str, int, bool}:
+            members = frozenset(values)
+            ctype = next(iter(kinds))
 
-        def in_list(a: Activation) -> bool:
-            v = elem(a)
-            if type(v) is ctype:
-                return v in members
-            return contains_in(v, consts)
+            def in_set(a: Activation) -> bool:
+                v = elem(a)
+                if type(v) is ctype:
+                    return v in members
+                return contains_in(v, values)
 
-        return in_list
+            return _Expr(in_set)
+        return _Expr(lambda a: contains_in(elem(a), values))
 
-    def _optional_or(self, node: Call) -> Fn:
+    def _optional_or(self, node: Call) -> _Plan:
+        """cel-go's evalOptionalOr(Value): short-circuits, is not charged, and hands a
+        non-optional receiver back unchanged."""
         assert node.target is not None
         target = self.compile(node.target)
         other = self.compile(node.args[0])
@@ -390,57 +503,49 @@ class Compiler:
         def or_(a: Activation) -> Any:
             v = target(a)
             if type(v) is not Optional:
-                raise no_such_overload()
+                return v
             if v.has:
                 return v.value if unwrap else v
-            o = other(a)
-            if not unwrap and type(o) is not Optional:
-                raise no_such_overload()
-            return o
+            return other(a)
 
-        return or_
+        return _Expr(or_)
 
-    def _equality(self, node: Call) -> Fn | None:
+    def _equality(self, node: Call) -> _Plan:
+        """``==``/``!=``: cel-go's evalEq/evalNe evaluate both sides and are charged as
+        the overloads ``equals``/``not_equals``."""
+        name = node.function
+        overload = "equals" if name == "_==_" else "not_equals"
         left = self.compile(node.args[0])
-        right_node = node.args[1]
-        if node.function == "_!=_":
-            right_ne = self.compile(right_node)
-            return lambda a: not_equal(left(a), right_ne(a))
-        if isinstance(right_node, Const) and right_node.kind in ("string", "int", "bool"):
-            const = right_node.value
-            ctype = type(const)
+        right_plan = self._plan(node.args[1])
+        right = self._finish(right_plan)
+        if name == "_!=_":
+            return _Expr(_call(name, overload, not_equal, [left, right], True))
+        const = right_plan.value if self._is_const(right_plan) else None  # type: ignore[union-attr]
+        ctype = type(const)
+        if ctype not in (str, int, bool):
+            return _Expr(_call(name, overload, cel_equal, [left, right], True))
+        const_size = C.actual_size(const)
 
-            def eq_const(a: Activation) -> bool:
+        def eq_const(a: Activation) -> bool:
+            try:
                 v = left(a)
-                if type(v) is ctype:
-                    return bool(v == const)
-                return cel_equal(v, const)
+            except EvalError as exc:
+                a.charge(C.call_cost(name, overload, (exc, const)))
+                raise
+            if type(v) is ctype:
+                if ctype is str:
+                    a.charge(math.ceil(min(len(v), const_size) * C.STRING_TRAVERSAL_FACTOR))
+                else:
+                    a.charge(1)
+                return bool(v == const)
+            a.charge(C.call_cost(name, overload, (v, const)))
+            return cel_equal(v, const)
 
-            return eq_const
-        right = self.compile(right_node)
-        return lambda a: cel_equal(left(a), right(a))
-
-    def _ordering(self, node: Call) -> Fn | None:
-        left = self.compile(node.args[0])
-        right_node = node.args[1]
-        want = _ORDER_RESULTS[node.function]
-        if isinstance(right_node, Const) and right_node.kind == "int":
-            const = right_node.value
-            op = _INT_ORDER[node.function]
-
-            def order_const(a: Activation) -> bool:
-                v = left(a)
-                if type(v) is int:
-                    return op(v, const)
-                return compare(v, const) in want
-
-            return order_const
-        right = self.compile(right_node)
-        return lambda a: compare(left(a), right(a)) in want
+        return _Expr(eq_const)
 
     # ---- logic -------------------------------------------------------------------
 
-    def _c_Logical(self, node: Logical) -> Fn:
+    def _p_Logical(self, node: Logical) -> _Plan:
         fns = [self.compile(o) for o in node.operands]
         stop = node.op == "||"  # the value that decides the result
 
@@ -461,95 +566,61 @@ class Compiler:
                 raise err
             return not stop
 
-        if len(fns) == 2:
-            f0, f1 = fns
+        return _Expr(logical)
 
-            def logical2(a: Activation) -> Any:
-                try:
-                    v0 = f0(a)
-                except EvalError as exc:
-                    try:
-                        v1 = f1(a)
-                    except EvalError:
-                        raise exc from None
-                    if v1 is stop:
-                        return stop
-                    raise exc from None
-                if v0 is stop:
-                    return stop
-                if type(v0) is not bool:
-                    try:
-                        v1 = f1(a)
-                    except EvalError:
-                        raise no_such_overload() from None
-                    if v1 is stop:
-                        return stop
-                    raise no_such_overload()
-                v1 = f1(a)
-                if type(v1) is bool:
-                    return v1
-                raise no_such_overload()
-
-            return logical2
-        return logical
-
-    def _c_Ternary(self, node: Ternary) -> Fn:
+    def _p_Ternary(self, node: Ternary) -> _Plan:
         cond = self.compile(node.cond)
-        then = self.compile(node.then)
-        other = self.compile(node.other)
-
-        def ternary(a: Activation) -> Any:
-            c = cond(a)
-            if c is True:
-                return then(a)
-            if c is False:
-                return other(a)
-            raise no_such_overload()
-
-        return ternary
+        then = self._as_attr(self._plan(node.then))
+        other = self._as_attr(self._plan(node.other))
+        return _Attr(("cond", cond, then, other))
 
     # ---- literals ----------------------------------------------------------------
 
-    def _c_ListLit(self, node: ListLit) -> Fn:
-        if not node.optional_indices and all(isinstance(e, Const) for e in node.elements):
-            # CEL lists are immutable: a literal of literals is built once.
-            const = [
-                UInt(e.value) if e.kind == "uint" else e.value
-                for e in node.elements
-                if isinstance(e, Const)
-            ]
-            return lambda a: const
-        fns = [self.compile(e) for e in node.elements]
+    def _p_ListLit(self, node: ListLit) -> _Plan:
+        plans = [self._plan(e) for e in node.elements]
         optional = node.optional_indices
-        size = len(fns)
-        if not optional:
-            return lambda a: [f(a) for f in fns]
+        if not optional and all(self._is_const(p) for p in plans):
+            # cel-go builds a list of constants once, when planning.
+            return _Const([p.value for p in plans if type(p) is _Const])
+        fns = [self._finish(p) for p in plans]
 
         def build(a: Activation) -> Any:
             out = []
-            for i, f in enumerate(fns):
-                v = f(a)
-                if i in optional:
-                    if type(v) is not Optional:
-                        raise EvalError(
-                            "cannot initialize optional list element from non-optional "
-                            f"value {format_value(v)}"
-                        )
-                    if v.has:
-                        out.append(v.value)
-                else:
+            try:
+                for i, f in enumerate(fns):
+                    v = f(a)
+                    if i in optional:
+                        if type(v) is not Optional:
+                            raise EvalError(
+                                "cannot initialize optional list element from non-optional "
+                                f"value {format_value(v)}"
+                            )
+                        if not v.has:
+                            continue
+                        v = v.value
                     out.append(v)
+            except EvalError:
+                a.charge(C.LIST_CREATE_COST)
+                raise
+            a.charge(C.LIST_CREATE_COST)
             return out
 
-        del size
-        return build
+        def build_plain(a: Activation) -> Any:
+            try:
+                out = [f(a) for f in fns]
+            except EvalError:
+                a.charge(C.LIST_CREATE_COST)
+                raise
+            a.charge(C.LIST_CREATE_COST)
+            return out
 
-    def _c_MapLit(self, node: MapLit) -> Fn:
-        entries = [(self.compile(k), self.compile(v), opt) for k, v, opt in node.entries]
+        return _Expr(build if optional else build_plain)
 
-        # As cel-go builds a map literal (a Go map): any key type, a repeated key keeps
-        # the last value, an absent optional value removes the key.
-        def build(a: Activation) -> Any:
+    def _p_MapLit(self, node: MapLit) -> _Plan:
+        plans = [(self._plan(k), self._plan(v), opt) for k, v, opt in node.entries]
+        entries = [(self._finish(k), self._finish(v), opt) for k, v, opt in plans]
+
+        def fill(a: Activation) -> Any:
             out: dict[Any, Any] = {}
             for kf, vf, opt in entries:
                 k = kf(a)
@@ -564,102 +635,354 @@ class Compiler:
                         out.pop(k, None)
                         continue
                     v = v.value
+                # As cel-go builds a map literal (a Go map): a repeated key keeps the
+                # last value.
                 out = map_insert(out, k, v)
-            a.charge(len(entries))
             return out
 
-        return build
+        if all(self._is_const(k) and self._is_const(v) for k, v, _ in plans):
+            # Built once when planning; an error becomes the value of every evaluation.
+            try:
+                return _Const(fill(Activation(None, 0)))
+            except EvalError as exc:
+                return _Const(_Err(exc))
+
+        def build(a: Activation) -> Any:
+            try:
+                out = fill(a)
+            except EvalError:
+                a.charge(C.MAP_CREATE_COST)
+                raise
+            a.charge(C.MAP_CREATE_COST)
+            return out
+
+        return _Expr(build)
 
     # ---- comprehensions ----------------------------------------------------------
 
-    def _c_Bind(self, node: Bind) -> Fn:
+    def _p_Bind(self, node: Bind) -> _Plan:
         init = self.compile(node.init)
         slot = self._slot()
-        self._scopes.append({node.var: slot})
+        self._scopes.append({node.var: ("bind", slot, init)})
         try:
             body = self.compile(node.body)
         finally:
             self._scopes.pop()
 
         def bind(a: Activation) -> Any:
-            try:
-                a.slots[slot] = init(a)
-            except EvalError as exc:
-                a.slots[slot] = _Err(exc)
+            a.slots[slot] = _UNSET  # initialised on first read, as cel-go's fold accumulator
             return body(a)
 
-        return bind
+        return _Expr(bind)
 
-    def _c_Comprehension(self, node: Comprehension) -> Fn:
+    def _p_Comprehension(self, node: Comprehension) -> _Plan:
+        if node.kind == "sortBy":
+            return self._sort_by(node)
         rng = self.compile(node.range)
         slot1 = self._slot()
-        scope = {node.var: slot1}
+        scope: dict[str, tuple[Any, ...]] = {node.var: ("slot", slot1)}
         slot2 = -1
         if node.var2 is not None:
             slot2 = self._slot()
-            scope[node.var2] = slot2
+            scope[node.var2] = ("slot", slot2)
         self._scopes.append(scope)
         try:
             pred = self.compile(node.predicate) if node.predicate is not None else None
-            trans = self.compile(node.transform) if node.transform is not None else None
+            trans_plan = self._plan(node.transform) if node.transform is not None else None
         finally:
             self._scopes.pop()
-        body_cost = 3
-        for part in (node.predicate, node.transform):
-            if part is not None:
-                body_cost += count_nodes(part)
+        trans = self._finish(trans_plan) if trans_plan is not None else None
+        # The element list ``[t]`` of a map/transformList step is folded when t is constant.
+        element_cost = 0 if trans_plan is None or self._is_const(trans_plan) else C.LIST_CREATE_COST
         builder = _COMPREHENSIONS[node.kind]
-        return builder(rng, pred, trans, slot1, slot2, body_cost)
+        return _Expr(builder(rng, pred, trans, slot1, slot2, element_cost))
+
+    def _sort_by(self, node: Comprehension) -> _Plan:
+        """``l.sortBy(v, key)``: cel-go's ``cel.bind(in, l, in.@sortByAssociatedKeys(
+        in.map(v, key)))``, a binary call: both arguments evaluated."""
+        from draspeed.cel.extensions import sort_by_keys
+
+        target = self.compile(node.range)
+        slot = self._slot()
+        self._scopes.append({node.var: ("slot", slot)})
+        try:
+            assert node.transform is not None
+            key_plan = self._plan(node.transform)
+        finally:
+            self._scopes.pop()
+        key = self._finish(key_plan)
+        step_cost = 2 + (0 if self._is_const(key_plan) else C.LIST_CREATE_COST)
+        overload = node.overloads[0] if len(node.overloads) == 1 else ""
+
+        def sort_by(a: Activation) -> Any:
+            err: EvalError | None = None
+            try:
+                items = target(a)  # the bound input, initialised by its first read
+            except EvalError as exc:
+                items = err = exc
+            a.charge(2)  # the receiver, and the map's range: the input read twice
+            keys: Any
+            if err is not None:
+                keys = err  # the map fails on its range, before any step
+            else:
+                try:
+                    keys = _collect(a, _items(items), slot, -1, None, key, step_cost)
+                except EvalError as exc:
+                    keys = err = exc
+            a.charge(C.call_cost("@sortByAssociatedKeys", overload, (items, keys)))
+            if err is not None:
+                raise err
+            if type(items) is not list and type(items) is not tuple:
+                raise no_such_overload()
+            return sort_by_keys(list(items), keys)
+
+        return _Expr(sort_by)
 
 
-# ---- runtime helpers ---------------------------------------------------------------
+# ---- attribute resolution ------------------------------------------------------------
 
 
-def _type_value_name(name: str) -> str:
-    t = TYPE_IDENTS[name]
-    return str(t) if t.kind not in ("list", "map", "optional_type", "type") else t.kind
+def _resolver(attr: _Attr, observed: int = 0) -> Fn:
+    """Resolve ``attr`` charging its qualifiers, plus ``observed`` for the attribute
+    itself (charged even when resolving fails, as upstream's observer sees errors)."""
+    root = _root(attr.root)
+    quals = attr.quals
+    if all(q.kind == "const" and not q.optional and not q.test_only for q in quals):
+        keys = tuple(q.key for q in quals)
+        return _const_chain(root, keys, observed)
+    steps = [_qualifier(q) for q in quals]
+
+    def apply_all(a: Activation) -> Any:
+        obj = root(a)
+        is_opt = False
+        if type(obj) is Optional:
+            if not obj.has:
+                return obj
+            obj = obj.value
+            is_opt = True
+        for apply, if_present, optional in steps:
+            if is_opt or optional:
+                is_opt = True
+                present, obj = if_present(a, obj)
+                if not present:
+                    return OPTIONAL_NONE
+            else:
+                obj = apply(a, obj)
+        return Optional(True, obj) if is_opt else obj
+
+    if not observed:
+        return apply_all
+
+    def resolve(a: Activation) -> Any:
+        try:
+            value = apply_all(a)
+        except EvalError:
+            a.charge(observed)
+            raise
+        a.charge(observed)
+        return value
+
+    return resolve
 
 
-def _select_slow(v: Any, name: str) -> Any:
-    t = type(v)
-    if t is DomainMap:
-        return v.get(name, _EMPTY)
-    if t is Optional:
-        return _optional_select(v, name)
-    if isinstance(v, dict):
-        found, value = map_find(v, name)
-        if found:
-            return value
-    raise no_such_key(name)
+def _const_chain(root: Fn, keys: tuple[Any, ...], observed: int) -> Fn:
+    """The common attribute: a root and plain constant qualifiers (``device.driver``,
+    ``x.attributes["d"].model``). Charges once at the end: the total is what counts."""
+    n = len(keys)
+    if n == 0:
+        if not observed:
+            return root
+
+        def ident(a: Activation) -> Any:
+            try:
+                v = root(a)
+            except EvalError:
+                a.charge(observed)
+                raise
+            a.charge(observed)
+            return v
+
+        return ident
+    if n == 1:
+        (key,) = keys
+
+        def one(a: Activation) -> Any:
+            try:
+                v = root(a)
+            except EvalError:
+                a.charge(observed)
+                raise
+            if type(v) is Optional:
+                return _optional_tail(a, v, keys, observed)
+            try:
+                if type(v) is dict and type(key) is str:
+                    try:
+                        v = v[key]
+                    except KeyError:
+                        raise no_such_key(key) from None
+                else:
+                    v = _qualify(v, key)
+            except EvalError:
+                a.charge(1 + observed)
+                raise
+            a.charge(1 + observed)
+            return v
+
+        return one
+
+    def chain(a: Activation) -> Any:
+        try:
+            v = root(a)
+        except EvalError:
+            a.charge(observed)
+            raise
+        if type(v) is Optional:
+            return _optional_tail(a, v, keys, observed)
+        applied = 0
+        try:
+            for key in keys:
+                applied += 1
+                t = type(v)
+                if t is DomainMap and type(key) is str:
+                    v = v.get(key, _EMPTY)
+                elif t is dict and type(key) is str:
+                    try:
+                        v = v[key]
+                    except KeyError:
+                        raise no_such_key(key) from None
+                else:
+                    v = _qualify(v, key)
+        except EvalError:
+            a.charge(applied + observed)
+            raise
+        a.charge(n + observed)
+        return v
+
+    return chain
 
 
-def _has_field(v: Any, name: str) -> bool:
-    t = type(v)
-    if t is DomainMap:
-        return True
-    if isinstance(v, dict):
-        return map_find(v, name)[0]
-    if t is Optional:
-        return v.has and _has_field(v.value, name)
-    return False
-
-
-def _optional_select(v: Any, name: str) -> Optional:
-    t = type(v)
-    if t is Optional:
-        if not v.has:
+def _optional_tail(a: Activation, opt: Optional, keys: tuple[Any, ...], observed: int) -> Any:
+    """Constant qualifiers applied to an optional value: each one that finds a value
+    costs 1; the result is an optional."""
+    if not opt.has:
+        a.charge(observed)
+        return opt
+    obj = opt.value
+    for key in keys:
+        try:
+            found, obj = _qualify_if_present(obj, key)
+        except EvalError:
+            a.charge(observed)
+            raise
+        if not found:
+            a.charge(observed)
             return OPTIONAL_NONE
-        v = v.value
-        t = type(v)
-    if t is DomainMap:
-        return Optional(True, v.get(name, _EMPTY))
-    if isinstance(v, dict):
-        found, value = map_find(v, name)
-        return Optional(True, value) if found else OPTIONAL_NONE
-    return OPTIONAL_NONE
+        a.charge(1)
+    a.charge(observed)
+    return Optional(True, obj)
 
 
-def _list_position(v: Any, key: Any) -> int:
+def _root(root: tuple[Any, ...]) -> Fn:
+    kind = root[0]
+    if kind == "device":
+        return lambda a: a.device
+    if kind == "slot":
+        slot = root[1]
+        return lambda a: a.slots[slot]
+    if kind == "var":
+        return _variable_reader(root[1])
+    if kind == "bind":
+        return _bind_reader(root[1], root[2])
+    if kind == "rel":
+        fn: Fn = root[1]
+        return fn
+    assert kind == "cond"
+    cond, then_attr, else_attr = root[1], root[2], root[3]
+    then = _resolver(then_attr)
+    other = _resolver(else_attr)
+
+    def choose(a: Activation) -> Any:
+        c = cond(a)
+        if c is True:
+            return then(a)
+        if c is False:
+            return other(a)
+        raise no_such_overload()
+
+    return choose
+
+
+def _variable_reader(slot: int) -> Fn:
+    def read(a: Activation) -> Any:
+        v = a.slots[slot]
+        if type(v) is _Err:
+            raise v.error
+        return v
+
+    return read
+
+
+def _bind_reader(slot: int, init: Fn) -> Fn:
+    def read(a: Activation) -> Any:
+        v = a.slots[slot]
+        if v is _UNSET:
+            try:
+                v = init(a)
+            except EvalError as exc:
+                v = _Err(exc)
+            a.slots[slot] = v
+        if type(v) is _Err:
+            raise v.error
+        return v
+
+    return read
+
+
+QualStep = tuple[
+    Callable[[Activation, Any], Any], Callable[[Activation, Any], tuple[bool, Any]], bool
+]
+
+
+def _qualifier(q: _Qual) -> QualStep:
+    """(apply, apply-if-present, optional) for one qualifier. ``apply`` is charged 1 even
+    when it fails; ``apply-if-present`` only when it finds a value."""
+    test_only = q.test_only
+    if q.kind == "const":
+        const = q.key
+        key_of: Fn = lambda a: const  # noqa: E731
+    elif q.kind == "attr":
+        key_of = _resolver(q.key)  # the key attribute's qualifiers are charged, not itself
+    else:
+        key_of = q.key
+
+    def apply(a: Activation, obj: Any) -> Any:
+        try:
+            key = key_of(a)
+            value = _presence(obj, key) if test_only else _qualify(obj, key)
+        except EvalError:
+            a.charge(1)
+            raise
+        a.charge(1)
+        return value
+
+    def if_present(a: Activation, obj: Any) -> tuple[bool, Any]:
+        key = key_of(a)
+        if test_only:
+            found = _presence(obj, key)
+            value: Any = True
+        else:
+            found, value = _qualify_if_present(obj, key)
+        if found:
+            a.charge(1)
+        return found, value
+
+    return apply, if_present, q.optional
+
+
+# ---- qualification (cel-go's refQualify) ----------------------------------------------
+
+
+def _list_position(key: Any) -> int:
     t = type(key)
     if t is int or t is UInt:
         return int(key)
@@ -676,37 +999,145 @@ def _tn(value: Any) -> str:
     return type_name(value)
 
 
-def _index_slow(v: Any, key: Any) -> Any:
-    t = type(v)
+def _qualify_if_present(obj: Any, key: Any) -> tuple[bool, Any]:
+    t = type(obj)
+    if t is DomainMap:  # DRA's attribute/capacity maps: an unknown domain is {}
+        found, value = map_find(obj, key)
+        return True, (value if found else _EMPTY)
+    if t is dict:
+        if type(key) is str:
+            if key in obj:
+                return True, obj[key]
+            return False, None
+        return map_find(obj, key)
     if t is list or t is tuple:
-        i = _list_position(v, key)
-        if 0 <= i < len(v):
-            return v[i]
-        raise EvalError(f"index out of bounds: {i}")
-    if isinstance(v, dict):
-        return map_index(v, key)
-    if t is Optional:
-        return _optional_index(v, key)
+        i = _list_position(key)
+        if 0 <= i < len(obj):
+            return True, obj[i]
+        return False, None
+    if isinstance(obj, dict):
+        return map_find(obj, key)
+    return False, None
+
+
+def _qualify(obj: Any, key: Any) -> Any:
+    found, value = _qualify_if_present(obj, key)
+    if found:
+        return value
+    if type(obj) is list or type(obj) is tuple:
+        raise EvalError(f"index out of bounds: {_list_position(key)}")
     raise no_such_key(key)
 
 
-def _optional_index(v: Any, key: Any) -> Optional:
+def _presence(obj: Any, key: Any) -> bool:
+    """``has(obj.key)``."""
+    if type(obj) is Optional:
+        if not obj.has:
+            return False
+        obj = obj.value
+    return _qualify_if_present(obj, key)[0]
+
+
+def _qualified_type_name(node: Select) -> str | None:
+    """``net.IP``, ``google.protobuf.Timestamp``: a dotted name naming a type."""
+    parts: list[str] = []
+    current: Node = node
+    while isinstance(current, Select) and not current.test_only and not current.optional:
+        parts.append(current.field)
+        current = current.operand
+    if not isinstance(current, Ident):
+        return None
+    name = ".".join([current.name.lstrip("."), *reversed(parts)])
+    return name if name in TYPE_IDENTS else None
+
+
+def _type_value_name(name: str) -> str:
+    t = TYPE_IDENTS[name]
+    return str(t) if t.kind not in ("list", "map", "optional_type", "type") else t.kind
+
+
+# ---- calls ---------------------------------------------------------------------------
+
+
+def _call(name: str, overload: str, impl: Callable[..., Any], fns: list[Fn], binary: bool) -> Fn:
+    """A call as cel-go's evalUnary/evalBinary (every argument evaluated, the first
+    error is the result) or evalVarArgs (stops at the first erroring argument, and is
+    then not charged). Charged before running: a call over the limit does no work."""
+    constant = C.has_constant_cost(name, overload)
+    if len(fns) == 1:
+        (f0,) = fns
+
+        def call1(a: Activation) -> Any:
+            try:
+                x = f0(a)
+            except EvalError as exc:
+                a.charge(1 if constant else C.call_cost(name, overload, (exc,)))
+                raise exc from None
+            a.charge(1 if constant else C.call_cost(name, overload, (x,)))
+            return impl(x)
+
+        return call1
+    if len(fns) == 2 and binary:
+        f0, f1 = fns
+
+        def call2(a: Activation) -> Any:
+            err: EvalError | None = None
+            try:
+                x = f0(a)
+            except EvalError as exc:
+                x = err = exc
+            try:
+                y = f1(a)
+            except EvalError as exc:
+                y = exc
+                err = err or exc
+            a.charge(1 if constant else C.call_cost(name, overload, (x, y)))
+            if err is not None:
+                raise err
+            return impl(x, y)
+
+        return call2
+    if not fns:
+
+        def call0(a: Activation) -> Any:
+            a.charge(1 if constant else C.call_cost(name, overload, ()))
+            return impl()
+
+        return call0
+
+    def call_n(a: Activation) -> Any:
+        args = []
+        for f in fns:
+            args.append(f(a))  # an error ends the call before it is charged
+        a.charge(1 if constant else C.call_cost(name, overload, args))
+        return impl(*args)
+
+    return call_n
+
+
+# ---- comprehensions ------------------------------------------------------------------
+#
+# Per iteration, cel-go evaluates the loop condition, then the step; after the last
+# iteration (or when the condition is false) the result. The costs below are those of
+# the macro expansions (parser/macro.go, ext/comprehensions.go): reading the
+# accumulator or an iteration variable costs 1, @not_strictly_false / ! / + / == / the
+# map insertion 1 each, building ``[elem]`` 10 (unless elem is a constant).
+
+
+def _items(v: Any) -> Any:
     t = type(v)
-    if t is Optional:
-        if not v.has:
-            return OPTIONAL_NONE
-        v = v.value
-        t = type(v)
+    if t is list or t is tuple or isinstance(v, dict):
+        return v
+    raise _not_iterable(v, two=False)
+
+
+def _pairs(v: Any) -> Any:
+    t = type(v)
     if t is list or t is tuple:
-        i = _list_position(v, key)
-        return Optional(True, v[i]) if 0 <= i < len(v) else OPTIONAL_NONE
-    if t is DomainMap:
-        found, value = map_find(v, key)
-        return Optional(True, value if found else _EMPTY)
+        return enumerate(v)
     if isinstance(v, dict):
-        found, value = map_find(v, key)
-        return Optional(True, value) if found else OPTIONAL_NONE
-    raise no_such_overload()
+        return v.items()
+    raise _not_iterable(v, two=True)
 
 
 _GO_TYPE_NAMES = {
@@ -722,209 +1153,278 @@ _GO_TYPE_NAMES = {
 }
 
 
-def _not_iterable(v: Any) -> EvalError:
+def _not_iterable(v: Any, two: bool) -> EvalError:
     """cel-go's fold error, naming the Go type of the range value."""
     name = _GO_TYPE_NAMES.get(type(v))
     if name is None:
         cel_name = getattr(v, "cel_type_name", type(v).__name__)
         name = "cel." + str(cel_name).rsplit(".", 1)[-1]
+    if two:
+        return EvalError(f"unsupported comprehension range type: {name}")
     return EvalError(f"got '{name}', expected iterable type")
 
 
-def _range_items(v: Any) -> Any:
-    t = type(v)
-    if t is list or t is tuple or isinstance(v, dict):
-        return v
-    raise _not_iterable(v)
+def _tick(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise AllocationTimeout()
 
 
-def _pairs(v: Any) -> Any:
-    t = type(v)
-    if t is list or t is tuple:
-        return enumerate(v)
-    if isinstance(v, dict):
-        return v.items()
-    raise _not_iterable(v)
+def _bind_vars(a: Activation, s1: int, s2: int, item: Any) -> None:
+    if s2 < 0:
+        a.slots[s1] = item
+    else:
+        a.slots[s1], a.slots[s2] = item
 
 
 Builder = Callable[[Fn, Fn | None, Fn | None, int, int, int], Fn]
 
 
-def _quantifier(decisive: bool, two: bool) -> Builder:
-    """all (decisive False) / exists (decisive True), with CEL's error absorption."""
+def _quantifier(decisive: bool) -> Builder:
+    """all (decisive False) and exists (decisive True), one or two variables.
 
-    def build(rng: Fn, pred: Fn | None, trans: Fn | None, s1: int, s2: int, cost: int) -> Fn:
+    all: condition ``@not_strictly_false(@result)`` (2), step ``@result && p`` (1 + p);
+    exists: condition ``@not_strictly_false(!@result)`` (3), step ``@result || p``."""
+    cond_cost = 3 if decisive else 2
+
+    def build(rng: Fn, pred: Fn | None, _t: Fn | None, s1: int, s2: int, _e: int) -> Fn:
         assert pred is not None
 
         def run(a: Activation) -> Any:
-            items = _pairs(rng(a)) if two else _range_items(rng(a))
-            slots = a.slots
-            err: EvalError | None = None
+            items = _pairs(rng(a)) if s2 >= 0 else _items(rng(a))
+            deadline = a.deadline
+            accu: Any = not decisive  # True for all, False for exists; or an EvalError
             for item in items:
-                a.charge(cost)
-                if two:
-                    slots[s1], slots[s2] = item
-                else:
-                    slots[s1] = item
+                a.charge(cond_cost)
+                if accu is decisive:
+                    break
+                _bind_vars(a, s1, s2, item)
+                a.charge(1)
                 try:
                     v = pred(a)
                 except EvalError as exc:
-                    if err is None:
-                        err = exc
-                    continue
+                    v = exc
                 if v is decisive:
-                    return decisive
-                if type(v) is not bool and err is None:
-                    err = no_such_overload()
-            if err is not None:
-                raise err
-            return not decisive
+                    accu = decisive
+                elif accu is not decisive and type(accu) is bool and type(v) is not bool:
+                    accu = v if isinstance(v, EvalError) else no_such_overload()
+                if deadline is not None:
+                    _tick(deadline)
+            a.charge(1)
+            if type(accu) is bool:
+                return accu
+            raise accu
 
         return run
 
     return build
 
 
-def _exists_one(two: bool) -> Builder:
-    def build(rng: Fn, pred: Fn | None, trans: Fn | None, s1: int, s2: int, cost: int) -> Fn:
-        assert pred is not None
-
-        def run(a: Activation) -> Any:
-            items = _pairs(rng(a)) if two else _range_items(rng(a))
-            slots = a.slots
-            count = 0
-            for item in items:
-                a.charge(cost)
-                if two:
-                    slots[s1], slots[s2] = item
-                else:
-                    slots[s1] = item
-                v = pred(a)
-                if v is True:
-                    count += 1
-                elif v is not False:
-                    raise no_such_overload()
-            return count == 1
-
-        return run
-
-    return build
-
-
-def _map_build(rng: Fn, pred: Fn | None, trans: Fn | None, s1: int, s2: int, cost: int) -> Fn:
-    assert trans is not None
-
-    def run(a: Activation) -> Any:
-        out = []
-        slots = a.slots
-        for item in _range_items(rng(a)):
-            a.charge(cost)
-            slots[s1] = item
-            if pred is not None:
-                keep = pred(a)
-                if type(keep) is not bool:
-                    raise no_such_overload()
-                if not keep:
-                    continue
-            out.append(trans(a))
-        return out
-
-    return run
-
-
-def _filter_build(rng: Fn, pred: Fn | None, trans: Fn | None, s1: int, s2: int, cost: int) -> Fn:
+def _exists_one(rng: Fn, pred: Fn | None, _t: Fn | None, s1: int, s2: int, _e: int) -> Fn:
+    """Step ``p ? @result + 1 : @result`` (p, plus 2 when p is true); result
+    ``@result == 1`` (2). Runs over every element; the last failing p is the error."""
     assert pred is not None
 
     def run(a: Activation) -> Any:
-        out = []
-        slots = a.slots
-        for item in _range_items(rng(a)):
-            a.charge(cost)
-            slots[s1] = item
-            keep = pred(a)
-            if type(keep) is not bool:
-                raise no_such_overload()
-            if keep:
-                out.append(item)
+        items = _pairs(rng(a)) if s2 >= 0 else _items(rng(a))
+        deadline = a.deadline
+        accu: Any = 0
+        for item in items:
+            _bind_vars(a, s1, s2, item)
+            try:
+                v = pred(a)
+            except EvalError as exc:
+                v = exc
+            if v is True:
+                a.charge(2)
+                if type(accu) is int:
+                    accu += 1
+            elif v is not False:
+                accu = v if isinstance(v, EvalError) else no_such_overload()
+            if deadline is not None:
+                _tick(deadline)
+        a.charge(2)
+        if type(accu) is int:
+            return accu == 1
+        raise accu
+
+    return run
+
+
+def _map_build(
+    rng: Fn, pred: Fn | None, trans: Fn | None, s1: int, s2: int, element_cost: int
+) -> Fn:
+    """map / transformList: step ``@result + [t]`` (2 + building [t]), behind
+    ``f ? ... : @result`` when filtered (a false filter costs nothing more)."""
+    assert trans is not None
+    step_cost = 2 + element_cost
+
+    def run(a: Activation) -> Any:
+        source = rng(a)
+        items = _pairs(source) if s2 >= 0 else _items(source)
+        return _collect(a, items, s1, s2, pred, trans, step_cost)
+
+    return run
+
+
+def _collect(
+    a: Activation, items: Any, s1: int, s2: int, pred: Fn | None, trans: Fn, step_cost: int
+) -> list[Any]:
+    """The loop of map/transformList. The accumulator keeps its first error; a failing
+    filter replaces it (``f ? ... : @result`` yields the condition's error)."""
+    deadline = a.deadline
+    out: list[Any] = []
+    accu: EvalError | None = None
+    for item in items:
+        _bind_vars(a, s1, s2, item)
+        if pred is not None:
+            try:
+                keep = pred(a)
+            except EvalError as exc:
+                accu = exc
+                continue
+            if keep is False:
+                continue
+            if keep is not True:
+                accu = no_such_overload()
+                continue
+        try:
+            value = trans(a)
+        except EvalError as exc:
+            a.charge(step_cost)
+            accu = accu or exc
+            continue
+        a.charge(step_cost)
+        if accu is None:
+            out.append(value)
+        if deadline is not None:
+            _tick(deadline)
+    a.charge(1)
+    if accu is not None:
+        raise accu
+    return out
+
+
+def _filter_build(rng: Fn, pred: Fn | None, _t: Fn | None, s1: int, s2: int, _e: int) -> Fn:
+    """filter: step ``f ? @result + [x] : @result`` (f, plus 13 when it keeps x)."""
+    assert pred is not None
+
+    def run(a: Activation) -> Any:
+        deadline = a.deadline
+        out: list[Any] = []
+        accu: EvalError | None = None
+        source = rng(a)
+        for item in _items(source):
+            a.slots[s1] = item
+            try:
+                keep = pred(a)
+            except EvalError as exc:
+                accu = exc
+                continue
+            if keep is True:
+                a.charge(13)
+                if accu is None:
+                    out.append(item)
+            elif keep is not False:
+                accu = no_such_overload()
+            if deadline is not None:
+                _tick(deadline)
+        a.charge(1)
+        if accu is not None:
+            raise accu
         return out
 
     return run
 
 
-def _transform(kind: str) -> Builder:
-    def build(rng: Fn, pred: Fn | None, trans: Fn | None, s1: int, s2: int, cost: int) -> Fn:
+def _transform_map(entry: bool) -> Builder:
+    """transformMap: step ``cel.@mapInsert(@result, k, t)`` (3 + t; a variadic call,
+    so 1 once the accumulator holds an error); transformMapEntry: step
+    ``cel.@mapInsert(@result, t)`` (2 + t)."""
+
+    def build(rng: Fn, pred: Fn | None, trans: Fn | None, s1: int, s2: int, _e: int) -> Fn:
         assert trans is not None
 
         def run(a: Activation) -> Any:
-            slots = a.slots
-            out_list: list[Any] = []
-            out_map: dict[Any, Any] = {}
+            deadline = a.deadline
+            out: dict[Any, Any] = {}
+            accu: EvalError | None = None
             for k, v in _pairs(rng(a)):
-                a.charge(cost)
-                slots[s1] = k
-                slots[s2] = v
+                a.slots[s1] = k
+                a.slots[s2] = v
                 if pred is not None:
-                    keep = pred(a)
-                    if type(keep) is not bool:
-                        raise no_such_overload()
-                    if not keep:
+                    try:
+                        keep = pred(a)
+                    except EvalError as exc:
+                        accu = exc
                         continue
-                result = trans(a)
-                if kind == "transformList":
-                    out_list.append(result)
-                elif kind == "transformMap":
-                    out_map = map_insert(out_map, k, result)
+                    if keep is False:
+                        continue
+                    if keep is not True:
+                        accu = no_such_overload()
+                        continue
+                if not entry and accu is not None:
+                    a.charge(1)  # reads the failed accumulator, stops
+                    continue
+                try:
+                    result = trans(a)
+                except EvalError as exc:
+                    a.charge(2 if entry else 3)
+                    accu = accu or exc
+                    continue
+                a.charge(2 if entry else 3)
+                if accu is not None:
+                    continue
+                if not entry:
+                    out = map_insert(out, k, result)
+                elif not isinstance(result, dict):
+                    accu = no_such_overload()
                 else:
-                    if not isinstance(result, dict):
-                        raise no_such_overload()
                     for rk, rv in result.items():
-                        if map_find(out_map, rk)[0]:
-                            raise EvalError(f"insert failed: key {format_value(rk)} already exists")
-                        out_map = map_insert(out_map, rk, rv)
-            return out_list if kind == "transformList" else out_map
+                        if map_find(out, rk)[0]:
+                            accu = EvalError(
+                                f"insert failed: key {format_value(rk)} already exists"
+                            )
+                            break
+                        out = map_insert(out, rk, rv)
+                if deadline is not None:
+                    _tick(deadline)
+            a.charge(1)
+            if accu is not None:
+                raise accu
+            return out
 
         return run
 
     return build
 
 
-def _sort_by(rng: Fn, pred: Fn | None, trans: Fn | None, s1: int, s2: int, cost: int) -> Fn:
-    assert trans is not None
-    from draspeed.cel.extensions import sort_by_keys
-
-    def run(a: Activation) -> Any:
-        items = rng(a)
-        if type(items) is not list and type(items) is not tuple:
-            raise no_such_overload()
-        keys = []
-        for item in items:
-            a.charge(cost)
-            a.slots[s1] = item
-            keys.append(trans(a))
-        return sort_by_keys(list(items), keys)
-
-    return run
-
-
 _COMPREHENSIONS: dict[str, Builder] = {
-    "all": _quantifier(False, False),
-    "exists": _quantifier(True, False),
-    "all2": _quantifier(False, True),
-    "exists2": _quantifier(True, True),
-    "exists_one": _exists_one(False),
-    "exists_one2": _exists_one(True),
+    "all": _quantifier(False),
+    "exists": _quantifier(True),
+    "all2": _quantifier(False),
+    "exists2": _quantifier(True),
+    "exists_one": _exists_one,
+    "exists_one2": _exists_one,
     "map": _map_build,
     "filter": _filter_build,
-    "transformList": _transform("transformList"),
-    "transformMap": _transform("transformMap"),
-    "transformMapEntry": _transform("transformMapEntry"),
-    "sortBy": _sort_by,
+    "transformList": _map_build,
+    "transformMap": _transform_map(False),
+    "transformMapEntry": _transform_map(True),
 }
 
-# Pure functions of their (literal) arguments, evaluated at compile time.
+# cel-go folds these conversions of a constant when planning (IsTypeConversionFunction).
+_CONVERSIONS = frozenset(
+    {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}
+)
+
+# Pure functions of their (literal) arguments, evaluated once at compile time.
 _FOLDABLE = frozenset(
     {"quantity", "isQuantity", "semver", "isSemver", "ip", "isIP", "cidr", "isCIDR", "url", "isURL"}
 )
+
+_PRIMITIVES = frozenset({bool, int, UInt, float, str})
+
+_ORDERINGS = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 
 _ORDER_RESULTS = {
     "_<_": (-1,),
@@ -938,13 +1438,4 @@ _INT_ORDER: dict[str, Callable[[int, int], bool]] = {
     "_<=_": lambda x, y: x <= y,
     "_>_": lambda x, y: x > y,
     "_>=_": lambda x, y: x >= y,
-}
-
-_SPECIAL_CALLS: dict[str, Callable[[Compiler, Call], Fn | None]] = {
-    "_==_": Compiler._equality,
-    "_!=_": Compiler._equality,
-    "_<_": Compiler._ordering,
-    "_<=_": Compiler._ordering,
-    "_>_": Compiler._ordering,
-    "_>=_": Compiler._ordering,
 }

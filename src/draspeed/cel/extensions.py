@@ -11,17 +11,19 @@
 
 from __future__ import annotations
 
+import heapq
+import string
 from itertools import pairwise
 from typing import Any
 
 from draspeed.cel.formatting import format_string
-from draspeed.cel.functions import declare, size_cost, string_cost
+from draspeed.cel.functions import declare
 from draspeed.cel.gosort import sort_slice
-from draspeed.cel.regex import compile_regex, find_all, regex_cost
+from draspeed.cel.meter import CHUNK, Ticker, current_meter, extend_ticking, ticking
+from draspeed.cel.regex import compile_regex, find_all
 from draspeed.cel.stdlib import ORDER_TYPES, add, compare
 from draspeed.cel.values import (
     OPTIONAL_NONE,
-    CostLimitExceeded,
     EvalError,
     Optional,
     UInt,
@@ -30,8 +32,6 @@ from draspeed.cel.values import (
     no_such_overload,
 )
 from draspeed.golang import GO_ESCAPES
-
-COST_LIMIT = 1_000_000
 
 # ---- strings ---------------------------------------------------------------------
 
@@ -99,20 +99,27 @@ def last_index_of(s: Any, sub: Any, *offset: Any) -> int:
     return s.rfind(sub, 0, off + len(sub))
 
 
-def _ascii_map(s: str, upper: bool) -> str:
-    return "".join((c.upper() if upper else c.lower()) if ord(c) < 128 else c for c in s)
+_TO_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_TO_UPPER = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
 
 
 def lower_ascii(s: Any) -> str:
-    return _ascii_map(_str(s), False)
+    return _str(s).translate(_TO_LOWER)
 
 
 def upper_ascii(s: Any) -> str:
-    return _ascii_map(_str(s), True)
+    return _str(s).translate(_TO_UPPER)
 
 
 def replace(s: Any, old: Any, new: Any, n: Any = -1) -> str:
-    return _str(s).replace(_str(old), _str(new), _int_arg(n) if _int_arg(n) >= 0 else -1)
+    s, old, new = _str(s), _str(old), _str(new)
+    limit = _int_arg(n)
+    count = (len(s) + 1) if old == "" else s.count(old)
+    if limit >= 0:
+        count = min(count, limit)
+    # Charged by its input only, replace can grow a string manyfold: bounded by allocation.
+    current_meter().reserve(len(s) + count * (len(new) - len(old)))
+    return s.replace(old, new, limit if limit >= 0 else -1)
 
 
 def split(s: Any, sep: Any, n: Any = -1) -> list[str]:
@@ -122,7 +129,7 @@ def split(s: Any, sep: Any, n: Any = -1) -> list[str]:
     if limit == 0:
         return []
     if sep == "":
-        chars = list(s)
+        chars = extend_ticking([], s)
         if limit > 0 and len(chars) > limit:
             return [*chars[: limit - 1], "".join(chars[limit - 1 :])]
         return chars
@@ -169,9 +176,11 @@ def join(items: Any, sep: Any = "") -> str:
     return sep.join(items)
 
 
+_QUOTE = str.maketrans(GO_ESCAPES)
+
+
 def quote(s: Any) -> str:
-    text = _str(s)
-    return '"' + "".join(GO_ESCAPES.get(c, c) for c in text) + '"'
+    return '"' + _str(s).translate(_QUOTE) + '"'
 
 
 # ---- lists -----------------------------------------------------------------------
@@ -186,7 +195,7 @@ def _list(v: Any) -> list[Any] | tuple[Any, ...]:
 def list_index_of(items: Any, value: Any, *extra: Any) -> int:
     if extra:
         raise no_such_overload()
-    for i, item in enumerate(_list(items)):
+    for i, item in enumerate(ticking(_list(items))):
         if _equal_true(item, value):
             return i
     return -1
@@ -196,7 +205,7 @@ def list_last_index_of(items: Any, value: Any, *extra: Any) -> int:
     if extra:
         raise no_such_overload()
     seq = _list(items)
-    for i in range(len(seq) - 1, -1, -1):
+    for i in ticking(range(len(seq) - 1, -1, -1)):
         if _equal_true(seq[i], value):
             return i
     return -1
@@ -231,9 +240,9 @@ def _compare_result(a: Any, b: Any) -> int | None:
 
 def is_sorted(items: Any) -> bool:
     seq = _list(items)
-    for item in seq:
+    for item in ticking(seq):
         _comparer(item)
-    return all(_compare_result(prev, nxt) != 1 for prev, nxt in pairwise(seq))
+    return all(_compare_result(prev, nxt) != 1 for prev, nxt in ticking(pairwise(seq)))
 
 
 # The zero Kubernetes' sum of an empty list is, by the element type the checker resolved
@@ -248,7 +257,7 @@ def list_sum(items: Any, zero: Any = 0) -> Any:
     if not seq:
         return zero
     acc = seq[0]
-    for item in seq[1:]:
+    for item in ticking(seq[1:]):
         acc = add(acc, item)
     return acc
 
@@ -259,7 +268,7 @@ def _extreme(name: str, prefer: int) -> Any:
         if not seq:
             raise EvalError(f"{name} called on empty list")
         best = _comparer(seq[0])
-        for item in seq[1:]:
+        for item in ticking(seq[1:]):
             _comparer(item)
             if _compare_result(best, item) == prefer:
                 best = item
@@ -280,7 +289,11 @@ def list_slice(items: Any, start: Any, end: Any) -> list[Any]:
         )
     if len(seq) < e:
         raise EvalError(f"cannot slice({b}, {e}), list is length {len(seq)}")
-    return list(seq[b:e])
+    out: list[Any] = []
+    for lo in range(b, e, CHUNK):  # a chunk at a time, looking at the deadline between
+        out.extend(seq[lo : min(e, lo + CHUNK)])
+        current_meter().tick()
+    return out
 
 
 def flatten(items: Any, depth: Any = 1) -> list[Any]:
@@ -288,10 +301,24 @@ def flatten(items: Any, depth: Any = 1) -> list[Any]:
     d = _int_arg(depth)
     if d < 0:
         raise EvalError("level must be non-negative")
+    # Charged by its argument's size only, flatten can multiply a list: bounded here.
+    current_meter().reserve(_flat_size(seq, d))
+    return _flatten(seq, d)
+
+
+def _flat_size(seq: Any, depth: int) -> int:
+    if depth == 0:
+        return len(seq)
+    return sum(
+        _flat_size(x, depth - 1) if type(x) is list or type(x) is tuple else 1 for x in ticking(seq)
+    )
+
+
+def _flatten(seq: Any, depth: int) -> list[Any]:
     out: list[Any] = []
-    for item in seq:
-        if (type(item) is list or type(item) is tuple) and d > 0:
-            out.extend(flatten(item, d - 1))
+    for item in ticking(seq):
+        if (type(item) is list or type(item) is tuple) and depth > 0:
+            extend_ticking(out, _flatten(item, depth - 1))
         else:
             out.append(item)
     return out
@@ -308,12 +335,60 @@ def sort_by_keys(items: list[Any], keys: list[Any]) -> list[Any]:
     first = type(keys[0])
     if first not in (int, UInt, float, bool, str, bytes) and first not in ORDER_TYPES:
         raise EvalError("list elements must be comparable")
-    if any(type(k) is not first for k in keys):
-        raise EvalError("list elements must have the same type")
+    meter = current_meter()
+    for start in range(0, len(keys), CHUNK):
+        if any(type(k) is not first for k in keys[start : start + CHUNK]):
+            raise EvalError("list elements must have the same type")
+        meter.tick()
+    if first in _NATURAL and (items is keys or _distinct(keys)):
+        order = _natural_order(keys)
+    else:
+        order = _go_order(keys)
+    out: list[Any] = []
+    for start in range(0, len(order), CHUNK):
+        out.extend(map(items.__getitem__, order[start : start + CHUNK]))
+        meter.tick()
+    return out
 
-    order = list(range(len(items)))
+
+# Key types Python orders as CEL does (a string's code-point order is its UTF-8 byte
+# order) and whose equal keys are equal values: doubles are not (-0.0 == 0.0, NaN).
+_NATURAL = (int, UInt, bool, str, bytes)
+
+
+def _distinct(keys: list[Any]) -> bool:
+    seen: set[Any] = set()
+    meter = current_meter()
+    for start in range(0, len(keys), CHUNK):
+        seen.update(keys[start : start + CHUNK])
+        meter.tick()
+    return len(seen) == len(keys)
+
+
+def _natural_order(keys: list[Any]) -> list[int]:
+    """The order of ``keys`` by Python's own ordering: Go's sort.Slice leaves the same
+    order where ties are indistinguishable (a plain sort) or absent. Sorted a chunk at
+    a time and merged, looking at the deadline between (one C-level sort of millions
+    of keys would not stop for it), and fast where Go's algorithm step by step is not."""
+    n = len(keys)
+    key = keys.__getitem__
+    if n <= CHUNK:
+        return sorted(range(n), key=key)
+    meter = current_meter()
+    runs = []
+    for start in range(0, n, CHUNK):
+        runs.append(sorted(range(start, min(n, start + CHUNK)), key=key))
+        meter.tick()
+    return list(ticking(heapq.merge(*runs, key=key)))
+
+
+def _go_order(keys: list[Any]) -> list[int]:
+    """Go's sort.Slice order of ``keys``: ties in its (unstable) order."""
+    order = list(range(len(keys)))
+    ticker = Ticker()
 
     def less(i: int, j: int) -> bool:
+        ticker.step()
         # cel-go sorts with "Compare(...) == -1" as less: a NaN is never less.
         try:
             return compare(keys[order[i]], keys[order[j]]) == -1
@@ -323,8 +398,8 @@ def sort_by_keys(items: list[Any], keys: list[Any]) -> list[Any]:
     def swap(i: int, j: int) -> None:
         order[i], order[j] = order[j], order[i]
 
-    sort_slice(len(order), less, swap)  # Go's sort.Slice: ties in its (unstable) order
-    return [items[i] for i in order]
+    sort_slice(len(order), less, swap)
+    return order
 
 
 def list_sort(items: Any) -> list[Any]:
@@ -333,19 +408,27 @@ def list_sort(items: Any) -> list[Any]:
 
 
 def lists_range(n: Any) -> list[int]:
-    count = _int_arg(n)
-    if count > COST_LIMIT:
-        raise CostLimitExceeded()  # its cost (the list size) is over the limit anyway
-    return list(range(max(0, count)))
+    # Charged by its size before it is built.
+    return extend_ticking([], range(max(0, _int_arg(n))))
 
 
 def list_reverse(items: Any) -> list[Any]:
-    return list(reversed(_list(items)))
+    return _reversed(_list(items))
+
+
+def _reversed(seq: Any) -> list[Any]:
+    out: list[Any] = []
+    for end in range(len(seq), 0, -CHUNK):  # a chunk at a time, looking at the deadline
+        out.extend(seq[max(0, end - CHUNK) : end][::-1])
+        current_meter().tick()
+    return out
 
 
 def distinct(items: Any) -> list[Any]:
     out: list[Any] = []
+    ticker = Ticker()
     for item in _list(items):
+        ticker.step(len(out) + 1)
         if not any(cel_equal(item, seen) for seen in out):
             out.append(item)
     return out
@@ -354,9 +437,15 @@ def distinct(items: Any) -> list[Any]:
 # ---- sets ------------------------------------------------------------------------
 
 
+def _member(x: Any, seq: Any, ticker: Ticker) -> bool:
+    ticker.step(len(seq) + 1)
+    return any(cel_equal(y, x) for y in seq)
+
+
 def _contains_all(a: Any, b: Any) -> bool:
     seq_a = _list(a)
-    return all(any(cel_equal(x, y) for x in seq_a) for y in _list(b))
+    ticker = Ticker()
+    return all(_member(y, seq_a, ticker) for y in _list(b))
 
 
 def sets_contains(a: Any, b: Any) -> bool:
@@ -369,14 +458,8 @@ def sets_equivalent(a: Any, b: Any) -> bool:
 
 def sets_intersects(a: Any, b: Any) -> bool:
     seq_a = _list(a)
-    return any(any(cel_equal(x, y) for x in seq_a) for y in _list(b))
-
-
-def _pair_cost(args: tuple[Any, ...], result: Any) -> int:
-    a, b = args
-    la = len(a) if hasattr(a, "__len__") else 1
-    lb = len(b) if hasattr(b, "__len__") else 1
-    return 1 + la * lb
+    ticker = Ticker()
+    return any(_member(y, seq_a, ticker) for y in _list(b))
 
 
 # ---- optional --------------------------------------------------------------------
@@ -416,6 +499,26 @@ def has_value(v: Any) -> bool:
     return v.has
 
 
+def list_first(items: Any) -> Optional:
+    seq = _list(items)
+    return Optional(True, seq[0]) if seq else OPTIONAL_NONE
+
+
+def list_last(items: Any) -> Optional:
+    seq = _list(items)
+    return Optional(True, seq[-1]) if seq else OPTIONAL_NONE
+
+
+def optional_unwrap(items: Any) -> list[Any]:
+    out: list[Any] = []
+    for item in ticking(_list(items)):
+        if type(item) is not Optional:
+            raise EvalError(f"value {format_value(item)} is not optional")
+        if item.has:
+            out.append(item.value)
+    return out
+
+
 def optional_value(v: Any) -> Any:
     if type(v) is not Optional:
         raise no_such_overload()
@@ -444,100 +547,122 @@ def find_all_fn(s: Any, pattern: Any, n: Any = -1) -> list[str]:
 
 
 def _register() -> None:
-    declare("m string charAt(int) -> string", char_at, cost=string_cost(0))
+    declare("m string charAt(int) -> string = string_char_at_int", char_at)
     declare(
-        "m string indexOf(string) -> int\nm string indexOf(string, int) -> int\n"
-        "m list(A) indexOf(A) -> int",
+        "m string indexOf(string) -> int = string_index_of_string\n"
+        "m string indexOf(string, int) -> int = string_index_of_string_int\n"
+        "m list(A) indexOf(A) -> int = list_a_index_of_int",
         index_of,
-        cost=string_cost(0),
     )
     declare(
-        "m string lastIndexOf(string) -> int\nm string lastIndexOf(string, int) -> int\n"
-        "m list(A) lastIndexOf(A) -> int",
+        "m string lastIndexOf(string) -> int = string_last_index_of_string\n"
+        "m string lastIndexOf(string, int) -> int = string_last_index_of_string_int\n"
+        "m list(A) lastIndexOf(A) -> int = list_a_last_index_of_int",
         last_index_of,
-        cost=string_cost(0),
     )
-    declare("m string lowerAscii() -> string", lower_ascii, cost=string_cost(0))
-    declare("m string upperAscii() -> string", upper_ascii, cost=string_cost(0))
+    declare("m string lowerAscii() -> string = string_lower_ascii", lower_ascii)
+    declare("m string upperAscii() -> string = string_upper_ascii", upper_ascii)
     declare(
-        "m string replace(string, string) -> string\n"
-        "m string replace(string, string, int) -> string",
+        "m string replace(string, string) -> string = string_replace_string_string\n"
+        "m string replace(string, string, int) -> string = string_replace_string_string_int",
         replace,
-        cost=string_cost(0, 2),
     )
     declare(
-        "m string split(string) -> list(string)\nm string split(string, int) -> list(string)",
+        "m string split(string) -> list(string) = string_split_string\n"
+        "m string split(string, int) -> list(string) = string_split_string_int",
         split,
-        cost=string_cost(0),
     )
     declare(
-        "m string substring(int) -> string\nm string substring(int, int) -> string",
+        "m string substring(int) -> string = string_substring_int\n"
+        "m string substring(int, int) -> string = string_substring_int_int",
         substring,
-        cost=string_cost(0),
     )
-    declare("m string trim() -> string", trim, cost=string_cost(0))
+    declare("m string trim() -> string = string_trim", trim)
     declare(
-        "m list(string) join() -> string\nm list(string) join(string) -> string",
+        "m list(string) join() -> string = list_join\n"
+        "m list(string) join(string) -> string = list_join_string",
         join,
-        cost=size_cost(0),
     )
-    declare("g strings.quote(string) -> string", quote, cost=string_cost(0))
-    declare("m string format(list(dyn)) -> string", format_string, cost=size_cost(1))
+    declare("g strings.quote(string) -> string = strings_quote", quote)
+    declare("m string format(list(dyn)) -> string = string_format", format_string)
     # lists ext (version 3)
-    declare("m list(A) slice(int, int) -> list(A)", list_slice, cost=size_cost(0))
+    declare("m list(A) slice(int, int) -> list(A) = list_slice", list_slice)
     declare(
-        "m list(dyn) flatten() -> list(dyn)\nm list(dyn) flatten(int) -> list(dyn)",
+        "m list(list(A)) flatten() -> list(A) = list_flatten\n"
+        "m list(dyn) flatten(int) -> list(dyn) = list_flatten_int",
         flatten,
-        cost=size_cost(0),
     )
     sortable = ("int", "uint", "double", "bool", "string", "bytes", "duration", "timestamp")
     declare(
-        "\n".join(f"m list({t}) sort() -> list({t})" for t in sortable),
+        "\n".join(f"m list({t}) sort() -> list({t}) = list_{_type_name(t)}_sort" for t in sortable),
         list_sort,
-        cost=size_cost(0),
     )
     declare(
-        "g lists.range(int) -> list(int)", lists_range, cost=lambda args, result: 1 + len(result)
+        "\n".join(
+            f"m list(A) @sortByAssociatedKeys(list({t})) -> list(A)"
+            f" = list_{_type_name(t)}_sortByAssociatedKeys"
+            for t in sortable
+        ),
+        sort_by_keys,
     )
-    declare("m list(A) reverse() -> list(A)", list_reverse, cost=size_cost(0))
-    declare("m list(A) distinct() -> list(A)", distinct, cost=lambda args, r: 1 + len(args[0]) ** 2)
+    declare("g lists.range(int) -> list(int) = lists_range", lists_range)
+    declare("m list(A) reverse() -> list(A) = list_reverse", list_reverse)
+    declare("m list(A) distinct() -> list(A) = list_distinct", distinct)
     # Kubernetes lists library
     declare(
-        "\n".join(f"m list({t}) isSorted() -> bool" for t in sortable), is_sorted, cost=size_cost(0)
+        "\n".join(f"m list({t}) isSorted() -> bool = list_{t}_is_sorted_bool" for t in sortable),
+        is_sorted,
     )
     declare(
-        "\n".join(f"m list({t}) sum() -> {t}" for t in ("int", "uint", "double", "duration")),
+        "\n".join(
+            f"m list({t}) sum() -> {t} = list_{t}_sum_{t}"
+            for t in ("int", "uint", "double", "duration")
+        ),
         list_sum,
-        cost=size_cost(0),
     )
     declare(
-        "\n".join(f"m list({t}) min() -> {t}" for t in sortable),
+        "\n".join(f"m list({t}) min() -> {t} = list_{t}_min_{t}" for t in sortable),
         _extreme("min", 1),
-        cost=size_cost(0),
     )
     declare(
-        "\n".join(f"m list({t}) max() -> {t}" for t in sortable),
+        "\n".join(f"m list({t}) max() -> {t} = list_{t}_max_{t}" for t in sortable),
         _extreme("max", -1),
-        cost=size_cost(0),
     )
     # sets
-    declare("g sets.contains(list(A), list(A)) -> bool", sets_contains, cost=_pair_cost)
-    declare("g sets.equivalent(list(A), list(A)) -> bool", sets_equivalent, cost=_pair_cost)
-    declare("g sets.intersects(list(A), list(A)) -> bool", sets_intersects, cost=_pair_cost)
-    # optional
-    declare("g optional.of(A) -> opt(A)", optional_of)
-    declare("g optional.ofNonZeroValue(A) -> opt(A)", optional_of_non_zero)
-    declare("g optional.none() -> opt(A)", optional_none)
-    declare("m opt(A) hasValue() -> bool", has_value)
-    declare("m opt(A) value() -> A", optional_value)
-    declare("m opt(A) or(opt(A)) -> opt(A)")
-    declare("m opt(A) orValue(A) -> A")
-    # Kubernetes regex library
-    declare("m string find(string) -> string", find, cost=regex_cost)
+    declare("g sets.contains(list(A), list(A)) -> bool = list_sets_contains_list", sets_contains)
     declare(
-        "m string findAll(string) -> list(string)\nm string findAll(string, int) -> list(string)",
+        "g sets.equivalent(list(A), list(A)) -> bool = list_sets_equivalent_list", sets_equivalent
+    )
+    declare(
+        "g sets.intersects(list(A), list(A)) -> bool = list_sets_intersects_list", sets_intersects
+    )
+    # optional
+    declare("g optional.of(A) -> opt(A) = optional_of", optional_of)
+    declare(
+        "g optional.ofNonZeroValue(A) -> opt(A) = optional_ofNonZeroValue", optional_of_non_zero
+    )
+    declare("g optional.none() -> opt(A) = optional_none", optional_none)
+    declare("m opt(A) hasValue() -> bool = optional_hasValue", has_value)
+    declare("m opt(A) value() -> A = optional_value", optional_value)
+    declare("m list(A) first() -> opt(A) = list_first", list_first)
+    declare("m list(A) last() -> opt(A) = list_last", list_last)
+    declare("g optional.unwrap(list(opt(A))) -> list(A) = optional_unwrap", optional_unwrap)
+    declare("m list(opt(A)) unwrapOpt() -> list(A) = optional_unwrapOpt", optional_unwrap)
+    declare("m opt(A) or(opt(A)) -> opt(A) = optional_or_optional")
+    declare("m opt(A) orValue(A) -> A = optional_orValue_value")
+    # Kubernetes regex library
+    declare("m string find(string) -> string = string_find_string", find)
+    declare(
+        "m string findAll(string) -> list(string) = string_find_all_string\n"
+        "m string findAll(string, int) -> list(string) = string_find_all_string_int",
         find_all_fn,
-        cost=regex_cost,
+    )
+
+
+def _type_name(t: str) -> str:
+    """cel-go's TypeName of a sortable type, as it appears in overload ids."""
+    return {"duration": "google.protobuf.Duration", "timestamp": "google.protobuf.Timestamp"}.get(
+        t, t
     )
 
 

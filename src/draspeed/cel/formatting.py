@@ -27,6 +27,7 @@ from typing import Any
 
 from draspeed.cel import types as T
 from draspeed.cel.ast import ListLit, MapLit, Node
+from draspeed.cel.meter import Ticker, current_meter, ticking
 from draspeed.cel.stdlib import format_double
 from draspeed.cel.values import EvalError, TypeValue, UInt, map_items, type_name
 from draspeed.golang import go_quote
@@ -123,7 +124,10 @@ def _interpolate(
     i = 0
     arg_index = 0
     n = len(data)
+    meter = current_meter()
+    ticker = Ticker()
     while i < n:
+        ticker.step()
         if data[i] != 37:  # '%'
             out.append(data[i])
             i += 1
@@ -143,6 +147,8 @@ def _interpolate(
             value = render(arg_index, clause)
         except FormatError as exc:
             raise FormatError(f"error during formatting: {exc.message}", exc.node) from None
+        # Charged by the format string only, format can repeat its arguments: bounded here.
+        meter.reserve(len(value))
         out += value.encode("utf-8")
         arg_index += 1
     return out.decode("utf-8", "replace"), arg_index
@@ -274,12 +280,12 @@ def _nested(arg: Any) -> str:
 
 
 def _format_list(items: Any) -> str:
-    return "[" + ", ".join(_nested(x) for x in items) + "]"
+    return "[" + ", ".join(_nested(x) for x in ticking(items)) + "]"
 
 
 def _format_map(m: dict[Any, Any]) -> str:
     pairs: list[tuple[str, str]] = []
-    for key, value in map_items(m):
+    for key, value in ticking(map_items(m)):
         t = type(key)
         if t is str:
             key_text = go_quote(key)

@@ -1,11 +1,11 @@
-"""The function registry: checker signatures, runtime implementations and call costs.
+"""The function registry: checker signatures and runtime implementations.
 
 Each function is declared once with its overload signatures (for the checker) and one
 Python implementation that dispatches on the runtime types of its arguments (a member
 call passes its receiver first). Implementations raise :class:`EvalError` for CEL
-errors. A cost function, where given, returns the call's cost as cel-go's runtime cost
-tracker counts it (string traversal at 0.1 per character, and so on); calls without one
-cost 1.
+errors. Each overload carries cel-go's overload id (``= id`` after the signature; a
+derived id where upstream's does not matter): what a call costs
+(:mod:`draspeed.cel.cost`) depends on the overload the checker resolved.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class Overload:
     params: tuple[Type, ...]
     result: Type
     member: bool
+    id: str = ""
 
 
 @dataclass(slots=True)
@@ -32,19 +33,57 @@ class Function:
     overloads: list[Overload] = field(default_factory=list)
     impl: Callable[..., Any] | None = None  # global call style
     member_impl: Callable[..., Any] | None = None  # receiver call style (receiver first)
-    cost: Callable[[tuple[Any, ...], Any], int] | None = None
+
+    @property
+    def singleton(self) -> bool:
+        """Bound once for all overloads upstream (see :data:`SINGLETONS`)."""
+        return self.name in SINGLETONS
 
 
 FUNCTIONS: dict[str, Function] = {}
 
+# Functions cel-go binds with one implementation for all overloads (``Singleton*Binding``:
+# the standard operators, size, type, dyn, matches, sort, @sortByAssociatedKeys). A
+# two-argument call of any other function whose overload the checker could not pin down
+# dispatches through a variadic binding, which stops evaluating arguments at the first
+# error; a singleton's binary binding evaluates both.
+SINGLETONS = frozenset(
+    {
+        "_+_",
+        "_-_",
+        "_*_",
+        "_/_",
+        "_%_",
+        "-_",
+        "!_",
+        "_<_",
+        "_<=_",
+        "_>_",
+        "_>=_",
+        "_==_",
+        "_!=_",
+        "_&&_",
+        "_||_",
+        "_?_:_",
+        "_[_]",
+        "@in",
+        "size",
+        "type",
+        "dyn",
+        "matches",
+        "sort",
+        "@sortByAssociatedKeys",
+    }
+)
 
-def declare(
-    signatures: str,
-    impl: Callable[..., Any] | None = None,
-    cost: Callable[[tuple[Any, ...], Any], int] | None = None,
-) -> None:
-    """Declare overloads from lines like ``g size(string) -> int`` (global) or
-    ``m string size() -> int`` (member with receiver type ``string``)."""
+# Two-argument overloads bound as variadic functions upstream (no binary binding).
+VARIADIC_OVERLOADS = frozenset({"string_format"})
+
+
+def declare(signatures: str, impl: Callable[..., Any] | None = None) -> None:
+    """Declare overloads from lines like ``g size(string) -> int = size_string`` (global)
+    or ``m string size() -> int`` (member with receiver type ``string``); ``= id`` names
+    cel-go's overload id."""
     for raw in signatures.strip().splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -56,18 +95,22 @@ def declare(
         else:
             recv = []
         head, _, result_text = rest.rpartition("->")
+        result_text, _, overload_id = result_text.partition("=")
         name, _, args_text = head.strip().partition("(")
+        name = name.strip()
         args_text = args_text.strip()[:-1]
         params = tuple(recv) + tuple(parse_type(a) for a in split_top_level(args_text))
-        fn = FUNCTIONS.setdefault(name.strip(), Function(name.strip()))
-        fn.overloads.append(Overload(params, parse_type(result_text), kind == "m"))
+        if not overload_id.strip():
+            overload_id = "_".join([name, *(str(p) for p in params)])
+        fn = FUNCTIONS.setdefault(name, Function(name))
+        fn.overloads.append(
+            Overload(params, parse_type(result_text), kind == "m", overload_id.strip())
+        )
         if impl is not None:
             if kind == "m":
                 fn.member_impl = impl
             else:
                 fn.impl = impl
-        if cost is not None:
-            fn.cost = cost
 
 
 def _split_receiver(text: str) -> tuple[str, str]:
@@ -80,29 +123,3 @@ def _split_receiver(text: str) -> tuple[str, str]:
         elif ch == " " and depth == 0:
             return text[:i], text[i + 1 :].strip()
     raise ValueError(text)
-
-
-def string_cost(*indices: int) -> Callable[[tuple[Any, ...], Any], int]:
-    """Cost of traversing the string arguments at ``indices`` (0.1 per character)."""
-
-    def cost(args: tuple[Any, ...], result: Any) -> int:
-        n = 0
-        for i in indices:
-            v = args[i] if i < len(args) else ""
-            n += len(v) if isinstance(v, (str, bytes)) else 1
-        return 1 + -(-n // 10)
-
-    return cost
-
-
-def size_cost(*indices: int) -> Callable[[tuple[Any, ...], Any], int]:
-    """Cost proportional to the size of list/map/string arguments (one per element)."""
-
-    def cost(args: tuple[Any, ...], result: Any) -> int:
-        n = 0
-        for i in indices:
-            v: Any = args[i] if i < len(args) else None
-            n += len(v) if hasattr(v, "__len__") else 1
-        return 1 + n
-
-    return cost

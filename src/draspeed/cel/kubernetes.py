@@ -2,8 +2,9 @@
 
 Texts and semantics follow kubernetes/apiserver ``pkg/cel/library/{quantity,semverlib,
 ip,cidr,urls}.go`` and kubernetes/dynamic-resource-allocation ``cel/compile.go``.
-The ``format`` library is :mod:`draspeed.cel.formats`. Not provided: the authorizer
-libraries (they need an ``authorizer`` variable that DRA selectors do not have).
+The ``format`` library is :mod:`draspeed.cel.formats`. The authorizer libraries are
+declared (their functions type-check on a dyn receiver) but never run: DRA selectors
+have no ``authorizer`` variable.
 """
 
 from __future__ import annotations
@@ -12,9 +13,16 @@ import ipaddress
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from draspeed.cel.functions import declare, string_cost
+from draspeed.cel.cost import UNIT_EQUALITY_TYPES
+from draspeed.cel.functions import declare
 from draspeed.cel.stdlib import CONVERSION_HOOKS
-from draspeed.cel.values import EvalError, cel_equal, no_such_overload, register_opaque
+from draspeed.cel.values import (
+    EvalError,
+    cel_equal,
+    no_such_overload,
+    register_opaque,
+    type_name,
+)
 from draspeed.errors import QuantityError, SemverError
 from draspeed.golang import go_quote
 from draspeed.quantity import DECIMAL_EXPONENT, Quantity
@@ -429,65 +437,133 @@ def url_query(v: Any) -> dict[str, list[str]]:
 
 
 def _register() -> None:
-    declare("g quantity(string) -> Quantity", quantity, cost=string_cost(0))
-    declare("g isQuantity(string) -> bool", is_quantity, cost=string_cost(0))
-    declare("m Quantity sign() -> int", q_sign)
-    declare("m Quantity isInteger() -> bool", q_is_integer)
-    declare("m Quantity asInteger() -> int", q_as_integer)
-    declare("m Quantity asApproximateFloat() -> double", q_as_float)
-    declare("m Quantity add(Quantity) -> Quantity\nm Quantity add(int) -> Quantity", q_add)
-    declare("m Quantity sub(Quantity) -> Quantity\nm Quantity sub(int) -> Quantity", q_sub)
+    declare("g quantity(string) -> Quantity = string_to_quantity", quantity)
+    declare("g isQuantity(string) -> bool = is_quantity_string", is_quantity)
+    declare("g sign(Quantity) -> int = quantity_sign", q_sign)
+    declare("m Quantity isInteger() -> bool = quantity_is_integer", q_is_integer)
+    declare("m Quantity asInteger() -> int = quantity_get_int", q_as_integer)
+    declare("m Quantity asApproximateFloat() -> double = quantity_get_float", q_as_float)
     declare(
-        "m Quantity isGreaterThan(Quantity) -> bool\nm Semver isGreaterThan(Semver) -> bool",
+        "m Quantity add(Quantity) -> Quantity = quantity_add\n"
+        "m Quantity add(int) -> Quantity = quantity_add_int",
+        q_add,
+    )
+    declare(
+        "m Quantity sub(Quantity) -> Quantity = quantity_sub\n"
+        "m Quantity sub(int) -> Quantity = quantity_sub_int",
+        q_sub,
+    )
+    declare(
+        "m Quantity isGreaterThan(Quantity) -> bool = quantity_is_greater_than\n"
+        "m Semver isGreaterThan(Semver) -> bool = semver_is_greater_than",
         is_greater_than,
     )
     declare(
-        "m Quantity isLessThan(Quantity) -> bool\nm Semver isLessThan(Semver) -> bool", is_less_than
-    )
-    declare("m Quantity compareTo(Quantity) -> int\nm Semver compareTo(Semver) -> int", compare_to)
-    declare(
-        "g semver(string) -> Semver\ng semver(string, bool) -> Semver", semver, cost=string_cost(0)
+        "m Quantity isLessThan(Quantity) -> bool = quantity_is_less_than\n"
+        "m Semver isLessThan(Semver) -> bool = semver_is_less_than",
+        is_less_than,
     )
     declare(
-        "g isSemver(string) -> bool\ng isSemver(string, bool) -> bool",
+        "m Quantity compareTo(Quantity) -> int = quantity_compare_to\n"
+        "m Semver compareTo(Semver) -> int = semver_compare_to",
+        compare_to,
+    )
+    declare(
+        "g semver(string) -> Semver = string_to_semver\n"
+        "g semver(string, bool) -> Semver = string_bool_to_semver",
+        semver,
+    )
+    declare(
+        "g isSemver(string) -> bool = is_semver_string\n"
+        "g isSemver(string, bool) -> bool = is_semver_string_bool",
         is_semver_fn,
-        cost=string_cost(0),
     )
-    declare("m Semver major() -> int", major)
-    declare("m Semver minor() -> int", minor)
-    declare("m Semver patch() -> int", patch)
+    declare("m Semver major() -> int = semver_major", major)
+    declare("m Semver minor() -> int = semver_minor", minor)
+    declare("m Semver patch() -> int = semver_patch", patch)
+    declare("m dyn includes(dyn) -> bool = dra_includes_dyn_dyn", includes)
+    declare("g ip(string) -> IP = string_to_ip", ip)
+    declare("g isIP(string) -> bool = is_ip", is_ip)
+    declare("g ip.isCanonical(string) -> bool = ip_is_canonical", ip_is_canonical)
+    declare("m IP family() -> int = ip_family", ip_family)
+    declare("m IP isUnspecified() -> bool = ip_is_unspecified", ip_is_unspecified)
+    declare("m IP isLoopback() -> bool = ip_is_loopback", ip_is_loopback)
     declare(
-        "m dyn includes(dyn) -> bool",
-        includes,
-        cost=lambda args, r: 1 + min(len(args[0]), 48) if isinstance(args[0], (list, tuple)) else 1,
+        "m IP isLinkLocalMulticast() -> bool = ip_is_link_local_multicast",
+        ip_is_link_local_multicast,
     )
-    declare("g ip(string) -> IP", ip, cost=string_cost(0))
-    declare("g isIP(string) -> bool", is_ip, cost=string_cost(0))
-    declare("g ip.isCanonical(string) -> bool", ip_is_canonical, cost=string_cost(0))
-    declare("m IP family() -> int", ip_family)
-    declare("m IP isUnspecified() -> bool", ip_is_unspecified)
-    declare("m IP isLoopback() -> bool", ip_is_loopback)
-    declare("m IP isLinkLocalMulticast() -> bool", ip_is_link_local_multicast)
-    declare("m IP isLinkLocalUnicast() -> bool", ip_is_link_local_unicast)
-    declare("m IP isGlobalUnicast() -> bool", ip_is_global_unicast)
-    declare("g cidr(string) -> CIDR", cidr, cost=string_cost(0))
-    declare("g isCIDR(string) -> bool", is_cidr, cost=string_cost(0))
-    declare("m CIDR containsIP(IP) -> bool\nm CIDR containsIP(string) -> bool", cidr_contains_ip)
     declare(
-        "m CIDR containsCIDR(CIDR) -> bool\nm CIDR containsCIDR(string) -> bool", cidr_contains_cidr
+        "m IP isLinkLocalUnicast() -> bool = ip_is_link_local_unicast", ip_is_link_local_unicast
     )
-    declare("m CIDR ip() -> IP", cidr_ip)
-    declare("m CIDR masked() -> CIDR", cidr_masked)
-    declare("m CIDR prefixLength() -> int", cidr_prefix_length)
-    declare("g string(IP) -> string\ng string(CIDR) -> string")
-    declare("g url(string) -> URL", url, cost=string_cost(0))
-    declare("g isURL(string) -> bool", is_url, cost=string_cost(0))
-    declare("m URL getScheme() -> string", url_scheme)
-    declare("m URL getHost() -> string", url_host)
-    declare("m URL getHostname() -> string", url_hostname)
-    declare("m URL getPort() -> string", url_port)
-    declare("m URL getEscapedPath() -> string", url_escaped_path)
-    declare("m URL getQuery() -> map(string, list(string))", url_query)
+    declare("m IP isGlobalUnicast() -> bool = ip_is_global_unicast", ip_is_global_unicast)
+    declare("g cidr(string) -> CIDR = string_to_cidr", cidr)
+    declare("g isCIDR(string) -> bool = is_cidr", is_cidr)
+    declare(
+        "m CIDR containsIP(IP) -> bool = cidr_contains_ip_ip\n"
+        "m CIDR containsIP(string) -> bool = cidr_contains_ip_string",
+        cidr_contains_ip,
+    )
+    declare(
+        "m CIDR containsCIDR(CIDR) -> bool = cidr_contains_cidr\n"
+        "m CIDR containsCIDR(string) -> bool = cidr_contains_cidr_string",
+        cidr_contains_cidr,
+    )
+    declare("m CIDR ip() -> IP = cidr_ip", cidr_ip)
+    declare("m CIDR masked() -> CIDR = cidr_masked", cidr_masked)
+    declare("m CIDR prefixLength() -> int = cidr_prefix_length", cidr_prefix_length)
+    declare("g string(IP) -> string = ip_to_string\ng string(CIDR) -> string = cidr_to_string")
+    declare("g url(string) -> URL = string_to_url", url)
+    declare("g isURL(string) -> bool = is_url_string", is_url)
+    declare("m URL getScheme() -> string = url_get_scheme", url_scheme)
+    declare("m URL getHost() -> string = url_get_host", url_host)
+    declare("m URL getHostname() -> string = url_get_hostname", url_hostname)
+    declare("m URL getPort() -> string = url_get_port", url_port)
+    declare("m URL getEscapedPath() -> string = url_get_escaped_path", url_escaped_path)
+    declare("m URL getQuery() -> map(string, list(string)) = url_get_query", url_query)
 
+    # Authorizer library: declared in every Kubernetes environment; DRA selectors have no
+    # authorizer value, so a call type-checks (on a dyn receiver) but never runs.
+    declare("m Authorizer path(string) -> PathCheck = authorizer_path", _no_authorizer("path"))
+    declare("m Authorizer group(string) -> GroupCheck = authorizer_group", _no_authorizer("group"))
+    declare(
+        "m Authorizer serviceAccount(string, string) -> Authorizer = authorizer_serviceaccount",
+        _no_authorizer("serviceAccount"),
+    )
+    declare(
+        "m GroupCheck resource(string) -> ResourceCheck = groupcheck_resource",
+        _no_authorizer("resource"),
+    )
+    for name in ("subresource", "namespace", "name"):
+        declare(
+            f"m ResourceCheck {name}(string) -> ResourceCheck = resourcecheck_{name}",
+            _no_authorizer(name),
+        )
+    declare(
+        "m PathCheck check(string) -> Decision = pathcheck_check\n"
+        "m ResourceCheck check(string) -> Decision = resourcecheck_check",
+        _no_authorizer("check"),
+    )
+    declare("m Decision errored() -> bool = decision_errored", _no_authorizer("errored"))
+    declare("m Decision error() -> string = decision_error", _no_authorizer("error"))
+    declare("m Decision allowed() -> bool = decision_allowed", _no_authorizer("allowed"))
+    declare("m Decision reason() -> string = decision_reason", _no_authorizer("reason"))
+    for name in ("fieldSelector", "labelSelector"):
+        declare(
+            f"m ResourceCheck {name}(string) -> ResourceCheck = authorizer_{name.lower()}",
+            _no_authorizer(name),
+        )
+
+
+def _no_authorizer(name: str) -> Any:
+    """The runtime of an authorizer function: its receiver is never an authorizer value."""
+
+    def call(*args: Any) -> Any:
+        raise no_such_overload(f"{name}({', '.join(type_name(a) for a in args)})")
+
+    return call
+
+
+# The apiserver charges 1 for == on its own value types.
+UNIT_EQUALITY_TYPES.update((Quantity, SemVer, IP, CIDR, URL))
 
 _register()

@@ -329,6 +329,9 @@ class _Builder:
         name = ("." if leading_dot else "") + str(name_tok)
         lpar = ch[2] if leading_dot else ch[1]
         args = self._args(ch[3] if leading_dot else ch[2])
+        if str(name_tok) in RESERVED:
+            start = _pos(ch[0]) if leading_dot else _pos(name_tok)
+            self.errors.add(start, f"reserved identifier: {name_tok}")
         return self._global_call_or_macro(_pos(lpar), name, args)
 
     def _paren(self, ch: list[Any]) -> Node:

@@ -13,6 +13,7 @@ from typing import Any
 
 import re2
 
+from draspeed.cel.meter import Ticker, current_meter
 from draspeed.cel.values import EvalError
 
 _OPTIONS = re2.Options()
@@ -93,7 +94,12 @@ def find_all(regex: Any, text: str, limit: int) -> list[str]:
     pos = 0
     prev_end = -1
     n = len(text)
+    ticker = Ticker()
+    # The wrapper re-reads the text from ``pos`` on every search: a step's work grows
+    # with the text (an empty pattern, cheap upstream, matches between every character).
+    work = 1 + n // 64
     while pos <= n:
+        ticker.step(work)
         m = regex.search(text, pos)
         if m is None:
             break
@@ -102,18 +108,10 @@ def find_all(regex: Any, text: str, limit: int) -> list[str]:
             # empty match abutting the previous match: advance one character
             pos = start + 1
             continue
+        current_meter().reserve(end - start + 1)
         out.append(text[start:end])
         if limit > 0 and len(out) >= limit:
             break
         prev_end = end
         pos = end if end > start else end + 1
     return out
-
-
-def regex_cost(args: tuple[Any, ...], result: Any) -> int:
-    """cel-go's matches cost: string length times pattern length, both at 0.1 per char."""
-    text = args[0] if isinstance(args[0], str) else ""
-    pattern = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
-    str_cost = -(-(1 + len(text)) // 10)
-    re_cost = -(-len(pattern) // 4)
-    return 1 + str_cost * re_cost

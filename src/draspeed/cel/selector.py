@@ -20,7 +20,9 @@ from draspeed.cel.ast import Node
 from draspeed.cel.checker import TYPE_IDENTS, check
 from draspeed.cel.deadline import check_deadline
 from draspeed.cel.device import DeviceInput
+from draspeed.cel.estimate import estimate_cost
 from draspeed.cel.evaluator import COST_LIMIT, Activation, Compiler, CostLimitExceeded, PlanError
+from draspeed.cel.meter import swap_meter
 from draspeed.cel.parser import ErrorList, ParseError, parse
 from draspeed.cel.planning import ConstantFoldingError, check_constant_folding
 from draspeed.cel.types import Type
@@ -53,13 +55,18 @@ class Selector:
         "_vector_lock",
         "ast",
         "expression",
+        "max_cost",
         "output_type",
     )
 
-    def __init__(self, expression: str, ast: Node, output_type: Type) -> None:
+    def __init__(
+        self, expression: str, ast: Node, output_type: Type, max_cost: int | None = None
+    ) -> None:
         self.expression = expression
         self.ast = ast
         self.output_type = output_type
+        # cel-go's worst-case estimate (what the API server checks against the limit).
+        self.max_cost = max_cost
         compiler = Compiler()
         self._program = compiler.compile(ast)
         self._nslots = compiler.nslots
@@ -69,21 +76,34 @@ class Selector:
     def __repr__(self) -> str:
         return f"Selector({self.expression!r})"
 
-    def matches(self, dev: DeviceInput) -> bool:
-        """Evaluate for one device; raises CELRuntimeError with upstream's text."""
+    def matches(self, dev: DeviceInput, deadline: float | None = None) -> bool:
+        """Evaluate for one device; raises CELRuntimeError with upstream's text, and
+        AllocationTimeout once ``deadline`` (``time.monotonic()``) has passed."""
         if dev.error is not None:
             raise CELRuntimeError(dev.error)
-        try:
-            value = self._program(Activation(dev.value, self._nslots))
-        except Exception as exc:  # translated as in run_program
-            raise _runtime_error(exc) from None
+        value = run_program(self._program, self._nslots, dev.value, deadline=deadline)
         if type(value) is bool:
             return value
         return to_bool_result(value)
 
-    def evaluate_value(self, device_value: Any, limit: int = COST_LIMIT) -> Any:
+    def evaluate_value(
+        self, device_value: Any, limit: int = COST_LIMIT, deadline: float | None = None
+    ) -> Any:
         """The raw CEL result for a ``device`` map (no bool conversion)."""
-        return run_program(self._program, self._nslots, device_value, limit)
+        return run_program(self._program, self._nslots, device_value, limit, deadline)
+
+    def cost(self, device_value: Any, limit: int = COST_LIMIT) -> int:
+        """What evaluating for a ``device`` map costs (as upstream charges it), whatever
+        the result; past ``limit`` the count stops just above it."""
+        act = Activation(device_value, self._nslots, limit)
+        previous = swap_meter(act)
+        try:
+            self._program(act)
+        except Exception:  # only the cost is asked for
+            pass
+        finally:
+            swap_meter(previous)
+        return act.cost
 
     def evaluate(
         self, table: DeviceTable, deadline: float | None = None
@@ -95,6 +115,15 @@ class Selector:
 
         return evaluate_table(self, table, deadline)
 
+    def evaluate_lazily(
+        self, table: DeviceTable, rows: np.ndarray | None = None, deadline: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
+        """As a search needs verdicts: only ``rows`` (a bool mask; all if None), and once
+        a device reaches the cost limit the rest may be left pending (fourth array)."""
+        from draspeed.cel.vector import evaluate_lazily
+
+        return evaluate_lazily(self, table, rows, deadline)
+
     def evaluate_rows(
         self, table: DeviceTable, *, memoize: bool = True, deadline: float | None = None
     ) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
@@ -102,29 +131,43 @@ class Selector:
         of the attributes the expression reads unless ``memoize`` is False)."""
         from draspeed.cel.vector import evaluate_rows
 
-        return evaluate_rows(self, table, memoize=memoize, deadline=deadline)
+        match, error, messages, _ = evaluate_rows(self, table, memoize=memoize, deadline=deadline)
+        return match, error, messages
 
 
-def run_program(program: Any, nslots: int, device_value: Any, limit: int = COST_LIMIT) -> Any:
-    """Run a compiled program; every failure becomes CELRuntimeError with upstream's text."""
-    act = Activation(device_value, nslots, limit)
+def run_program(
+    program: Any,
+    nslots: int,
+    device_value: Any,
+    limit: int = COST_LIMIT,
+    deadline: float | None = None,
+) -> Any:
+    """Run a compiled program; every failure becomes CELRuntimeError with upstream's
+    text, except a passed ``deadline`` (AllocationTimeout)."""
+    act = Activation(device_value, nslots, limit, deadline)
+    previous = swap_meter(act)
     try:
         return program(act)
     except Exception as exc:  # every failure becomes a CEL error
-        raise _runtime_error(exc) from None
+        raise runtime_error(exc) from None
+    finally:
+        swap_meter(previous)
 
 
 def run_bound_program(program: Any, nslots: int, values: list[Any], limit: int = COST_LIMIT) -> Any:
     """Run a program compiled with declared variables, their values in slot order."""
     act = Activation(None, nslots, limit)
     act.slots[: len(values)] = values
+    previous = swap_meter(act)
     try:
         return program(act)
     except Exception as exc:  # every failure becomes a CEL error
-        raise _runtime_error(exc, hint=False) from None
+        raise runtime_error(exc, hint=False) from None
+    finally:
+        swap_meter(previous)
 
 
-def _runtime_error(exc: Exception, *, hint: bool = True) -> CELRuntimeError:
+def runtime_error(exc: Exception, *, hint: bool = True) -> CELRuntimeError:
     """Upstream's text for an evaluation failure (with ``hint``, the DRA allocator's
     EnhanceRuntimeError hint for missing keys)."""
     if isinstance(exc, CELRuntimeError):
@@ -169,9 +212,10 @@ def _compile(expression: str) -> Selector:
     out = result.output
     if out.kind not in ("bool", "dyn"):
         raise CELCompileError(f"must evaluate to bool or the unknown type, not {out}")
+    max_cost = estimate_cost(result, ast).max
     try:
         check_constant_folding(ast, TYPE_NAMES)
-        return Selector(expression, ast, out)
+        return Selector(expression, ast, out, max_cost)
     except (ConstantFoldingError, PlanError) as exc:
         raise CELCompileError(f"program instantiation failed: {exc}") from None
     except RecursionError:

@@ -11,8 +11,9 @@ import math
 import re
 from typing import Any
 
-from draspeed.cel.functions import declare, string_cost
-from draspeed.cel.regex import compile_regex, regex_cost
+from draspeed.cel.functions import declare
+from draspeed.cel.meter import current_meter, extend_ticking, ticking
+from draspeed.cel.regex import compile_regex
 from draspeed.cel.values import (
     INT64_MAX,
     INT64_MIN,
@@ -53,13 +54,17 @@ def add(a: Any, b: Any) -> Any:
     if ta is float and tb is float:
         return a + b
     if ta is str and tb is str:
+        current_meter().reserve(len(a) + len(b))
         return a + b
     if ta is UInt and tb is UInt:
         return _uint(a + b)
     if ta is bytes and tb is bytes:
+        current_meter().reserve(len(a) + len(b))
         return a + b
     if (ta is list or ta is tuple) and (tb is list or tb is tuple):
-        return list(a) + list(b)
+        # cel-go concatenates lists lazily for a cost of 1: bounded here by allocation.
+        current_meter().reserve(len(a) + len(b))
+        return extend_ticking(extend_ticking([], a), b)
     hook = ADD_HOOKS.get((ta, tb))
     if hook is not None:
         return hook(a, b)
@@ -235,7 +240,7 @@ def contains_in(elem: Any, container: Any) -> bool:
     cel-go's Contains), map key presence."""
     t = type(container)
     if t is list or t is tuple:
-        for item in container:
+        for item in ticking(container):
             try:
                 if cel_equal(elem, item):
                     return True
@@ -245,13 +250,6 @@ def contains_in(elem: Any, container: Any) -> bool:
     if isinstance(container, dict):
         return map_find(container, elem)[0]
     raise no_such_overload()
-
-
-def in_cost(args: tuple[Any, ...], result: Any) -> int:
-    c = args[1]
-    if type(c) is list or type(c) is tuple:
-        return 1 + len(c)
-    return 1
 
 
 # ---- size and strings ------------------------------------------------------------
@@ -325,7 +323,7 @@ def to_int(v: Any) -> int:
     hook = CONVERSION_HOOKS.get((t, "int"))
     if hook is not None:
         return hook(v)
-    raise no_such_overload()
+    raise no_such_overload(f"int({type_name(v)})")
 
 
 def to_uint(v: Any) -> UInt:
@@ -346,7 +344,7 @@ def to_uint(v: Any) -> UInt:
             if n <= UINT64_MAX:
                 return UInt(n)
         raise _conversion_error(v, "uint")
-    raise no_such_overload()
+    raise no_such_overload(f"uint({type_name(v)})")
 
 
 def to_double(v: Any) -> float:
@@ -362,7 +360,7 @@ def to_double(v: Any) -> float:
             except ValueError:
                 pass
         raise _conversion_error(v, "double")
-    raise no_such_overload()
+    raise no_such_overload(f"double({type_name(v)})")
 
 
 def format_double(f: float) -> str:
@@ -414,7 +412,7 @@ def to_string(v: Any) -> str:
     hook = CONVERSION_HOOKS.get((t, "string"))
     if hook is not None:
         return hook(v)
-    raise no_such_overload()
+    raise no_such_overload(f"string({type_name(v)})")
 
 
 def to_bytes(v: Any) -> bytes:
@@ -423,7 +421,7 @@ def to_bytes(v: Any) -> bytes:
         return v
     if t is str:
         return v.encode("utf-8")
-    raise no_such_overload()
+    raise no_such_overload(f"bytes({type_name(v)})")
 
 
 _GO_BOOLS = {
@@ -450,7 +448,7 @@ def to_bool(v: Any) -> bool:
         if v in _GO_BOOLS:
             return _GO_BOOLS[v]
         raise _conversion_error(v, "bool")
-    raise no_such_overload()
+    raise no_such_overload(f"bool({type_name(v)})")
 
 
 def type_of(v: Any) -> TypeValue:
@@ -470,8 +468,8 @@ _NUMERIC_ORDER = """
 g {op}(int, int) -> bool
 g {op}(uint, uint) -> bool
 g {op}(double, double) -> bool
-g {op}(string, string) -> bool
-g {op}(bytes, bytes) -> bool
+g {op}(string, string) -> bool = {name}_string
+g {op}(bytes, bytes) -> bool = {name}_bytes
 g {op}(bool, bool) -> bool
 g {op}(timestamp, timestamp) -> bool
 g {op}(duration, duration) -> bool
@@ -490,15 +488,14 @@ def _register() -> None:
         g _+_(int, int) -> int
         g _+_(uint, uint) -> uint
         g _+_(double, double) -> double
-        g _+_(string, string) -> string
-        g _+_(bytes, bytes) -> bytes
-        g _+_(list(A), list(A)) -> list(A)
+        g _+_(string, string) -> string = add_string
+        g _+_(bytes, bytes) -> bytes = add_bytes
+        g _+_(list(A), list(A)) -> list(A) = add_list
         g _+_(timestamp, duration) -> timestamp
         g _+_(duration, timestamp) -> timestamp
         g _+_(duration, duration) -> duration
         """,
         add,
-        cost=_concat_cost,
     )
     declare(
         """
@@ -524,16 +521,18 @@ def _register() -> None:
     # No -_(duration) overload in cel-go; a dyn duration still negates at run time.
     declare("g -_(int) -> int\ng -_(double) -> double", neg)
     declare("g !_(bool) -> bool", logical_not)
-    for op, impl in (
-        ("_<_", less),
-        ("_<=_", less_equal),
-        ("_>_", greater),
-        ("_>=_", greater_equal),
+    for op, name, impl in (
+        ("_<_", "less", less),
+        ("_<=_", "less_equals", less_equal),
+        ("_>_", "greater", greater),
+        ("_>=_", "greater_equals", greater_equal),
     ):
-        declare(_NUMERIC_ORDER.format(op=op), impl)
-    declare("g _==_(A, A) -> bool", equal)
-    declare("g _!=_(A, A) -> bool", not_equal)
-    declare("g @in(A, list(A)) -> bool\ng @in(A, map(A, B)) -> bool", contains_in, cost=in_cost)
+        declare(_NUMERIC_ORDER.format(op=op, name=name), impl)
+    declare("g _==_(A, A) -> bool = equals", equal)
+    declare("g _!=_(A, A) -> bool = not_equals", not_equal)
+    declare(
+        "g @in(A, list(A)) -> bool = in_list\ng @in(A, map(A, B)) -> bool = in_map", contains_in
+    )
     declare(
         """
         g size(string) -> int
@@ -547,13 +546,13 @@ def _register() -> None:
         """,
         size,
     )
-    declare("m string contains(string) -> bool", str_contains, cost=_product_cost)
-    declare("m string startsWith(string) -> bool", str_starts_with, cost=string_cost(1))
-    declare("m string endsWith(string) -> bool", str_ends_with, cost=string_cost(1))
+    declare("m string contains(string) -> bool = contains_string", str_contains)
+    declare("m string startsWith(string) -> bool = starts_with_string", str_starts_with)
+    declare("m string endsWith(string) -> bool = ends_with_string", str_ends_with)
     declare(
-        "m string matches(string) -> bool\ng matches(string, string) -> bool",
+        "m string matches(string) -> bool = matches_string\n"
+        "g matches(string, string) -> bool = matches",
         matches,
-        cost=regex_cost,
     )
     declare(
         """
@@ -582,33 +581,16 @@ def _register() -> None:
         g string(uint) -> string
         g string(double) -> string
         g string(bool) -> string
-        g string(bytes) -> string
+        g string(bytes) -> string = bytes_to_string
         g string(timestamp) -> string
         g string(duration) -> string
         """,
         to_string,
-        cost=string_cost(0),
     )
-    declare("g bytes(bytes) -> bytes\ng bytes(string) -> bytes", to_bytes, cost=string_cost(0))
+    declare("g bytes(bytes) -> bytes\ng bytes(string) -> bytes = string_to_bytes", to_bytes)
     declare("g bool(bool) -> bool\ng bool(string) -> bool", to_bool)
     declare("g type(A) -> type(A)", type_of)
     declare("g dyn(A) -> dyn", dyn)
-
-
-def _concat_cost(args: tuple[Any, ...], result: Any) -> int:
-    a, b = args
-    if isinstance(a, (str, bytes)) and isinstance(b, (str, bytes)):
-        return 1 + -(-(len(a) + len(b)) // 10)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return 1 + len(a) + len(b)
-    return 1
-
-
-def _product_cost(args: tuple[Any, ...], result: Any) -> int:
-    a, b = args
-    la = -(-len(a) // 10) if isinstance(a, str) else 1
-    lb = -(-len(b) // 10) if isinstance(b, str) else 1
-    return 1 + la * lb
 
 
 _register()

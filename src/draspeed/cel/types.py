@@ -61,6 +61,11 @@ CIDR = Type("object", name="net.CIDR")
 URL = Type("object", name="kubernetes.URL")
 NAMED_FORMAT = Type("object", name="kubernetes.NamedFormat")
 DEVICE = Type("object", name="kubernetes.DRADevice")
+AUTHORIZER = Type("object", name="kubernetes.authorization.Authorizer")
+PATH_CHECK = Type("object", name="kubernetes.authorization.PathCheck")
+GROUP_CHECK = Type("object", name="kubernetes.authorization.GroupCheck")
+RESOURCE_CHECK = Type("object", name="kubernetes.authorization.ResourceCheck")
+DECISION = Type("object", name="kubernetes.authorization.Decision")
 
 
 def list_of(elem: Type) -> Type:
@@ -100,6 +105,11 @@ _NAMED = {
     "CIDR": CIDR,
     "URL": URL,
     "NamedFormat": NAMED_FORMAT,
+    "Authorizer": AUTHORIZER,
+    "PathCheck": PATH_CHECK,
+    "GroupCheck": GROUP_CHECK,
+    "ResourceCheck": RESOURCE_CHECK,
+    "Decision": DECISION,
 }
 
 

@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from draspeed.cel.meter import CostLimitExceeded as CostLimitExceeded  # re-exported
+from draspeed.cel.meter import ticking
 from draspeed.errors import CELRuntimeError
 
 INT64_MIN = -(1 << 63)
@@ -22,13 +24,6 @@ INT64_MAX = (1 << 63) - 1
 UINT64_MAX = (1 << 64) - 1
 
 EvalError = CELRuntimeError
-
-
-class CostLimitExceeded(Exception):
-    """The evaluation used more than the runtime cost limit (never absorbed)."""
-
-    def __init__(self) -> None:
-        super().__init__("operation cancelled: actual cost limit exceeded")
 
 
 class UInt(int):
@@ -307,13 +302,13 @@ def _element_equal(a: Any, b: Any) -> bool:
 def _list_equal(a: Any, b: Any) -> bool:
     if len(a) != len(b):
         return False
-    return all(_element_equal(x, y) for x, y in zip(a, b, strict=False))
+    return all(_element_equal(x, y) for x, y in ticking(zip(a, b, strict=False)))
 
 
 def _map_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
     if len(a) != len(b):
         return False
-    for k, v in a.items():
+    for k, v in ticking(a.items()):
         found, other = map_find(b, k)
         if not found or not _element_equal(v, other):
             return False

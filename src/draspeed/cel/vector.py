@@ -37,12 +37,14 @@ from draspeed.cel.ast import (
     MapLit,
     Node,
     Select,
+    Shared,
     Ternary,
     children,
 )
 from draspeed.cel.deadline import CHECK_EVERY, check_deadline
-from draspeed.cel.evaluator import Compiler
-from draspeed.cel.values import DomainMap, to_bool_result
+from draspeed.cel.evaluator import Activation, Compiler
+from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, swap_meter
+from draspeed.cel.values import CostLimitExceeded, DomainMap, to_bool_result
 from draspeed.errors import CELRuntimeError
 
 if TYPE_CHECKING:
@@ -50,7 +52,6 @@ if TYPE_CHECKING:
     from draspeed.cel.table import Column, DeviceTable
 
 ReadKey = tuple[str, ...]
-COST_MESSAGE = "operation cancelled: actual cost limit exceeded"
 _MAX_DENSE = 1 << 22
 
 
@@ -76,6 +77,8 @@ class Branch:
 class Plan:
     root: Any
     leaves: list[Leaf] = field(default_factory=list)
+    # Per Shared group (an inlined cel.bind): what initialising the variable costs.
+    init_costs: list[int] = field(default_factory=list)
 
 
 def plan_for(selector: Selector) -> Plan:
@@ -84,29 +87,32 @@ def plan_for(selector: Selector) -> Plan:
         return cached
     with selector._vector_lock:
         if selector._vector is None:
-            tree = _inline_binds(copy.deepcopy(selector.ast), {})
-            plan = Plan(root=None)
-            plan.root = _build(tree, "top", plan)
+            inliner = _Inliner()
+            tree = inliner.rewrite(copy.deepcopy(selector.ast), {}, in_loop=False)
+            plan = Plan(root=None, init_costs=inliner.init_costs)
+            plan.root = _build(tree, "top", plan, branch=False)
             selector._vector = plan
         return selector._vector
 
 
-def _build(node: Node, mode: str, plan: Plan) -> Any:
+def _build(node: Node, mode: str, plan: Plan, branch: bool) -> Any:
+    """Split at &&, ||, ! and ?:. ``branch``: the node is a ?: branch, which cel-go
+    resolves without observing it when it is an attribute."""
     if isinstance(node, Logical):
-        return Branch(node.op, [_build(o, "bool", plan) for o in node.operands])
+        return Branch(node.op, [_build(o, "bool", plan, False) for o in node.operands])
     if isinstance(node, Call) and node.function == "!_" and node.target is None:
-        return Branch("!", [_build(node.args[0], "bool", plan)])
+        return Branch("!", [_build(node.args[0], "bool", plan, False)])
     if isinstance(node, Ternary):
         return Branch(
             "?:",
             [
-                _build(node.cond, "bool", plan),
-                _build(node.then, mode, plan),
-                _build(node.other, mode, plan),
+                _build(node.cond, "bool", plan, False),
+                _build(node.then, mode, plan, True),
+                _build(node.other, mode, plan, True),
             ],
         )
     compiler = Compiler()
-    program = compiler.compile(node)
+    program = compiler.compile_branch(node) if branch else compiler.compile(node)
     leaf = Leaf(node, tuple(sorted(analyze_reads(node))), program, compiler.nslots, mode)
     plan.leaves.append(leaf)
     return leaf
@@ -114,63 +120,92 @@ def _build(node: Node, mode: str, plan: Plan) -> Any:
 
 # ---- bind inlining ----------------------------------------------------------------
 
+_MAX_GROUPS = 62  # Shared groups are bits of an int64
 
-def _is_device_path(node: Node) -> bool:
-    while True:
-        if isinstance(node, Ident):
-            return node.name == "device"
+
+def _shared_path_cost(node: Node) -> int | None:
+    """What cel-go charges to evaluate ``node`` if it is a path into ``device`` that
+    cannot fail (``device``, a field, or a domain of attributes/capacity: 1 for the
+    attribute, 1 per qualifier), else None."""
+    quals: list[Node] = []
+    while not isinstance(node, Ident):
         if (isinstance(node, Select) and not node.optional and not node.test_only) or (
             isinstance(node, Index) and not node.optional and isinstance(node.key, Const)
         ):
+            quals.append(node)
             node = node.operand
         else:
-            return False
+            return None
+    if node.name != "device" or len(quals) > 2:
+        return None
+    if len(quals) == 2:
+        top = quals[-1]
+        if not isinstance(top, Select) or top.field not in ("attributes", "capacity"):
+            return None
+    return 1 + len(quals)
 
 
-def _inline_binds(node: Node, env: dict[str, Node | None]) -> Node:
-    """Replace ``cel.bind`` variables bound to device paths by the path itself."""
-    if isinstance(node, Ident):
-        target = env.get(node.name)
-        return copy.deepcopy(target) if target is not None else node
-    if isinstance(node, Bind):
-        init = _inline_binds(node.init, env)
-        if _is_device_path(init) and "device" not in env:
-            return _inline_binds(node.body, {**env, node.var: init})
-        node.init = init
-        node.body = _inline_binds(node.body, {**env, node.var: None})
+class _Inliner:
+    """Replace ``cel.bind`` variables bound to device paths by :class:`Shared` nodes
+    (leaves can then split the body and read the path's columns). Only binds outside
+    comprehension bodies: those are initialised at most once per evaluation, which is
+    what charging each group's ``init_costs`` once per row assumes."""
+
+    def __init__(self) -> None:
+        self.init_costs: list[int] = []
+
+    def rewrite(self, node: Node, env: dict[str, Shared | None], in_loop: bool) -> Node:
+        if isinstance(node, Ident):
+            target = env.get(node.name)
+            return copy.deepcopy(target) if target is not None else node
+        if isinstance(node, Bind):
+            init = self.rewrite(node.init, env, in_loop)
+            cost = _shared_path_cost(init)
+            if (
+                cost is not None
+                and not in_loop
+                and "device" not in env
+                and len(self.init_costs) < _MAX_GROUPS
+            ):
+                shared = Shared(init.pos, init, len(self.init_costs), cost)
+                self.init_costs.append(cost)
+                return self.rewrite(node.body, {**env, node.var: shared}, in_loop)
+            node.init = init
+            node.body = self.rewrite(node.body, {**env, node.var: None}, in_loop)
+            return node
+        if isinstance(node, Comprehension):
+            node.range = self.rewrite(node.range, env, in_loop)
+            inner: dict[str, Shared | None] = {**env, node.var: None}
+            if node.var2 is not None:
+                inner[node.var2] = None
+            if node.predicate is not None:
+                node.predicate = self.rewrite(node.predicate, inner, True)
+            if node.transform is not None:
+                node.transform = self.rewrite(node.transform, inner, True)
+            return node
+        if isinstance(node, Select):
+            node.operand = self.rewrite(node.operand, env, in_loop)
+        elif isinstance(node, Index):
+            node.operand = self.rewrite(node.operand, env, in_loop)
+            node.key = self.rewrite(node.key, env, in_loop)
+        elif isinstance(node, Call):
+            if node.target is not None:
+                node.target = self.rewrite(node.target, env, in_loop)
+            node.args = [self.rewrite(a, env, in_loop) for a in node.args]
+        elif isinstance(node, ListLit):
+            node.elements = [self.rewrite(e, env, in_loop) for e in node.elements]
+        elif isinstance(node, MapLit):
+            node.entries = [
+                (self.rewrite(k, env, in_loop), self.rewrite(v, env, in_loop), o)
+                for k, v, o in node.entries
+            ]
+        elif isinstance(node, Ternary):
+            node.cond = self.rewrite(node.cond, env, in_loop)
+            node.then = self.rewrite(node.then, env, in_loop)
+            node.other = self.rewrite(node.other, env, in_loop)
+        elif isinstance(node, Logical):
+            node.operands = [self.rewrite(o, env, in_loop) for o in node.operands]
         return node
-    if isinstance(node, Comprehension):
-        node.range = _inline_binds(node.range, env)
-        inner = {**env, node.var: None}
-        if node.var2 is not None:
-            inner[node.var2] = None
-        if node.predicate is not None:
-            node.predicate = _inline_binds(node.predicate, inner)
-        if node.transform is not None:
-            node.transform = _inline_binds(node.transform, inner)
-        return node
-    if isinstance(node, Select):
-        node.operand = _inline_binds(node.operand, env)
-    elif isinstance(node, Index):
-        node.operand = _inline_binds(node.operand, env)
-        node.key = _inline_binds(node.key, env)
-    elif isinstance(node, Call):
-        if node.target is not None:
-            node.target = _inline_binds(node.target, env)
-        node.args = [_inline_binds(a, env) for a in node.args]
-    elif isinstance(node, ListLit):
-        node.elements = [_inline_binds(e, env) for e in node.elements]
-    elif isinstance(node, MapLit):
-        node.entries = [
-            (_inline_binds(k, env), _inline_binds(v, env), o) for k, v, o in node.entries
-        ]
-    elif isinstance(node, Ternary):
-        node.cond = _inline_binds(node.cond, env)
-        node.then = _inline_binds(node.then, env)
-        node.other = _inline_binds(node.other, env)
-    elif isinstance(node, Logical):
-        node.operands = [_inline_binds(o, env) for o in node.operands]
-    return node
 
 
 # ---- read analysis ----------------------------------------------------------------
@@ -234,6 +269,8 @@ def _member(sym: Sym, name: str, reads: set[ReadKey], plain: bool) -> Sym:
 
 
 def _sym(node: Node, env: dict[str, Sym], reads: set[ReadKey]) -> Sym:
+    if isinstance(node, Shared):
+        return _sym(node.path, env, reads)
     if isinstance(node, Ident):
         if node.name in env:
             return env[node.name]
@@ -350,22 +387,19 @@ def synthetic_device(values: dict[ReadKey, Any]) -> dict[str, Any]:
 
 
 class _Messages:
-    """One table evaluation's error texts by code (code 0 = no error; cost-limit codes
-    are not absorbable), and its deadline."""
+    """One table evaluation's error texts by code (code 0 = no error), and its deadline."""
 
-    def __init__(self) -> None:
-        self.deadline: float | None = None
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
         self.texts: list[str] = []
         self.codes: dict[str, int] = {}
-        self.fatal: set[int] = set()
+        self.work = 0  # cost charged by all leaf evaluations so far
 
     def code(self, text: str) -> int:
         found = self.codes.get(text)
         if found is None:
             self.texts.append(text)
             found = self.codes[text] = len(self.texts)
-            if text == COST_MESSAGE:
-                self.fatal.add(found)
         return found
 
 
@@ -394,45 +428,148 @@ def _errors_from_codes(codes: np.ndarray) -> Errors | None:
     return Errors(mask, codes) if mask.any() else None
 
 
-# (value bool[n], erring rows or None)
-Result = tuple[np.ndarray, Errors | None]
+# (value bool[n], erring rows or None, cost per row, Shared groups read per row); cost
+# and groups are 0 (not tracked) unless the selector can come near the cost limit.
+Result = tuple[np.ndarray, Errors | None, "int | np.ndarray", "int | np.ndarray"]
+
+
+@dataclass(slots=True)
+class _LeafValues:
+    """A leaf evaluated once per combination of the values it reads."""
+
+    combined: np.ndarray  # row -> combination
+    present: np.ndarray  # the combinations evaluated
+    val: np.ndarray  # per combination
+    err: np.ndarray
+    cost: np.ndarray
+    groups: np.ndarray
+    max_cost: int
+
+
+class _TooCostly(Exception):
+    """The leaves charged more than the work budget: evaluate row by row instead."""
+
+
+# How much cost the leaf evaluations of one table may charge in total before a lazy
+# evaluation (the search's) switches to row-by-row evaluation, which stops at the first
+# device over the cost limit. Ordinary selectors cost a few units per combination.
+_WORK_BUDGET = 2 * COST_LIMIT
 
 
 def evaluate_table(
     selector: Selector, table: DeviceTable, deadline: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Every row's verdict (match, error, message per erroring row)."""
+    match, error, messages, _ = _evaluate(selector, table, deadline, None, lazy=False)
+    return match, error, messages
+
+
+def evaluate_lazily(
+    selector: Selector,
+    table: DeviceTable,
+    rows: np.ndarray | None = None,
+    deadline: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
+    """The verdicts of ``rows`` (a bool mask; all rows if None), as a search needs them:
+    once one device reaches the cost limit, the rows not evaluated yet are left
+    ``pending`` (the fourth array), to be evaluated one by one if the search gets there
+    (as upstream evaluates a selector only for the devices it tries)."""
+    return _evaluate(selector, table, deadline, rows, lazy=True)
+
+
+def _evaluate(
+    selector: Selector,
+    table: DeviceTable,
+    deadline: float | None,
+    rows: np.ndarray | None,
+    lazy: bool,
+) -> tuple[np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
     plan = plan_for(selector)
-    messages = _Messages()
-    messages.deadline = deadline
-    val, errs = _eval(plan.root, table, messages)
+    messages = _Messages(deadline)
+    n = table.n
+    wanted: np.ndarray | None = None  # every row
+    if rows is not None or table.conversion_messages:
+        wanted = np.ones(n, dtype=bool) if rows is None else rows
+        wanted = wanted & ~table.conversion_error
+    pending = np.zeros(n, dtype=bool)
+    if lazy and wanted is not None and wanted.any():
+        # A search tries devices in order: the first one alone first, so that a selector
+        # over the cost limit everywhere costs one evaluation before the search gets its
+        # error, as upstream's does.
+        first = np.zeros(n, dtype=bool)
+        first[int(np.argmax(wanted))] = True
+        found = evaluate_rows(selector, table, deadline=deadline, rows=first)
+        if found[1].any() and COST_MESSAGE in found[2].values():
+            match, error, texts, _ = found
+            return match, error, texts, wanted & ~first
+    try:
+        leaves = {id(leaf): _eval_leaf(leaf, table, wanted, messages, lazy) for leaf in plan.leaves}
+    except _TooCostly:
+        match, error, texts, pending = evaluate_rows(
+            selector, table, deadline=deadline, rows=rows, stop_at_cost_limit=True
+        )
+        return match, error, texts, pending
+    bound = sum(v.max_cost for v in leaves.values()) + sum(plan.init_costs)
+    bound += _count_nots(plan.root)
+    track = bound > COST_LIMIT  # otherwise no row can reach the limit
+    val, errs, cost, groups = _eval(plan.root, leaves, messages, track)
+    if track:
+        total = np.asarray(cost, dtype=np.int64) + np.zeros(n, dtype=np.int64)
+        for g, init in enumerate(plan.init_costs):
+            total += ((np.asarray(groups, dtype=np.int64) >> g) & 1) * init
+        over = total > COST_LIMIT
+        if over.any():
+            codes = np.zeros(n, dtype=np.int32) if errs is None else errs.full()
+            codes[over] = messages.code(COST_MESSAGE)
+            val = val & ~over
+            errs = _errors_from_codes(codes)
     if table.conversion_messages:
-        codes = np.zeros(table.n, dtype=np.int32) if errs is None else errs.full()
+        codes = np.zeros(n, dtype=np.int32) if errs is None else errs.full()
         for row, text in table.conversion_messages.items():
             codes[row] = messages.code(text)
         val = val & ~table.conversion_error
         errs = _errors_from_codes(codes)
     if errs is None:
-        return val, np.zeros(table.n, dtype=bool), {}
+        return val, np.zeros(n, dtype=bool), {}, pending
     error = errs.mask
     match = val & ~error
-    rows = np.flatnonzero(error)
-    texts = messages.texts
-    codes_at = errs.at(rows)
-    return match, error, {int(r): texts[int(c) - 1] for r, c in zip(rows, codes_at, strict=True)}
+    if wanted is not None:
+        error = error & (wanted | table.conversion_error)
+    erring = np.flatnonzero(error)
+    codes_at = errs.at(erring)
+    out = {int(r): messages.texts[int(c) - 1] for r, c in zip(erring, codes_at, strict=True)}
+    return match, error, out, pending
 
 
-def _eval(part: Any, table: DeviceTable, messages: _Messages) -> Result:
+def _count_nots(part: Any) -> int:
     if isinstance(part, Leaf):
-        return _eval_leaf(part, table, messages)
-    results = [_eval(p, table, messages) for p in part.parts]
+        return 0
+    return (part.op == "!") + sum(_count_nots(p) for p in part.parts)
+
+
+def _eval(part: Any, leaves: dict[int, _LeafValues], messages: _Messages, track: bool) -> Result:
+    if isinstance(part, Leaf):
+        return _gather_leaf(leaves[id(part)], track)
+    results = [_eval(p, leaves, messages, track) for p in part.parts]
     if part.op == "!":
-        val, errs = results[0]
-        return (~val if errs is None else ~val & ~errs.mask), errs
+        nval, nerrs, ncost, ngroups = results[0]
+        out = ~nval if nerrs is None else ~nval & ~nerrs.mask
+        return out, nerrs, (ncost + 1 if track else 0), ngroups  # ``!_`` is a call: 1
     if part.op == "?:":
-        (cval, cerr), (tval, terr), (fval, ferr) = results
+        (cval, cerr, ccost, cgroups), (tval, terr, tcost, tgroups), (fval, ferr, fcost, fgroups) = (
+            results
+        )
         val = np.where(cval, tval, fval)
+        cost: int | np.ndarray = 0
+        groups: int | np.ndarray = 0
+        if track:
+            ok = np.ones(len(cval), dtype=bool) if cerr is None else ~cerr.mask
+            on_true = cval & ok
+            on_false = ~cval & ok
+            cost = ccost + np.where(on_true, tcost, np.where(on_false, fcost, 0))
+            groups = cgroups | np.where(on_true, tgroups, np.where(on_false, fgroups, 0))
         if cerr is None and terr is None and ferr is None:
-            return val, None
+            return val, None, cost, groups
         n = len(cval)
         zero = np.zeros(n, dtype=np.int32)
         branch = np.where(
@@ -442,23 +579,37 @@ def _eval(part: Any, table: DeviceTable, messages: _Messages) -> Result:
         )
         codes = np.where(cerr.mask, cerr.full(), branch) if cerr is not None else branch
         errs = _errors_from_codes(codes.astype(np.int32, copy=False))
-        return (val if errs is None else val & ~errs.mask), errs
-    return _logical(part.op == "||", results, messages)
+        return (val if errs is None else val & ~errs.mask), errs, cost, groups
+    return _logical(part.op == "||", results, track)
 
 
-def _logical(is_or: bool, results: list[Result], messages: _Messages) -> Result:
+def _logical(is_or: bool, results: list[Result], track: bool) -> Result:
     """CEL's commutative ``&&``/``||``: the deciding value wins over errors; otherwise
-    the first operand's error (in operand order) is the result."""
-    if all(errs is None for _, errs in results):
+    the first operand's error (in operand order) is the result. Costs: operands are
+    evaluated left to right until one decides (cel-go's short circuit)."""
+    cost: int | np.ndarray
+    groups: int | np.ndarray
+    cost = groups = 0
+    if track:
+        n = len(results[0][0])
+        running = np.ones(n, dtype=bool)
+        cost = np.zeros(n, dtype=np.int64)
+        groups = np.zeros(n, dtype=np.int64)
+        for val, errs, c, g in results:
+            cost = cost + np.where(running, c, 0)
+            groups = groups | np.where(running, g, 0)
+            decisive = val if is_or else ~val
+            if errs is not None:
+                decisive = decisive & ~errs.mask
+            running = running & ~decisive
+    if all(errs is None for _, errs, _, _ in results):
         out = results[0][0]
-        for val, _ in results[1:]:
+        for val, _, _, _ in results[1:]:
             out = (out | val) if is_or else (out & val)
-        return out, None
-    if messages.fatal:
-        return _logical_with_fatal(is_or, results, messages)
+        return out, None, cost, groups
     decided: np.ndarray | None = None  # an operand has the deciding value (and no error)
     erring: np.ndarray | None = None
-    for val, errs in results:
+    for val, errs, _, _ in results:
         decisive = val if is_or else ~val
         if errs is not None:
             decisive = decisive & ~errs.mask
@@ -467,52 +618,36 @@ def _logical(is_or: bool, results: list[Result], messages: _Messages) -> Result:
     assert decided is not None and erring is not None
     erring = erring & ~decided
     if not erring.any():
-        return (decided if is_or else ~decided), None
+        return (decided if is_or else ~decided), None, cost, groups
     rows = np.flatnonzero(erring)
     first = np.zeros(len(rows), dtype=np.int32)
-    for _, errs in results:
+    for _, errs, _, _ in results:
         if errs is not None:
             here = np.where(errs.mask[rows], errs.at(rows), 0)
             first = np.where(first == 0, here, first)
     codes = np.zeros(len(decided), dtype=np.int32)
     codes[rows] = first
     val_out = decided if is_or else ~decided & ~erring
-    return val_out, Errors(erring, codes)
+    return val_out, Errors(erring, codes), cost, groups
 
 
-def _logical_with_fatal(is_or: bool, results: list[Result], messages: _Messages) -> Result:
-    """As :func:`_logical`, when a cost-limit error may occur: it ends the evaluation
-    unless an earlier operand already decided the result (left-to-right short circuit)."""
-    n = len(results[0][0])
-    fatal_codes = list(messages.fatal)
-    decided = np.zeros(n, dtype=bool)
-    fatal_err = np.zeros(n, dtype=np.int32)
-    first_err = np.zeros(n, dtype=np.int32)
-    for val, errs in results:
-        if errs is None:
-            decided |= val if is_or else ~val
-            continue
-        err = errs.full()
-        ok = err == 0
-        fatal_here = np.isin(err, fatal_codes) & ~decided & (fatal_err == 0)
-        fatal_err = np.where(fatal_here, err, fatal_err)
-        first_err = np.where((first_err == 0) & ~ok, err, first_err)
-        decided |= (val if is_or else ~val) & ok
-    err_out = np.where(decided, 0, first_err).astype(np.int32)
-    err_out = np.where(fatal_err != 0, fatal_err, err_out).astype(np.int32)
-    errs_out = _errors_from_codes(err_out)
-    val_out = decided if is_or else ~decided
-    return (val_out if errs_out is None else val_out & ~errs_out.mask), errs_out
-
-
-def _eval_leaf(leaf: Leaf, table: DeviceTable, messages: _Messages) -> Result:
+def _eval_leaf(
+    leaf: Leaf, table: DeviceTable, wanted: np.ndarray | None, messages: _Messages, lazy: bool
+) -> _LeafValues:
     n = table.n
     columns = [table.column(key) for key in leaf.reads]
     combined, present, decode = _combine(columns, n)
-    size = int(present[-1]) + 1 if len(present) else 1
+    if wanted is None:
+        size = int(present[-1]) + 1 if len(present) else 1
+    else:
+        present = np.unique(combined[wanted])
+        size = int(combined.max()) + 1 if n else 1
     res_val = np.zeros(size, dtype=bool)
     res_err = np.zeros(size, dtype=np.int32)
+    res_cost = np.zeros(size, dtype=np.int64)
+    res_groups = np.zeros(size, dtype=np.int64)
     deadline = messages.deadline
+    max_cost = 0
     for k, combo in enumerate(present):
         if deadline is not None and not k & CHECK_EVERY:
             check_deadline(deadline)
@@ -521,26 +656,61 @@ def _eval_leaf(leaf: Leaf, table: DeviceTable, messages: _Messages) -> Result:
             key: (col.values[i - 1] if i > 0 else None)
             for key, col, i in zip(leaf.reads, columns, ids, strict=True)
         }
-        value, error = _run_leaf(leaf, synthetic_device(values))
+        value, error, cost, groups = _run_leaf(leaf, synthetic_device(values), deadline)
         if error is not None:
             res_err[combo] = messages.code(error)
         else:
             res_val[combo] = value
-    return _gather(res_val, combined, present, n), _gather_codes(res_err, combined, present)
+        res_cost[combo] = cost
+        res_groups[combo] = groups
+        max_cost = max(max_cost, cost)
+        messages.work += cost
+        if lazy and (cost > COST_LIMIT or messages.work > _WORK_BUDGET):
+            raise _TooCostly()
+    return _LeafValues(combined, present, res_val, res_err, res_cost, res_groups, max_cost)
 
 
-def _run_leaf(leaf: Leaf, device: dict[str, Any]) -> tuple[bool, str | None]:
-    from draspeed.cel.selector import run_program
+def _gather_leaf(leaf: _LeafValues, track: bool) -> Result:
+    n = len(leaf.combined)
+    val = _gather(leaf.val, leaf.combined, leaf.present, n)
+    errs = _gather_codes(leaf.err, leaf.combined, leaf.present)
+    if not track:
+        return val, errs, 0, 0
+    return val, errs, _per_row(leaf.cost, leaf), _per_row(leaf.groups, leaf)
 
+
+def _per_row(per_combination: np.ndarray, leaf: _LeafValues) -> int | np.ndarray:
+    """Per-combination numbers spread to rows (one int when all are the same)."""
+    values = per_combination[leaf.present]
+    if len(values) and (values == values[0]).all():
+        return int(values[0])
+    return per_combination[leaf.combined]
+
+
+def _run_leaf(
+    leaf: Leaf, device: dict[str, Any], deadline: float | None
+) -> tuple[bool, str | None, int, int]:
+    """(value, error text, cost, Shared groups read) of one leaf on one device."""
+    from draspeed.cel.selector import runtime_error
+
+    act = Activation(device, leaf.nslots, COST_LIMIT, deadline)
+    previous = swap_meter(act)
     try:
-        value = run_program(leaf.program, leaf.nslots, device)
+        value = leaf.program(act)
+    except CostLimitExceeded:
+        return False, COST_MESSAGE, COST_LIMIT + 1, act.groups
+    except Exception as exc:  # every failure becomes a CEL error (deadlines propagate)
+        return False, str(runtime_error(exc)), act.cost, act.groups
+    finally:
+        swap_meter(previous)
+    try:
         if leaf.mode == "top":
-            return to_bool_result(value), None
-        if type(value) is not bool:
-            return False, "no such overload"
-        return value, None
+            return to_bool_result(value), None, act.cost, act.groups
     except CELRuntimeError as exc:
-        return False, str(exc)
+        return False, str(exc), act.cost, act.groups
+    if type(value) is not bool:
+        return False, "no such overload", act.cost, act.groups
+    return value, None, act.cost, act.groups
 
 
 def _combine(columns: list[Column], n: int) -> tuple[np.ndarray, np.ndarray, Any]:
@@ -625,53 +795,67 @@ def evaluate_rows(
     *,
     memoize: bool = True,
     deadline: float | None = None,
-) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    rows: np.ndarray | None = None,
+    stop_at_cost_limit: bool = False,
+) -> tuple[np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
     """The general path over a table: ``matches`` per device, optionally memoised on the
     projection of what the whole expression reads (devices that agree on every value
-    the selector can see share one evaluation)."""
+    the selector can see share one evaluation). ``rows``: a bool mask of the rows to
+    evaluate (all if None). With ``stop_at_cost_limit``, the rows after the first one
+    that reaches the cost limit are left pending (the fourth array)."""
     n = table.n
     match = np.zeros(n, dtype=bool)
     error = np.zeros(n, dtype=bool)
+    pending = np.zeros(n, dtype=bool)
     messages: dict[int, str] = {}
-    if not memoize:
-        for row in range(n):
-            if deadline is not None and not row & CHECK_EVERY:
-                check_deadline(deadline)
-            try:
-                match[row] = selector.matches(table.device_input(row))
-            except CELRuntimeError as exc:
-                error[row] = True
-                messages[row] = str(exc)
-        return match, error, messages
-    reads = tuple(sorted(analyze_reads(selector.ast)))
-    columns = [table.column(key) for key in reads]
+    order = np.flatnonzero(rows).tolist() if rows is not None else range(n)
     conv = table.conversion_messages
-    memo: dict[tuple[int, ...], tuple[bool, str | None]] = {}
+    reads = tuple(sorted(analyze_reads(selector.ast))) if memoize else ()
+    columns = [table.column(key) for key in reads]
     id_rows = [col.ids1.tolist() for col in columns]
-    for row in range(n):
-        if deadline is not None and not row & CHECK_EVERY:
+    memo: dict[tuple[int, ...], tuple[bool, str | None]] = {}
+    for k, row in enumerate(order):
+        if deadline is not None and not k & CHECK_EVERY:
             check_deadline(deadline)
         text = conv.get(row)
         if text is not None:
             error[row] = True
             messages[row] = text
             continue
-        key = tuple(ids[row] for ids in id_rows)
-        result = memo.get(key)
-        if result is None:
-            values = {
-                k: (col.values[i - 1] if i > 0 else None)
-                for k, col, i in zip(reads, columns, key, strict=True)
-            }
+        if not memoize:
             try:
-                result = (to_bool_result(selector.evaluate_value(synthetic_device(values))), None)
+                result: tuple[bool, str | None] = (
+                    selector.matches(table.device_input(row), deadline),
+                    None,
+                )
             except CELRuntimeError as exc:
                 result = (False, str(exc))
-            memo[key] = result
+        else:
+            key = tuple(ids[row] for ids in id_rows)
+            found = memo.get(key)
+            if found is None:
+                values = {
+                    k: (col.values[i - 1] if i > 0 else None)
+                    for k, col, i in zip(reads, columns, key, strict=True)
+                }
+                try:
+                    found = (
+                        to_bool_result(
+                            selector.evaluate_value(synthetic_device(values), deadline=deadline)
+                        ),
+                        None,
+                    )
+                except CELRuntimeError as exc:
+                    found = (False, str(exc))
+                memo[key] = found
+            result = found
         value, text = result
         if text is not None:
             error[row] = True
             messages[row] = text
+            if stop_at_cost_limit and text == COST_MESSAGE:
+                pending[np.asarray(order[k + 1 :], dtype=np.int64)] = True
+                break
         else:
             match[row] = value
-    return match, error, messages
+    return match, error, messages, pending

@@ -20,10 +20,13 @@ from draspeed.api.model import (
 from draspeed.cel import check_deadline
 from draspeed.engine import _core
 from draspeed.engine.claim_arrays import (
+    DEFERRED,
     MAX_RESULTS,
     ClaimArrays,
+    SelectorFailure,
     claim_arrays,
     claims_signature,
+    forget_claim_arrays,
     render,
 )
 from draspeed.engine.feasibility import DOES_NOT_FIT as F_DOES_NOT_FIT
@@ -122,23 +125,27 @@ class Allocator:
         self, claims: list[ResourceClaim], key: bytes, node: Node, deadline: float | None
     ) -> list[AllocationResult] | None:
         layout, n = self.snapshot.layout_for(node)
-        arrays = claim_arrays(layout, claims, deadline, key)
-        error = arrays.node_errors.get(n)
-        if error is not None:
-            raise AllocationError(render(error, claims))
-        assert arrays.problem is not None
-        if deadline is not None:
-            check_deadline(deadline)
-        code, work, picks, chosen, err_alt, err_pos = _core.search_node(
-            arrays.problem, n, deadline or 0.0, _state(arrays, layout)
-        )
-        self.last_stats = Stats(work)
-        if code == _FOUND:  # the common answer, usually asked before: copy and go
-            found = _remembered(arrays, (n, picks, chosen), self.share_id)
-            if found is not None:
-                return found
-        outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
-        return outcome.raise_or_results(self.share_id)
+        while True:
+            arrays = claim_arrays(layout, claims, deadline, key)
+            error = arrays.node_errors.get(n)
+            if error is not None:
+                raise AllocationError(render(error, claims))
+            assert arrays.problem is not None
+            if deadline is not None:
+                check_deadline(deadline)
+            code, work, picks, chosen, err_alt, err_pos = _core.search_node(
+                arrays.problem, n, deadline or 0.0, _state(arrays, layout)
+            )
+            self.last_stats = Stats(work)
+            if code == _FOUND:  # the common answer, usually asked before: copy and go
+                found = _remembered(arrays, (n, picks, chosen), self.share_id)
+                if found is not None:
+                    return found
+            outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
+            try:
+                return outcome.raise_or_results(self.share_id)
+            except _Deferred:
+                forget_claim_arrays(layout, key, arrays)  # search again, one verdict more known
 
     def feasible_nodes(
         self,
@@ -167,8 +174,18 @@ class Allocator:
                 {},
                 lambda n: [],
             )
+        key = claims_signature(claims)
+        while True:
+            try:
+                return self._feasible(claims, layout, key, deadline)
+            except _Deferred:
+                forget_claim_arrays(layout, key, None)  # search again, one verdict more known
+
+    def _feasible(
+        self, claims: list[ResourceClaim], layout: Layout, key: bytes, deadline: float | None
+    ) -> Feasibility:
         try:
-            arrays = claim_arrays(layout, claims, deadline)
+            arrays = claim_arrays(layout, claims, deadline, key)
         except AllocationTimeout as exc:
             N = len(layout.nodes)
             codes = np.full(N, F_TIMEOUT, dtype=np.int8)
@@ -309,6 +326,11 @@ def _state(arrays: ClaimArrays, layout: Layout) -> tuple[np.ndarray, np.ndarray,
     return None if arrays.layout is layout else layout.state
 
 
+class _Deferred(Exception):
+    """The search reached a device whose selector verdict was deferred, and it matches
+    or does not: the claim arrays are built again with that verdict known."""
+
+
 _FOUND = _OUT["found"]
 _SELECTOR_ERROR = _OUT["selector_error"]
 _CONSTRAINT_ERROR = _OUT["constraint_error"]
@@ -395,7 +417,13 @@ class _Outcome:
         if code == _SELECTOR_ERROR:
             a, lp = self.err_alt, offset + self.err_pos
             alt = plan.alternatives[a]
-            text = arrays.selector_error_text(alt, arrays.alt_failures[a][lp], lp)
+            failure: SelectorFailure | None = arrays.alt_failures[a][lp]
+            assert failure is not None
+            if failure[3] == DEFERRED:
+                failure = arrays.resolve_deferred(alt, plan.rows[a], lp)
+                if failure is None:  # the device does not fail: the search must go on
+                    raise _Deferred()
+            text = arrays.selector_error_text(alt, failure, lp)
             return AllocationError(render(text, self.claims))
         if code == _CONSTRAINT_ERROR:
             a, lp = self.err_alt, offset + self.err_pos

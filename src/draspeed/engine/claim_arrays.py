@@ -31,7 +31,7 @@ from draspeed.api.model import (
 from draspeed.collector import collector_paused
 from draspeed.engine import _core
 from draspeed.engine.layout import INCOMPLETE, INVALID, PDN_ERROR, PDN_NO, Layout, unit_of
-from draspeed.engine.store import ERROR, FALSE
+from draspeed.engine.store import ERROR, FALSE, UNKNOWN
 from draspeed.errors import AllocationError, AllocationTimeout
 from draspeed.rules import texts
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
@@ -51,6 +51,8 @@ _CLAIM_SETS_PER_LAYOUT = 32  # distinct claim sets remembered per layout
 
 # (from_class, selector index, compile error, runtime error): formatted when raised.
 SelectorFailure = tuple[bool, int, str | None, str | None]
+# The runtime error of a device whose verdict the search must first compute.
+DEFERRED = "\x00deferred"
 
 
 @dataclass(slots=True)
@@ -137,6 +139,15 @@ def claim_arrays(
                 layout.claim_sets.pop(next(iter(layout.claim_sets)))
             layout.claim_sets[key] = found
         return found
+
+
+def forget_claim_arrays(layout: Layout, key: bytes, arrays: ClaimArrays | None) -> None:
+    """Drop the remembered arrays of a claim set (``arrays``: only if still those), to
+    build them again: a deferred selector verdict became known."""
+    with layout._lock:
+        found = layout.claim_sets.get(key)
+        if found is not None and (arrays is None or found is arrays):
+            del layout.claim_sets[key]
 
 
 class ClaimArrays:
@@ -247,11 +258,14 @@ class ClaimArrays:
                     layout.pool_id(k),
                 )
             lo, hi = int(layout.pool_pos_ptr[k]), int(layout.pool_pos_ptr[k + 1])
+            for lp in (lo + np.flatnonzero(row[lo:hi] == SEL_ERROR)).tolist():
+                failure: SelectorFailure | None = failures[lp]
+                assert failure is not None
+                if failure[3] == DEFERRED:
+                    failure = self.resolve_deferred(alt, row_index, lp)  # updates the row
+                if failure is not None:
+                    raise _error(self.selector_error_text(alt, failure, lp), self.claims)
             verdicts = row[lo:hi]
-            erring = np.flatnonzero(verdicts == SEL_ERROR)
-            if len(erring):
-                lp = lo + int(erring[0])
-                raise _error(self.selector_error_text(alt, failures[lp], lp), self.claims)
             for lp in (lo + np.flatnonzero(verdicts == SEL_YES)).tolist():
                 # Collected by static capacity, ignoring what committed shares use, so a
                 # matching but used-up device makes the request fail (upstream #140769).
@@ -295,7 +309,7 @@ class ClaimArrays:
                 owner = texts.selector_owner("", alt.device_class.metadata.name, from_class=True)
                 raise AllocationError(texts.selector_empty(owner, i))
             results = snap.selector_results(selector.cel.expression, self.deadline)
-            verdict = snap.evaluate(results, layout.g[pending], self.deadline)
+            verdict = snap.evaluate(results, layout.g[pending], self.deadline, lazy=True)
             row[pending[verdict == FALSE]] = SEL_NO
             erring = pending[verdict == ERROR]
             row[erring] = SEL_ERROR
@@ -306,6 +320,12 @@ class ClaimArrays:
                     results.compile_error,
                     results.messages.get(int(layout.g[lp])),
                 )
+            # Not evaluated because another device reached the CEL cost limit: an error
+            # position for the search, resolved device by device if it gets there.
+            deferred = pending[verdict == UNKNOWN]
+            row[deferred] = SEL_ERROR
+            for lp in deferred.tolist():
+                failures[lp] = (from_class, i, None, DEFERRED)
         # Each device's own node selection, where the selectors let it through.
         row[(row == SEL_YES) & (layout.pdn == PDN_NO)] = SEL_NO
         erring = np.flatnonzero((row == SEL_YES) & (layout.pdn == PDN_ERROR))
@@ -313,6 +333,37 @@ class ClaimArrays:
         for lp in erring.tolist():
             failures[lp] = (False, -1, None, layout.pdn_errors[lp])
         return row, failures
+
+    def resolve_deferred(self, alt: Alternative, row_index: int, lp: int) -> SelectorFailure | None:
+        """Layout position lp's verdicts were deferred (another device reached the CEL
+        cost limit first): compute them for that device alone, as upstream evaluates a
+        device's selectors when its search tries it. Returns the failure, if any; else
+        the selector row now holds the device's verdict."""
+        snap, layout = self.snap, self.layout
+        row, failures = self._rows[row_index]
+        g = int(layout.g[lp])
+        sources = [(True, i, s) for i, s in enumerate(alt.device_class.spec.selectors)]
+        sources += [(False, i, s) for i, s in enumerate(alt.selectors)]
+        outcome = SEL_YES
+        for from_class, i, selector in sources:
+            assert selector.cel is not None  # checked when the row was computed
+            results = snap.selector_results(selector.cel.expression, self.deadline)
+            verdict = snap.evaluate_device(results, g, self.deadline)
+            if verdict == ERROR:
+                failure = (from_class, i, results.compile_error, results.messages.get(g))
+                failures[lp] = failure
+                return failure
+            if verdict == FALSE:
+                outcome = SEL_NO
+                break
+        if outcome == SEL_YES and layout.pdn[lp] == PDN_NO:
+            outcome = SEL_NO
+        if outcome == SEL_YES and layout.pdn[lp] == PDN_ERROR:
+            failures[lp] = (False, -1, None, layout.pdn_errors[lp])
+            return failures[lp]
+        failures.pop(lp, None)
+        row[lp] = outcome
+        return None
 
     def _static_capacity(self, alt: Alternative, lp: int, *, ignore_use: bool = False) -> int:
         """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp."""

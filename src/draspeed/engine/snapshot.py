@@ -42,7 +42,7 @@ from draspeed.engine.committed import EXCLUSIVE, ClaimLog, Holds, claim_holds
 from draspeed.engine.layout import Layout, NodeView, attribute_values, node_key
 from draspeed.engine.persistent import PersistentMap, Trail
 from draspeed.engine.slice_table import SELECTION, SliceTable
-from draspeed.engine.store import SelectorResults, SliceStore
+from draspeed.engine.store import ERROR, FALSE, TRUE, UNKNOWN, SelectorResults, SliceStore
 from draspeed.features import Features
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
@@ -578,10 +578,44 @@ class Snapshot:
         return self._store.selector_results(expression, deadline)
 
     def evaluate(
-        self, results: SelectorResults, devices: np.ndarray, deadline: float | None = None
+        self,
+        results: SelectorResults,
+        devices: np.ndarray,
+        deadline: float | None = None,
+        *,
+        lazy: bool = False,
     ) -> np.ndarray:
-        """Verdicts of ``results``' expression for ``devices`` (global indices)."""
-        return self._store.evaluate(results, devices, self._n_chunks, deadline)
+        """Verdicts of ``results``' expression for ``devices`` (global indices); with
+        ``lazy``, devices past one over the CEL cost limit may stay UNKNOWN."""
+        return self._store.evaluate(results, devices, self._n_chunks, deadline, lazy=lazy)
+
+    def evaluate_device(
+        self, results: SelectorResults, g: int, deadline: float | None = None
+    ) -> int:
+        """The verdict of ``results``' expression for device g alone (remembered)."""
+        found = int(results.verdict[g]) if g < len(results.verdict) else UNKNOWN
+        if found != UNKNOWN or results.selector is None:
+            return ERROR if results.selector is None else found
+        from draspeed.cel import device_input
+        from draspeed.errors import CELRuntimeError
+
+        cel_input = device_input(
+            self.device_slice_of(g).spec.driver,
+            self.device(g),
+            list_type_attributes=self.features.list_type_attributes,
+            consumable_capacity=True,
+        )
+        try:
+            verdict = TRUE if results.selector.matches(cel_input, deadline) else FALSE
+            message = None
+        except CELRuntimeError as exc:
+            verdict, message = ERROR, str(exc)
+        with self._store.lock:
+            results.cover(self.n_devices)
+            if message is not None:
+                results.messages[g] = message
+            results.verdict[g] = verdict
+        return verdict
 
     # ----------------------------------------------------------------------------------
     # Nodes

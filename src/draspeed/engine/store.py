@@ -95,6 +95,8 @@ class SliceStore:
         devices: np.ndarray,
         n_chunks: int,
         deadline: float | None = None,
+        *,
+        lazy: bool = False,
     ) -> np.ndarray:
         """Verdicts of ``results``' expression for ``devices`` (global indices) of a
         version that sees the first ``n_chunks`` chunks.
@@ -102,23 +104,38 @@ class SliceStore:
         Each chunk of the device table is evaluated at once the first time any of its
         devices is asked about (numpy over columns; rows it cannot lower are evaluated
         one by one, memoised on what they read); later asks only index the answer.
+        ``lazy`` (a search's ask): once a device reaches the CEL cost limit, devices not
+        evaluated yet stay UNKNOWN, for :meth:`Snapshot.evaluate_device` if the search
+        gets there.
         """
         if results.selector is None:
             return np.full(len(devices), ERROR, dtype=np.uint8)
         if len(devices) and (results.verdict[devices] == UNKNOWN).any():
             with self.lock:
                 results.cover(self.table.n_devices)
+                wanted = np.zeros(self.table.n_devices, dtype=bool)
+                wanted[devices[results.verdict[devices] == UNKNOWN]] = True
                 for k in range(n_chunks):
                     start, end, _ = self.chunks[k]
-                    if results.verdict[start] != UNKNOWN or start == end:
+                    if start == end or not wanted[start:end].any():
                         continue
                     check_deadline(deadline)  # building a chunk's table is not interrupted
                     table = self._chunk_table(k)
-                    match, error, messages = results.selector.evaluate(table, deadline=deadline)
+                    rows = wanted[start:end] if lazy else None
+                    if rows is not None:
+                        match, error, messages, pending = results.selector.evaluate_lazily(
+                            table, rows, deadline
+                        )
+                    else:
+                        match, error, messages = results.selector.evaluate(table, deadline)
+                        pending = np.zeros(end - start, dtype=bool)
                     verdict = np.where(match, TRUE, FALSE).astype(np.uint8)
                     verdict[error] = ERROR
+                    done = ~pending if rows is None else rows & ~pending
                     results.messages.update((start + row, m) for row, m in messages.items())
-                    results.verdict[start:end] = verdict
+                    results.verdict[start:end] = np.where(done, verdict, results.verdict[start:end])
+                    if pending.any():
+                        break  # a device reached the cost limit: the rest waits for the search
         return results.verdict[devices]
 
     def _chunk_table(self, k: int) -> DeviceTable:

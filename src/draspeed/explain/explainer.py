@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from draspeed import arguments
 from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
 from draspeed.api.model import Node, ObjectMeta
 from draspeed.engine.snapshot import Snapshot
-from draspeed.errors import AllocationError
+from draspeed.errors import AllocationError, AllocationTimeout
 from draspeed.explain.alternatives import claim_alternatives
 from draspeed.explain.blockers import find_blockers
 from draspeed.explain.facts import NodeFacts
@@ -50,6 +52,9 @@ def explain(
         )
     if isinstance(node, str):
         node = snapshot.given_nodes.get(node) or Node(metadata=ObjectMeta(name=node))
+    # The funnels evaluate every selector on every device of the node: bounded by the
+    # same budget as the allocator's run, which they follow.
+    deadline = None if timeout is None else time.monotonic() + timeout
     verdict = ask(snapshot, claims, node, timeout)
     out = Explanation(
         node=node.name,
@@ -71,7 +76,7 @@ def explain(
         # said so in ``error``; there is nothing on the node to count.
         out.summary = verdict.error or "pool gathering failed"
         return out
-    facts = NodeFacts(snapshot, view)
+    facts = NodeFacts(snapshot, view, deadline)
     out.pools = [
         PoolNote(
             str(p.id),
@@ -84,8 +89,14 @@ def explain(
         if p.invalid or p.incomplete
     ]
     alternatives = claim_alternatives(claims)
-    out.requests = node_funnels(facts, claims, alternatives, verdict.results)
-    if verdict.status != "fits":
-        out.blockers = find_blockers(snapshot, facts, claims, node, out.requests, verdict, timeout)
+    try:
+        out.requests = node_funnels(facts, claims, alternatives, verdict.results)
+        if verdict.status != "fits":
+            out.blockers = find_blockers(
+                snapshot, facts, claims, node, out.requests, verdict, timeout
+            )
+    except AllocationTimeout:
+        # Out of time: the allocator's verdict, without the funnels and blockers.
+        out.requests, out.blockers = [], []
     out.summary = summarise(out, claims)
     return out

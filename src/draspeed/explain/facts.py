@@ -28,9 +28,10 @@ Counters = dict[str, dict[str, Quantity]]  # counter set -> counter -> amount
 class NodeFacts:
     """The node's searchable devices and what committed claims left of its pools."""
 
-    def __init__(self, snapshot: Snapshot, view: NodeView) -> None:
+    def __init__(self, snapshot: Snapshot, view: NodeView, deadline: float | None = None) -> None:
         self.snap = snapshot
         self.view = view
+        self.deadline = deadline  # for evaluating selectors (AllocationTimeout once passed)
         self.features = snapshot.features
         self.pool_of: dict[int, PoolView] = {}
         self.node_errors: list[str] = []
@@ -152,8 +153,8 @@ class NodeFacts:
                 keep[pending] = False
                 first = _earlier(first, (int(pending[0]), message))
                 break
-            results = self.snap.selector_results(selector.cel.expression)
-            verdict = self.snap.evaluate(results, candidates[pending])
+            results = self.snap.selector_results(selector.cel.expression, self.deadline)
+            verdict = self.snap.evaluate(results, candidates[pending], self.deadline)
             keep[pending[verdict != TRUE]] = False
             failed = pending[verdict == ERROR]
             if len(failed):

@@ -363,7 +363,8 @@ class _Allocation:
             except CELCompileError as err:
                 raise AllocationError(texts.selector_compile_error(owner, index, str(err))) from err
             try:
-                matches = compiled.matches(self._cel_input(device, device_id))
+                # The deadline is looked at inside evaluation too, as upstream's context is.
+                matches = compiled.matches(self._cel_input(device, device_id), self.deadline)
             except CELRuntimeError as err:
                 raise AllocationError(
                     texts.selector_runtime_error(owner, index, device_id, str(err))

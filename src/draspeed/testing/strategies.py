@@ -123,10 +123,12 @@ def selector_menu(driver: str, schema: DriverSchema | None = None) -> list[str]:
         f"has({a}.model)",
         f'{a}.?model.orValue("none") == "h100"',
         f'has({c}.memory) && {c}.memory.isGreaterThan(quantity("10Gi"))',
-        f'"l1" in {a}.?links.orValue([])',
-        f"{a}.?ids.orValue([]).exists(x, x > 1)",
-        f"{a}.?flags.orValue([]).exists(f, f)",
-        f'{a}.?compat.orValue([]).exists(v, v.isGreaterThan(semver("1.0.0")))',
+        # Guarded with has(): an optional's orValue([]) has no size bound, so the API
+        # server's cost estimate of a comprehension over it is unbounded (refused).
+        f'has({a}.links) && "l1" in {a}.links',
+        f"has({a}.ids) && {a}.ids.exists(x, x > 1)",
+        f"has({a}.flags) && {a}.flags.exists(f, f)",
+        f'has({a}.compat) && {a}.compat.exists(v, v.isGreaterThan(semver("1.0.0")))',
         "device.allowMultipleAllocations",
         f'device.driver == "{driver}"',
         'device.attributes["topo.example.com"].?rack.orValue("") == "r1"',
@@ -1001,6 +1003,102 @@ def _cel_compound(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 def cel_expressions() -> st.SearchStrategy[str]:
     """Random CEL text from a small grammar (mostly well-formed, often ill-typed)."""
     return st.recursive(_cel_literals(), _cel_compound, max_leaves=12)
+
+
+# Expensive CEL: typed building blocks whose work grows with a size, combined so that
+# an evaluation may run to the cost limit, past a deadline, or build large values (the
+# bounds the deadline and memory fuzzer checks).
+# Hypothesis favours a list's first element: a size where the work is already heavy.
+_SIZES = st.sampled_from([1000, 10_000, 100_000, 300_000, 1_000_000, 100, 7, 1, 0])
+_GPU = 'device.attributes["gpu.example.com"]'
+
+
+def _cel_lists(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """List-of-int expressions built from ``inner`` lists."""
+    return st.one_of(
+        inner.map(lambda e: f"{e}.map(x, x + 1)"),
+        inner.map(lambda e: f"{e}.filter(x, x % 3 == 0)"),
+        inner.map(lambda e: f"{e}.map(x, x % 2 == 0, x * 2)"),
+        inner.map(lambda e: f"{e}.sort()"),
+        inner.map(lambda e: f"dyn({e}).sort()"),
+        inner.map(lambda e: f"{e}.distinct()"),
+        inner.map(lambda e: f"{e}.reverse()"),
+        inner.map(lambda e: f"{e}.sortBy(x, -x)"),
+        inner.map(lambda e: f"{e}.transformList(i, v, v + i)"),
+        st.tuples(inner, inner).map(lambda t: f"({t[0]} + {t[1]})"),
+        st.tuples(inner, inner).map(lambda t: f"(dyn({t[0]}) + dyn({t[1]}))"),
+        st.tuples(inner, inner).map(lambda t: f"[{t[0]}, {t[1]}].flatten()"),
+        st.tuples(inner, _SIZES).map(lambda t: f"{t[0]}.slice(0, {min(t[1], 5)})"),
+        st.tuples(inner, inner).map(lambda t: f"cel.bind(l, {t[0]}, l + {t[1]} + l)"),
+    )
+
+
+def _cel_strings(lists: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    base = st.one_of(
+        st.just('"x"'),
+        st.just("device.driver"),
+        lists.map(lambda e: f'{e}.map(i, "ab").join()'),
+        lists.map(lambda e: f'{e}.map(i, string(i)).join(",")'),
+    )
+
+    def grow(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.tuples(inner, inner).map(lambda t: f"({t[0]} + {t[1]})"),
+            st.tuples(inner, inner).map(lambda t: f"(dyn({t[0]}) + dyn({t[1]}))"),
+            st.tuples(inner, inner).map(lambda t: f'{t[0]}.replace("", {t[1]})'),
+            st.tuples(inner, inner).map(lambda t: f'"%s%s".format([{t[0]}, {t[1]}])'),
+            st.tuples(inner, inner).map(lambda t: f"[{t[0]}, {t[1]}].join()"),
+            inner.map(lambda e: f"{e}.lowerAscii()"),
+            inner.map(lambda e: f"strings.quote({e})"),
+            inner.map(lambda e: f'{e}.split("").join("-")'),
+            inner.map(lambda e: f"cel.bind(s, {e}, s + s)"),
+        )
+
+    return st.recursive(base, grow, max_leaves=6)
+
+
+def _cel_bools(lists: st.SearchStrategy[str], strings: st.SearchStrategy[str]) -> Any:
+    return st.one_of(
+        lists.map(lambda e: f"{e}.all(x, x >= 0)"),
+        lists.map(lambda e: f"{e}.exists(x, x < 0)"),
+        lists.map(lambda e: f"{e}.exists_one(x, x == 3)"),
+        st.tuples(lists, lists).map(lambda t: f"{t[0]}.all(x, {t[1]}.exists(y, y == x))"),
+        st.tuples(lists, lists).map(lambda t: f"sets.contains({t[0]}, {t[1]})"),
+        st.tuples(lists, lists).map(lambda t: f"sets.intersects({t[0]}, {t[1]})"),
+        st.tuples(lists, lists).map(lambda t: f"{t[0]} == {t[1]}"),
+        lists.map(lambda e: f"-1 in dyn({e})"),
+        lists.map(lambda e: f"-1 in {e}"),
+        lists.map(lambda e: f"{e}.isSorted()"),
+        lists.map(lambda e: f"{e}.sum() >= 0"),
+        lists.map(lambda e: f"{e}.indexOf(-1) == -1"),
+        strings.map(lambda e: f'{e}.matches("(a|b)*c")'),
+        strings.map(lambda e: f'{e}.findAll("").size() > 0'),
+        strings.map(lambda e: f'{e}.contains("abc")'),
+        st.tuples(strings, strings).map(lambda t: f"{t[0]} < {t[1]}"),
+        strings.map(lambda e: f"size({e}) > 0"),
+        lists.map(lambda e: f"size({e}) > 0"),
+        lists.map(lambda e: f"{e}.all(x, {_GPU}.numa != x + 1000000)"),
+    )
+
+
+def heavy_cel_expressions() -> st.SearchStrategy[str]:
+    """Well-typed selectors whose work and values grow with random sizes: the inputs of
+    the deadline and memory fuzzer."""
+    ranges = _SIZES.map(lambda n: f"lists.range({n})")
+    # Mostly ranges: the small literal lists alone rarely reach a bound.
+    leaves = st.one_of(ranges, ranges, ranges, st.just(f"{_GPU}.ids"), st.just("[1, 2, 3]"))
+    lists = st.recursive(leaves, _cel_lists, max_leaves=4)
+    strings = _cel_strings(lists)
+    bools = _cel_bools(lists, strings)
+    return st.recursive(
+        bools,
+        lambda inner: st.one_of(
+            st.tuples(inner, inner).map(lambda t: f"({t[0]}) && ({t[1]})"),
+            st.tuples(inner, inner).map(lambda t: f"({t[0]}) || ({t[1]})"),
+            inner.map(lambda e: f"!({e})"),
+        ),
+        max_leaves=3,
+    )
 
 
 _CEL_SPLICES = [
