@@ -26,6 +26,7 @@ their mean (``upstream_cycle_ms``), draspeed's median (``draspeed_ms``), the rat
 loop's sum of ``last_stats``) and the suitable-node counts. Those must be equal: the test
 fails when they are not (an outcome check; nothing here asserts a time). The problem
 size (nodes, devices, allocated claims) and the 1-minute load average are recorded too.
+On a disagreement the case line is copied to ``./vs-upstream-<workload>.jsonl``.
 
 ``python -m bench.vs_upstream vs.json`` prints the table of issue #13 from the JSON.
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -350,9 +352,18 @@ def test_vs_upstream(
 
     # Outcome checks: both engines did the same work and found the same nodes.
     assert len(p.answer) == nodes, "draspeed asked nodes that are not the case's nodes"
-    for upstream in (p.probe, before, after):
-        assert Outcome.upstream(upstream) == outcome, (
-            f"{workload.name} {mode}: upstream {Outcome.upstream(upstream)}, draspeed {outcome}"
-            f" (case line: {p.case})"
+    upstream_seen = {Outcome.upstream(u) for u in (p.probe, before, after)}
+    if upstream_seen != {outcome} or p.outcome != outcome:
+        kept = _keep_case(p)
+        pytest.fail(
+            f"{workload.name} {mode}: upstream {', '.join(sorted(map(str, upstream_seen)))}; "
+            f"draspeed {outcome} (first answer: {p.outcome}); the case line is in {kept} "
+            f"(replay: oracle -bench-nodes < {kept.name})"
         )
-    assert outcome == p.outcome
+
+
+def _keep_case(p: Prepared) -> Path:
+    """The case line copied where it outlives pytest's temporary folders."""
+    kept = Path.cwd() / f"vs-upstream-{p.workload.name}.jsonl"
+    shutil.copyfile(p.case, kept)
+    return kept

@@ -4,9 +4,10 @@
     python -m bench.vs_upstream vs.json
 
 One row per workload: upstream's cycle (the median of the upstream runs made next to the
-four benchmarks), draspeed's medians (cold, warm, new pod of the same shape, per-node
-loop), each ratio upstream / draspeed as measured next to it, the per-node times of the
-loop, and the work counter (``=`` when both engines counted the same).
+four benchmarks, and the range of those runs' medians), draspeed's medians (cold, warm,
+new pod of the same shape, per-node loop), each ratio upstream / draspeed as measured
+next to it, the per-node times of the loop, the work counter and the nodes that fit
+(one figure when both engines agree, ``upstream ≠ draspeed`` when not).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ HEADER = (
     "nodes",
     "devices",
     "upstream cycle",
+    "upstream runs",
     "cold",
     "warm",
     "new pod",
@@ -66,9 +68,8 @@ def rows(report: dict[str, Any]) -> list[list[str]]:
     table = []
     for modes in by_workload.values():
         first = next(iter(modes.values()))
-        upstream = statistics.median(
-            run for info in modes.values() for run in info["upstream_cycle_ms_runs"]
-        )
+        runs = [run for info in modes.values() for run in info["upstream_cycle_ms_runs"]]
+        upstream = statistics.median(runs)
         works = {(i["work_upstream"], i["work_draspeed"]) for i in modes.values()}
         work = ", ".join(f"{u:,}" if u == d else f"{u:,} ≠ {d:,}" for u, d in sorted(works))
         fits = {(i["suitable_upstream"], i["suitable_draspeed"]) for i in modes.values()}
@@ -86,6 +87,7 @@ def rows(report: dict[str, Any]) -> list[list[str]]:
                 f"{first['nodes']:,}",
                 f"{first['devices']:,}",
                 duration(upstream),
+                f"{duration(min(runs))} – {duration(max(runs))}",
                 *(duration(modes.get(m, {}).get("draspeed_ms")) for m in MODES),
                 *(ratio(modes.get(m, {}).get("ratio")) for m in MODES),
                 per_node,
