@@ -7,6 +7,8 @@
   inputs and compare their answers (results, "does not fit", error text).
 - :mod:`draspeed.testing.cases`: scenarios in the differential format (``<id>.yaml`` +
   ``<id>.expected.json``), read and written.
+- :mod:`draspeed.testing.oracle_cases`: model objects as one input line of the upstream
+  allocator's JSON-lines harness (``shared/oracle``), to ask upstream the same question.
 - :mod:`draspeed.testing.strategies`: Hypothesis strategies for clusters and claim sets
   (the only module here that needs hypothesis, from the ``test`` extra; the others need
   only draspeed's runtime dependencies).
