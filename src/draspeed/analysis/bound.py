@@ -227,7 +227,7 @@ def optimal_bound(
     cluster, in ``report.strategies``. ``alone``: also the bound of each shape on its
     own. ``time_limit``: seconds per solve (None: no limit).
     """
-    from draspeed.analysis.fit import resolve_nodes
+    from draspeed.analysis.node_list import resolve_nodes
 
     start = time.monotonic()
     shapes = as_shapes(templates)
@@ -291,7 +291,7 @@ def mix_bound(
 ) -> int | None:
     """The most pods of the shapes one node holds with each shape's pods within one
     of its share of the total (``weights``, shape order): the mix as a fill deals it."""
-    from draspeed.analysis.fit import resolve_nodes
+    from draspeed.analysis.node_list import resolve_nodes
 
     shapes = as_shapes(templates)
     [target] = resolve_nodes(snapshot, [node])

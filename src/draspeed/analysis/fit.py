@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from draspeed.analysis.accounting import Accounting, NodeUsage
+from draspeed.analysis.node_list import resolve_nodes
 from draspeed.analysis.placement import Answer, AnswerMemory, Placer
 from draspeed.analysis.scheduler import Scheduler
 from draspeed.analysis.shapes import (
@@ -36,7 +37,7 @@ from draspeed.analysis.shapes import (
     normalise_ratios,
 )
 from draspeed.analysis.strategies import STRATEGIES, Strategy
-from draspeed.api.model import Node, ObjectMeta
+from draspeed.api.model import Node
 
 if TYPE_CHECKING:
     from draspeed.analysis.fragmentation import FragmentationReport
@@ -181,25 +182,6 @@ class FitReport:
         if placements:
             out["placements"] = [dataclasses.asdict(p) for p in self.placements]
         return out
-
-
-def resolve_nodes(snapshot: Snapshot, nodes: Sequence[Node | str] | None) -> list[Node]:
-    """Node objects in the order given (names looked up among the snapshot's nodes;
-    an unknown name is an unlabelled node), or the snapshot's nodes."""
-    known = snapshot.nodes
-    if nodes is None:
-        return known
-    by_name = {n.name: n for n in known}
-    out = [
-        n if isinstance(n, Node) else by_name.get(n) or Node(metadata=ObjectMeta(name=n))
-        for n in nodes
-    ]
-    seen: set[str] = set()
-    for n in out:
-        if n.name in seen:
-            raise ValueError(f"node {n.name!r} is listed twice")
-        seen.add(n.name)
-    return out
 
 
 def fit(

@@ -36,7 +36,7 @@ from draspeed.analysis.accounting import (
     sum_usages,
     usage_of,
 )
-from draspeed.analysis.fit import resolve_nodes
+from draspeed.analysis.node_list import resolve_nodes
 from draspeed.errors import CELCompileError
 
 if TYPE_CHECKING:

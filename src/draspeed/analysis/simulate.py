@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from draspeed.analysis.fit import resolve_nodes
+from draspeed.analysis.node_list import resolve_nodes
 from draspeed.analysis.placement import Placer
 from draspeed.analysis.scheduler import Scheduler
 from draspeed.analysis.shapes import ShapeSource, as_shapes

@@ -21,10 +21,11 @@ from draspeed.cel.checker import TYPE_IDENTS, check
 from draspeed.cel.deadline import check_deadline
 from draspeed.cel.device import DeviceInput
 from draspeed.cel.estimate import estimate_cost
-from draspeed.cel.evaluator import COST_LIMIT, Activation, Compiler, CostLimitExceeded, PlanError
+from draspeed.cel.evaluator import COST_LIMIT, Activation, Compiler, PlanError
 from draspeed.cel.meter import swap_meter
 from draspeed.cel.parser import ErrorList, ParseError, parse
 from draspeed.cel.planning import ConstantFoldingError, check_constant_folding
+from draspeed.cel.runtime_errors import runtime_error
 from draspeed.cel.types import Type
 from draspeed.cel.validators import validate
 from draspeed.cel.values import to_bool_result
@@ -38,11 +39,6 @@ TYPE_NAMES = frozenset(TYPE_IDENTS)
 # resourceapi.CELSelectorExpressionMaxLength; the API server rejects longer expressions
 # (field.TooLong) before compiling them.
 MAX_EXPRESSION_BYTES = 10 * 1024
-
-NO_SUCH_KEY_HINT = (
-    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
-    "with has() for optional fields"
-)
 
 
 class Selector:
@@ -165,24 +161,6 @@ def run_bound_program(program: Any, nslots: int, values: list[Any], limit: int =
         raise runtime_error(exc, hint=False) from None
     finally:
         swap_meter(previous)
-
-
-def runtime_error(exc: Exception, *, hint: bool = True) -> CELRuntimeError:
-    """Upstream's text for an evaluation failure (with ``hint``, the DRA allocator's
-    EnhanceRuntimeError hint for missing keys)."""
-    if isinstance(exc, CELRuntimeError):
-        message = str(exc)
-        if hint and "no such key:" in message and not message.endswith(NO_SUCH_KEY_HINT):
-            return CELRuntimeError(message + NO_SUCH_KEY_HINT)
-        return exc
-    if isinstance(exc, (CostLimitExceeded, RecursionError)):
-        return CELRuntimeError("operation cancelled: actual cost limit exceeded")
-    if isinstance(
-        exc, (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)
-    ):
-        # A value combination no overload accepts, surfaced by Python instead of a check.
-        return CELRuntimeError(f"no such overload: {exc}")
-    raise exc
 
 
 # Checking and compiling recurse once per nesting level (cel-go allows 250 levels);

@@ -44,6 +44,7 @@ from draspeed.cel.ast import (
 from draspeed.cel.deadline import CHECK_EVERY, check_deadline
 from draspeed.cel.evaluator import Activation, Compiler
 from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, swap_meter
+from draspeed.cel.runtime_errors import runtime_error
 from draspeed.cel.values import CostLimitExceeded, DomainMap, to_bool_result
 from draspeed.errors import CELRuntimeError
 
@@ -691,8 +692,6 @@ def _run_leaf(
     leaf: Leaf, device: dict[str, Any], deadline: float | None
 ) -> tuple[bool, str | None, int, int]:
     """(value, error text, cost, Shared groups read) of one leaf on one device."""
-    from draspeed.cel.selector import runtime_error
-
     act = Activation(device, leaf.nslots, COST_LIMIT, deadline)
     previous = swap_meter(act)
     try:
