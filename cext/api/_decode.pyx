@@ -80,10 +80,9 @@ from model_slots cimport (
     draspeed_dict_presized,
     draspeed_get_slot,
     draspeed_set_slot,
-    draspeed_slot_offset,
     mix_bytes,
+    slot_offset,
 )
-
 
 
 cdef Py_ssize_t _MAX_FIELDS = limits.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE
@@ -104,12 +103,6 @@ cdef enum:
     FROM_DICT = -3  # a new dict (default_factory=dict)
 
 
-cdef Py_ssize_t _offset(object cls, str name) except -1:
-    descr = vars(cls).get(name)
-    cdef Py_ssize_t offset = -1 if descr is None else draspeed_slot_offset(descr)
-    if offset < 0:
-        raise RuntimeError(f"draspeed.api._decode: {cls.__name__}.{name} is not a plain slot")
-    return offset
 
 
 cdef void _plain_dataclass(type cls) except *:
@@ -179,7 +172,7 @@ cdef _Layout _layout(type cls, tuple arguments):
             layout.source[layout.n] = FROM_DICT
         else:
             raise RuntimeError(f"draspeed.api._decode: no way to default {cls.__name__}.{f.name}")
-        layout.offset[layout.n] = _offset(cls, f.name)
+        layout.offset[layout.n] = slot_offset(cls, f.name)
         layout.n += 1
     if len(given) != len(arguments):
         raise RuntimeError(f"draspeed.api._decode: {cls.__name__} lacks one of {arguments}")
@@ -505,11 +498,11 @@ def decode_common_devices(
 cdef PyObject *_UNSET = <PyObject *>msgspec.UNSET  # a singleton, alive with msgspec
 
 # JSONDevice: where its fields are; every field but these three is an "extra".
-cdef Py_ssize_t _device_name_at = _offset(JSONDevice, "name")
-cdef Py_ssize_t _device_attributes_at = _offset(JSONDevice, "attributes")
-cdef Py_ssize_t _device_capacity_at = _offset(JSONDevice, "capacity")
-cdef Py_ssize_t _device_taints_at = _offset(JSONDevice, "taints")
-cdef Py_ssize_t _device_consumes_at = _offset(JSONDevice, "consumesCounters")
+cdef Py_ssize_t _device_name_at = slot_offset(JSONDevice, "name")
+cdef Py_ssize_t _device_attributes_at = slot_offset(JSONDevice, "attributes")
+cdef Py_ssize_t _device_capacity_at = slot_offset(JSONDevice, "capacity")
+cdef Py_ssize_t _device_taints_at = slot_offset(JSONDevice, "taints")
+cdef Py_ssize_t _device_consumes_at = slot_offset(JSONDevice, "consumesCounters")
 cdef Py_ssize_t _device_extra_at[MAX_SLOTS]
 cdef Py_ssize_t _device_extras = 0
 
@@ -553,7 +546,7 @@ cdef void _read_struct_slots() except *:
         if name not in ("name", "attributes", "capacity", "consumesCounters"):
             if _device_extras == MAX_SLOTS:
                 raise RuntimeError("draspeed.api._decode: JSONDevice has too many fields")
-            _device_extra_at[_device_extras] = _offset(JSONDevice, name)
+            _device_extra_at[_device_extras] = slot_offset(JSONDevice, name)
             _device_extras += 1
 
 

@@ -54,6 +54,17 @@ cdef extern from *:
     dict draspeed_dict_presized(Py_ssize_t n)
 
 
+
+cdef inline Py_ssize_t slot_offset(object cls, str name) except -1:
+    """Where the slot ``name`` of the __slots__ class ``cls`` lives in its instances
+    (read once, at import); a RuntimeError when the model is not what the compiled
+    modules expect (a property, or a read-only member, in place of a plain slot)."""
+    descr = vars(cls).get(name)
+    cdef Py_ssize_t offset = -1 if descr is None else draspeed_slot_offset(descr)
+    if offset < 0:
+        raise RuntimeError(f"draspeed: {cls.__name__}.{name} is not a plain slot")
+    return offset
+
 cdef inline uint64_t mix_bytes(uint64_t h, const unsigned char *p, Py_ssize_t n) noexcept nogil:
     # Fold n bytes into h, eight at a time (a quick hash for sorting and pre-filtering:
     # equal keys are always told by their bytes).

@@ -17,30 +17,23 @@ from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
 from cpython.object cimport PyObject, PyTypeObject
 
 from model_slots cimport (
-    PtrMap, draspeed_get_slot, draspeed_slot_offset, ptrmap_free, ptrmap_get, ptrmap_init,
-    ptrmap_put,
+    PtrMap, draspeed_get_slot, ptrmap_free, ptrmap_get, ptrmap_init, ptrmap_put, slot_offset,
 )
 
 cdef extern from "Python.h":
     PyTypeObject *Py_TYPE(object o)
 
 
-cdef Py_ssize_t _slot(object cls, str name) except -1:
-    descr = vars(cls).get(name)
-    cdef Py_ssize_t offset = -1 if descr is None else draspeed_slot_offset(descr)
-    if offset < 0:
-        raise RuntimeError(f"draspeed.cel._columns: {cls.__name__}.{name} is not a plain slot")
-    return offset
 
 
 cdef PyTypeObject *_DEVICE = <PyTypeObject*>model.Device
 cdef PyTypeObject *_CAPACITY = <PyTypeObject*>model.DeviceCapacity
 cdef PyTypeObject *_ATTRIBUTE = <PyTypeObject*>model.DeviceAttribute
-cdef Py_ssize_t _attributes_at = _slot(model.Device, "attributes")
-cdef Py_ssize_t _capacity_at = _slot(model.Device, "capacity")
-cdef Py_ssize_t _multi_at = _slot(model.Device, "allow_multiple_allocations")
-cdef Py_ssize_t _value_at = _slot(model.DeviceCapacity, "value")
-cdef Py_ssize_t _kind_at = _slot(model.DeviceAttribute, "kind")
+cdef Py_ssize_t _attributes_at = slot_offset(model.Device, "attributes")
+cdef Py_ssize_t _capacity_at = slot_offset(model.Device, "capacity")
+cdef Py_ssize_t _multi_at = slot_offset(model.Device, "allow_multiple_allocations")
+cdef Py_ssize_t _value_at = slot_offset(model.DeviceCapacity, "value")
+cdef Py_ssize_t _kind_at = slot_offset(model.DeviceAttribute, "kind")
 
 
 cdef inline object _field(object obj, Py_ssize_t offset, str name, PyTypeObject *cls):

@@ -27,8 +27,7 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.list cimport PyList_GET_SIZE
 
 from model_slots cimport (
-    PtrMap, draspeed_get_slot, draspeed_slot_offset, ptrmap_free, ptrmap_get, ptrmap_init,
-    ptrmap_put,
+    PtrMap, draspeed_get_slot, ptrmap_free, ptrmap_get, ptrmap_init, ptrmap_put, slot_offset,
 )
 
 cdef inline object _identity(object o):
@@ -70,25 +69,19 @@ cdef enum:
     SEL_PER_DEVICE = 4
 
 
-cdef Py_ssize_t _slot(object cls, str name) except -1:
-    descr = vars(cls).get(name)
-    cdef Py_ssize_t offset = -1 if descr is None else draspeed_slot_offset(descr)
-    if offset < 0:
-        raise RuntimeError(f"draspeed.engine._read: {cls.__name__}.{name} is not a plain slot")
-    return offset
 
 
 # Where the Device fields read per device are, for Device instances.
 cdef PyTypeObject *_DEVICE = <PyTypeObject*>model.Device
 cdef PyTypeObject *_CAPACITY = <PyTypeObject*>model.DeviceCapacity
-cdef Py_ssize_t _name_at = _slot(model.Device, "name")
-cdef Py_ssize_t _capacity_at = _slot(model.Device, "capacity")
-cdef Py_ssize_t _consumes_at = _slot(model.Device, "consumes_counters")
-cdef Py_ssize_t _taints_at = _slot(model.Device, "taints")
-cdef Py_ssize_t _binding_at = _slot(model.Device, "binding_conditions")
-cdef Py_ssize_t _multi_at = _slot(model.Device, "allow_multiple_allocations")
-cdef Py_ssize_t _binds_at = _slot(model.Device, "binds_to_node")
-cdef Py_ssize_t _policy_at = _slot(model.DeviceCapacity, "request_policy")
+cdef Py_ssize_t _name_at = slot_offset(model.Device, "name")
+cdef Py_ssize_t _capacity_at = slot_offset(model.Device, "capacity")
+cdef Py_ssize_t _consumes_at = slot_offset(model.Device, "consumes_counters")
+cdef Py_ssize_t _taints_at = slot_offset(model.Device, "taints")
+cdef Py_ssize_t _binding_at = slot_offset(model.Device, "binding_conditions")
+cdef Py_ssize_t _multi_at = slot_offset(model.Device, "allow_multiple_allocations")
+cdef Py_ssize_t _binds_at = slot_offset(model.Device, "binds_to_node")
+cdef Py_ssize_t _policy_at = slot_offset(model.DeviceCapacity, "request_policy")
 
 
 cdef inline object _get(object obj, Py_ssize_t offset, str name, bint direct):
