@@ -32,7 +32,8 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 def finalizer_patch(claim: ResourceClaim) -> dict[str, Any] | None:
     """The metadata patch adding the scheduler's finalizer, or None if it is there.
 
-    The list is given whole (a merge patch replaces lists), with the claim's
+    The list is given whole (a JSON merge patch replaces lists, a strategic merge patch,
+    what the client sends for a mapping, merges them: whole, both mean the same), with the claim's
     ``resourceVersion`` so that the API server refuses it if the claim changed."""
     meta = claim.raw.get("metadata") or {}
     finalizers = list(meta.get("finalizers") or [])

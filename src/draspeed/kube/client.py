@@ -122,7 +122,9 @@ def request(api: Any, call: Callable[..., Any], policy: RequestPolicy, **kwargs:
     attempt = 0
     while True:
         try:
-            response = call(_request_timeout=policy.timeout, _preload_content=False, **kwargs)
+            # (connect, read): clients before 35 ignore a single float timeout.
+            timeout = (policy.timeout, policy.timeout)
+            response = call(_request_timeout=timeout, _preload_content=False, **kwargs)
             return _body(response)
         except ApiException as exc:
             status = int(exc.status or 0)
