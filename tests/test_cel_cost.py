@@ -69,16 +69,10 @@ def test_runtime_cost_is_cel_gos(case: dict[str, Any]) -> None:
     assert (("error", messages[0]) if error[0] else bool(match[0])) == got
 
 
-# Cost rules no selector of draspeed's environment can reach: the receivers of the
-# format library (not provided here), a JSON-patch function (not in the base
-# environment), and the sort overloads of types draspeed has no values of.
+# Cost rules no selector of draspeed's environment can reach: a JSON-patch function
+# (not in the base environment).
 UNREACHABLE = {
     "jsonpatch.escapeKey",
-    "format.named",
-    "list_google.protobuf.Duration_sort",
-    "list_google.protobuf.Timestamp_sort",
-    "list_google.protobuf.Duration_sortByAssociatedKeys",
-    "list_google.protobuf.Timestamp_sortByAssociatedKeys",
     # Authorizer values never exist in a DRA selector: only a dyn receiver reaches these
     # rules, and they are the nominal cost of 1 (tested through `check`).
     "serviceAccount",
@@ -211,3 +205,18 @@ def test_a_limit_error_in_one_leaf_needs_the_whole_row() -> None:
     assert error[0] and messages[0] == LIMIT_ERROR
     alone = compile_selector(half)
     assert alone.matches(INPUT) and alone.evaluate(DeviceTable.build([(DRIVER, DEVICE)]))[0][0]
+
+
+@pytest.mark.parametrize(
+    ("expr", "max_cost"),
+    [
+        # validate: size x 0.1, then x MaxNameFormatRegexSize (128) x 0.25, each rounded
+        # up (pkg/cel/library/cost.go, limits.go); plus the format call and hasValue.
+        ('format.dns1123Label().validate("abc").hasValue()', 1 + 32 + 1),
+        ('format.uri().validate("abcdefghijklmnopqrstu").hasValue()', 1 + 3 * 32 + 1),
+        # == of two formats: MaxFormatSize (64) x 0.1.
+        ("format.dns1123Label() == format.uri()", 1 + 1 + 7),
+    ],
+)
+def test_format_library_estimate(expr: str, max_cost: int) -> None:
+    assert compile_selector(expr).max_cost == max_cost

@@ -237,6 +237,18 @@ def _contains_cidr_cost(overload: str, args: Sequence[Any]) -> int | None:
     return cost
 
 
+def _validate_cost(_: str, args: Sequence[Any]) -> int | None:
+    """A named format's ``validate``: priced as a regex match of the format's own
+    ``MaxRegexSize`` (upstream does not look into the checks it runs)."""
+    if len(args) < 2:
+        return None
+    regex_size = getattr(args[0], "max_regex_size", None)  # a NamedFormat receiver
+    if type(regex_size) is not int:
+        return None
+    text_cost = math.ceil((1.0 + actual_size(args[1])) * STRING_TRAVERSAL_FACTOR)
+    return text_cost * math.ceil(regex_size * REGEX_LENGTH_FACTOR)
+
+
 def _nominal(_: str, args: Sequence[Any]) -> int:
     return 1
 
@@ -316,6 +328,7 @@ KUBERNETES_COSTS: dict[str, CostRule] = {
         _string_traversal(1),
     ),
     "format.named": _nominal,
+    "validate": _validate_cost,
     **dict.fromkeys(
         (
             "sign",

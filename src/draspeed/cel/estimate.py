@@ -1126,11 +1126,19 @@ def _kubernetes_estimate(
         if not args:
             return None
         return size(args[0]).factor(traversal), None
+    if function == "validate":
+        # Priced as a regex match against the longest format regex any named format
+        # may have (the checker does not know which format the receiver is).
+        if not args:
+            return None
+        return size(args[0]).factor(traversal).factor(_FORMAT_REGEX_COST), None
     if function == "_==_" and len(args) == 2:
         lhs, rhs = args
         if lhs.type == rhs.type and lhs.type.kind == "object":
             if lhs.type.name in _UNIT_EQUALITY:
                 return ONE, None
+            if lhs.type.name == "kubernetes.NamedFormat":
+                return Est(1, _MAX_FORMAT_SIZE).factor(traversal), None
             if lhs.type.name == "kubernetes.URL":
                 sizes = Est(1, 1)
                 if rhs.computed is not None:
@@ -1170,6 +1178,11 @@ _NOMINAL = frozenset(
         "getQuery",
     }
 )
+
+# pkg/cel/limits.go: MaxNameFormatRegexSize (128) at the regex length factor, and
+# MaxFormatSize, the largest a named format value may be.
+_FORMAT_REGEX_COST = 128 * REGEX_LENGTH_FACTOR
+_MAX_FORMAT_SIZE = 64
 
 _UNIT_EQUALITY = frozenset({"net.IP", "net.CIDR", "kubernetes.Quantity", "kubernetes.Semver"})
 
