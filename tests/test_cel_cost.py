@@ -75,17 +75,7 @@ UNREACHABLE = {
     "jsonpatch.escapeKey",
     # Authorizer values never exist in a DRA selector: only a dyn receiver reaches these
     # rules, and they are the nominal cost of 1 (tested through `check`).
-    "serviceAccount",
-    "path",
-    "group",
-    "resource",
-    "subresource",
-    "namespace",
-    "name",
-    "allowed",
-    "reason",
-    "error",
-    "errored",
+    *C.AUTHORIZER_NOMINAL,
     "fieldSelector",
     "labelSelector",
 }

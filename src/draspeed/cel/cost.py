@@ -275,25 +275,59 @@ def _k8s_equality(_: str, args: Sequence[Any]) -> int | None:
     return None
 
 
+# Kubernetes library functions that cost 1 per call, at run time and in the estimate:
+# IP accessors, the format lookup, Quantity and Semver methods, URL accessors.
+LIBRARY_NOMINAL = frozenset(
+    {
+        "masked",
+        "prefixLength",
+        "family",
+        "isUnspecified",
+        "isLoopback",
+        "isLinkLocalMulticast",
+        "isLinkLocalUnicast",
+        "isGlobalUnicast",
+        "format.named",
+        "sign",
+        "asInteger",
+        "isInteger",
+        "asApproximateFloat",
+        "isGreaterThan",
+        "isLessThan",
+        "compareTo",
+        "add",
+        "sub",
+        "major",
+        "minor",
+        "patch",
+        "getScheme",
+        "getHostname",
+        "getHost",
+        "getPort",
+        "getEscapedPath",
+        "getQuery",
+    }
+)
+
+# The authorizer library's builders and accessors, 1 per call.
+AUTHORIZER_NOMINAL = (
+    "serviceAccount",
+    "path",
+    "group",
+    "resource",
+    "subresource",
+    "namespace",
+    "name",
+    "allowed",
+    "reason",
+    "error",
+    "errored",
+)
+
 KUBERNETES_COSTS: dict[str, CostRule] = {
     # Authorizer library: a check is priced to allow two per expression.
     "check": lambda _, args: 350_000,
-    **dict.fromkeys(
-        (
-            "serviceAccount",
-            "path",
-            "group",
-            "resource",
-            "subresource",
-            "namespace",
-            "name",
-            "allowed",
-            "reason",
-            "error",
-            "errored",
-        ),
-        _nominal,
-    ),
+    **dict.fromkeys(AUTHORIZER_NOMINAL, _nominal),
     "fieldSelector": _selector,
     "labelSelector": _selector,
     **dict.fromkeys(("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"), _traversal),
@@ -308,48 +342,14 @@ KUBERNETES_COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("cidr", "isIP", "isCIDR"), _string_traversal(1)),
     "ip": _ip_cost,
     "ip.isCanonical": _string_traversal(2),
-    **dict.fromkeys(
-        (
-            "masked",
-            "prefixLength",
-            "family",
-            "isUnspecified",
-            "isLoopback",
-            "isLinkLocalMulticast",
-            "isLinkLocalUnicast",
-            "isGlobalUnicast",
-        ),
-        _nominal,
-    ),
     "containsIP": _contains_ip_cost,
     "containsCIDR": _contains_cidr_cost,
     **dict.fromkeys(
         ("quantity", "isQuantity", "semver", "isSemver"),
         _string_traversal(1),
     ),
-    "format.named": _nominal,
     "validate": _validate_cost,
-    **dict.fromkeys(
-        (
-            "sign",
-            "asInteger",
-            "isInteger",
-            "asApproximateFloat",
-            "isGreaterThan",
-            "isLessThan",
-            "compareTo",
-            "add",
-            "sub",
-            "major",
-            "minor",
-            "patch",
-        ),
-        _nominal,
-    ),
-    **dict.fromkeys(
-        ("getScheme", "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery"),
-        _nominal,
-    ),
+    **dict.fromkeys(LIBRARY_NOMINAL, _nominal),
     "_==_": _k8s_equality,
 }
 

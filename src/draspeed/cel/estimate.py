@@ -39,6 +39,7 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.checker import TYPE_IDENTS, CheckResult
 from draspeed.cel.cost import (
+    LIBRARY_NOMINAL,
     LIST_CREATE_COST,
     MAP_CREATE_COST,
     REGEX_LENGTH_FACTOR,
@@ -1110,7 +1111,7 @@ def _kubernetes_estimate(
         if not args:
             return None
         return size(args[0]).factor(2 * traversal), None
-    if function in _NOMINAL:
+    if function in LIBRARY_NOMINAL:
         return ONE, None
     if function in ("containsIP", "containsCIDR"):
         if not args:
@@ -1146,38 +1147,6 @@ def _kubernetes_estimate(
                 return Est(1, sizes.max).factor(traversal), None
     return None
 
-
-_NOMINAL = frozenset(
-    {
-        "masked",
-        "prefixLength",
-        "family",
-        "isUnspecified",
-        "isLoopback",
-        "isLinkLocalMulticast",
-        "isLinkLocalUnicast",
-        "isGlobalUnicast",
-        "format.named",
-        "sign",
-        "asInteger",
-        "isInteger",
-        "asApproximateFloat",
-        "isGreaterThan",
-        "isLessThan",
-        "compareTo",
-        "add",
-        "sub",
-        "major",
-        "minor",
-        "patch",
-        "getScheme",
-        "getHostname",
-        "getHost",
-        "getPort",
-        "getEscapedPath",
-        "getQuery",
-    }
-)
 
 # pkg/cel/limits.go: MaxNameFormatRegexSize (128) at the regex length factor, and
 # MaxFormatSize, the largest a named format value may be.
