@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from draspeed.cli.options import EXIT_OK, EXIT_USAGE, command_parser
+from draspeed.cli.options import EXIT_OK, EXIT_USAGE, command_parser, positive
 from draspeed.cli.output import add_output, emit, emit_names
 from draspeed.generate import KINDS, generate
 from draspeed.generate._base import parse_fill
@@ -44,19 +44,9 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--nodes", type=_count, required=True, metavar="N", help="number of nodes")
+    p.add_argument("--nodes", type=positive, required=True, metavar="N", help="number of nodes")
     p.add_argument(
         "--seed", type=int, default=0, help="random seed (default 0): same seed, same output"
     )
@@ -109,7 +99,7 @@ def add_parser(subparsers: Any) -> None:
         if kind in ("nvidia-gpu", "nvidia-mig", "example"):
             p.add_argument(
                 "--gpus-per-node",
-                type=_count,
+                type=positive,
                 default=8,
                 metavar="N",
                 help="GPUs per node (default 8)",
@@ -134,7 +124,7 @@ def add_parser(subparsers: Any) -> None:
             p.add_argument("--shape", choices=SHAPES, default="basic")
             p.add_argument(
                 "--devices-per-node",
-                type=_count,
+                type=positive,
                 default=10,
                 metavar="M",
                 help="devices per node of the basic driver (default 10)",
@@ -149,17 +139,17 @@ def add_parser(subparsers: Any) -> None:
             )
             p.add_argument(
                 "--pools-per-node",
-                type=_count,
+                type=positive,
                 default=20,
                 metavar="P",
                 help="partitionable / consumable-capacity pools per node (default 20)",
             )
         if kind == "network-attached":
-            p.add_argument("--nodes-per-rack", type=_count, default=8, metavar="N")
-            p.add_argument("--gpus-per-rack", type=_count, default=16, metavar="N")
+            p.add_argument("--nodes-per-rack", type=positive, default=8, metavar="N")
+            p.add_argument("--gpus-per-rack", type=positive, default=16, metavar="N")
             p.add_argument(
                 "--volumes",
-                type=_count,
+                type=positive,
                 default=32,
                 metavar="N",
                 help="shared volumes in the cluster-wide pool (default 32)",
