@@ -183,6 +183,7 @@ def test_progress_lines_follow_the_work(
     cluster: Path, claim: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import draspeed.cli.capacity as capacity_cli
+    from draspeed.cli import render
     from draspeed.cli.render import Progress
 
     bars: list[Progress] = []
@@ -193,6 +194,7 @@ def test_progress_lines_follow_the_work(
             bars.append(self)
 
     monkeypatch.setattr(capacity_cli, "Progress", Recorded)
+    monkeypatch.setattr(render, "Progress", Recorded)  # the sweeps' bar (run_sweep)
     status, _, err = _run(
         "-f",
         str(cluster),

@@ -20,6 +20,7 @@ from draspeed.cli.capacity_inputs import (
     parse_shapes,
     parse_strategy,
     read_cluster,
+    run_sweep,
     shape_name,
 )
 from draspeed.cli.capacity_report import print_result
@@ -364,7 +365,7 @@ def _curve(
     """Pods that fit at evenly spaced numbers of added nodes (a sweep of what-ifs)."""
     import dataclasses
 
-    from draspeed.analysis.sweep import CapacityScenario, sweep
+    from draspeed.analysis.sweep import CapacityScenario
     from draspeed.analysis.whatif import AddNodes
 
     adds = [c for c in changes if isinstance(c, AddNodes)]
@@ -392,23 +393,5 @@ def _curve(
                 max_pods=args.max_pods,
             )
         )
-    executor = None
-    client = None
-    if args.scheduler:
-        try:
-            from dask.distributed import Client
-        except ImportError as exc:
-            raise UsageError("--scheduler needs dask: pip install 'draspeed[analysis]'") from exc
-        client = Client(args.scheduler)
-        executor = client
-    try:
-        with Progress("what-if curve", total=len(scenarios), stream=err) as bar:
-
-            def finished(done: int, total: int) -> None:
-                bar.done = done
-
-            results = sweep(scenarios, executor, max_workers=args.workers, progress=finished)
-    finally:
-        if client is not None:
-            client.close()
+    results = run_sweep(scenarios, args, err, "what-if curve")
     return added, [r.placed for r in results]

@@ -1,5 +1,6 @@
 """Reading ``draspeed capacity``'s inputs: the cluster, the pod shapes, their ratios
-and the what-if changes (``--add-nodes`` specs: :func:`parse_add_nodes`).
+and the what-if changes (``--add-nodes`` specs: :func:`parse_add_nodes`); and where its
+sweeps run (:func:`run_sweep`: local workers or ``--scheduler``'s Dask cluster).
 """
 
 from __future__ import annotations
@@ -200,3 +201,28 @@ def cluster_source(args: argparse.Namespace, objects: Objects) -> ClusterSource:
     if local_files:
         return FileCluster(tuple(args.filename))
     return InlineCluster(objects)
+
+
+def run_sweep(scenarios: list[Any], args: argparse.Namespace, err: TextIO, label: str) -> list[Any]:
+    """The sweep's results, in order: on ``--workers`` local processes, or on the Dask
+    cluster at ``--scheduler``; a progress bar named ``label`` on ``err``."""
+    from draspeed.analysis.sweep import sweep
+    from draspeed.cli.render import Progress
+
+    client = None
+    if args.scheduler:
+        try:
+            from dask.distributed import Client
+        except ImportError as exc:
+            raise UsageError("--scheduler needs dask: pip install 'draspeed[analysis]'") from exc
+        client = Client(args.scheduler)
+    try:
+        with Progress(label, total=len(scenarios), stream=err) as bar:
+
+            def finished(done: int, total: int) -> None:
+                bar.done = done
+
+            return sweep(scenarios, client, max_workers=args.workers, progress=finished)
+    finally:
+        if client is not None:
+            client.close()

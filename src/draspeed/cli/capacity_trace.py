@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from draspeed.cli.capacity_inputs import UsageError, cluster_source, shape_name
+from draspeed.cli.capacity_inputs import UsageError, cluster_source, run_sweep, shape_name
 from draspeed.cli.output import emit, emit_names
 from draspeed.cli.render import Progress, format_table
 from draspeed.errors import InputError
@@ -63,7 +63,7 @@ def _sweep(
     changes: list[Change],
     err: TextIO,
 ) -> list[TraceReport]:
-    from draspeed.analysis.sweep import TraceScenario, sweep
+    from draspeed.analysis.sweep import TraceScenario
 
     cluster = cluster_source(args, objects)
     scenarios = [
@@ -72,24 +72,7 @@ def _sweep(
         )
         for path in args.trace
     ]
-    executor = None
-    client = None
-    if args.scheduler:
-        try:
-            from dask.distributed import Client
-        except ImportError as exc:
-            raise UsageError("--scheduler needs dask: pip install 'draspeed[analysis]'") from exc
-        client = executor = Client(args.scheduler)
-    try:
-        with Progress("traces", total=len(scenarios), stream=err) as bar:
-
-            def finished(done: int, total: int) -> None:
-                bar.done = done
-
-            results = sweep(scenarios, executor, max_workers=args.workers, progress=finished)
-    finally:
-        if client is not None:
-            client.close()
+    results = run_sweep(scenarios, args, err, "traces")
     return [r.report for r in results]
 
 
