@@ -6,7 +6,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import pytest
@@ -184,7 +184,8 @@ class PerNode:
     def __init__(self, loaded: Loaded, engine: Engine, mode: str) -> None:
         self.loaded, self.engine, self.mode = loaded, engine, mode
         self.nodes = loaded.nodes
-        self.allocator = loaded.allocator(engine)
+        # Any engine; in scheduler mode the fast Allocator (prepare, snapshot versions).
+        self.allocator: Any = cast(Any, loaded.allocator(engine))
         self.next = 0
         self.work: list[int] = []
         self.fits = 0

@@ -177,7 +177,7 @@ def _celpy_program(expr: str) -> Any:
         return celtypes.BoolType(compare_to(a, b) > 0)
 
     env = celpy.Environment()
-    functions = {
+    functions: dict[str, Any] = {
         "quantity": quantity,
         "semver": semver,
         "compareTo": compare_to,

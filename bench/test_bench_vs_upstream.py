@@ -301,7 +301,7 @@ def _run_mode(benchmark: BenchmarkFixture, p: Prepared, mode: str) -> Outcome:
                         suitable += 1
                 except AllocationError:
                     errors += 1
-                work += pod.last_stats.num_allocate_one_invocations
+                work += pod.last_stats.search_steps
             seen.append(Outcome(work, suitable, errors))
 
         rounds = _rounds(_timed_once(loop), 5, 200)
