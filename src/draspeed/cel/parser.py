@@ -30,6 +30,7 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.lalr import Token, Tree, UnexpectedCharacter, UnexpectedToken
 from draspeed.cel.lalr import parser as _lalr_parser
+from draspeed.cel.syntax_errors import syntax_errors
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -135,17 +136,24 @@ def parse(source: str, *, macros: bool = True) -> Node:
     """Parse ``source``; raises :class:`ParseError` with cel-go-formatted issues.
     Without ``macros``, has(), all(), cel.bind() etc. stay ordinary calls."""
     errors = ErrorList(source)
+    # cel-go's ANTLR parser decides what is a syntax error, and what it says: every
+    # error, with the tokens it expected.
+    reported = syntax_errors(source)
+    if reported:
+        errors.items = reported
+        raise ParseError(errors.render())
     try:
         tree = _lalr_parser().parse(source)
-    except UnexpectedCharacter as exc:
-        errors.add(exc.pos, f"Syntax error: token recognition error at: '{source[exc.pos]}'")
-        raise ParseError(errors.render()) from None
-    except UnexpectedToken as exc:
-        tok = exc.token
-        if tok.type == "$END":
+    except (UnexpectedCharacter, UnexpectedToken) as exc:
+        # A form ANTLR reads but draspeed's grammar does not (message construction, which
+        # no DRA type allows), or one nested too deep for syntax_errors: where it stopped.
+        if isinstance(exc, UnexpectedCharacter):
+            text = source[exc.pos]
+            errors.add(exc.pos, f"Syntax error: token recognition error at: '{text}'")
+        elif exc.token.type == "$END":
             errors.add(len(source), "Syntax error: mismatched input '<EOF>'")
         else:
-            errors.add(tok.start_pos, f"Syntax error: mismatched input '{tok}'")
+            errors.add(exc.token.start_pos, f"Syntax error: mismatched input '{exc.token}'")
         raise ParseError(errors.render()) from None
     try:
         node = _Builder(errors, macros).build(tree)

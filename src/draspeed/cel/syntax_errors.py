@@ -1,0 +1,895 @@
+"""cel-go's syntax-error texts: what its ANTLR parser reports for a malformed expression.
+
+draspeed parses with its own LALR parser (:mod:`draspeed.cel.parser`), which finds the
+first error at the position cel-go does but cannot say what ANTLR says there. When that
+parser refuses an expression, :func:`syntax_errors` reads it again the way cel-go's
+generated parser does: its lexer (longest match; an unmatched character is a "token
+recognition error" and is skipped), its rules in ``CEL.g4``'s order, the predictions
+they make, and ANTLR's ``DefaultErrorStrategy`` (single-token deletion and insertion,
+"no viable alternative", recovery up to the follow sets of the rules in progress, no
+second report until a token matches again), with cel-go's limit of 30 recoveries.
+
+The token sets below are ``CEL.g4``'s (google/cel-go, Apache-2.0), written out by hand:
+the first tokens of each rule and what may follow each rule invocation. ANTLR prints a
+set in token-type order, literal names quoted.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["syntax_errors"]
+
+# ---- tokens ----------------------------------------------------------------------------
+
+EOF = -1
+(
+    EQUALS,
+    NOT_EQUALS,
+    IN,
+    LESS,
+    LESS_EQUALS,
+    GREATER_EQUALS,
+    GREATER,
+    LOGICAL_AND,
+    LOGICAL_OR,
+    LBRACKET,
+    RBRACKET,
+    LBRACE,
+    RBRACE,
+    LPAREN,
+    RPAREN,
+    DOT,
+    COMMA,
+    MINUS,
+    EXCLAM,
+    QUESTIONMARK,
+    COLON,
+    PLUS,
+    STAR,
+    SLASH,
+    PERCENT,
+    CEL_TRUE,
+    CEL_FALSE,
+    NUL,
+    WHITESPACE,
+    COMMENT,
+    NUM_FLOAT,
+    NUM_INT,
+    NUM_UINT,
+    STRING,
+    BYTES,
+    IDENTIFIER,
+    ESC_IDENTIFIER,
+) = range(1, 38)
+
+# Fixed tokens in the grammar's rule order (a tie in length goes to the earlier rule).
+_LITERALS = (
+    "==",
+    "!=",
+    "in",
+    "<",
+    "<=",
+    ">=",
+    ">",
+    "&&",
+    "||",
+    "[",
+    "]",
+    "{",
+    "}",
+    "(",
+    ")",
+    ".",
+    ",",
+    "-",
+    "!",
+    "?",
+    ":",
+    "+",
+    "*",
+    "/",
+    "%",
+    "true",
+    "false",
+    "null",
+)
+_SYMBOLIC = {
+    NUM_FLOAT: "NUM_FLOAT",
+    NUM_INT: "NUM_INT",
+    NUM_UINT: "NUM_UINT",
+    STRING: "STRING",
+    BYTES: "BYTES",
+    IDENTIFIER: "IDENTIFIER",
+    ESC_IDENTIFIER: "ESC_IDENTIFIER",
+}
+_HIDDEN = (WHITESPACE, COMMENT)
+
+
+def _name(token_type: int) -> str:
+    if token_type == EOF:
+        return "<EOF>"
+    if token_type <= len(_LITERALS):
+        return f"'{_LITERALS[token_type - 1]}'"
+    return _SYMBOLIC[token_type]
+
+
+def _set_text(tokens: frozenset[int]) -> str:
+    """An IntervalSet as ANTLR prints it: one name alone, several in braces, EOF first."""
+    names = [_name(t) for t in sorted(tokens)]
+    return names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    type: int
+    start: int
+    text: str
+    index: int  # position in the token buffer (hidden tokens included)
+
+
+# ---- lexer -----------------------------------------------------------------------------
+
+_DIGITS = "0123456789"
+_HEX = "0123456789abcdefABCDEF"
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_IDENT_START = _LETTERS + "_"
+_IDENT_PART = _IDENT_START + _DIGITS
+_ESC_IDENT_PART = _IDENT_PART + ".-/ "
+_SPACE = "\t \r\n\f"
+_SIMPLE_ESCAPES = "abfnrtv\"'\\?`"
+
+
+def _run(src: str, i: int, chars: str) -> int:
+    j = i
+    while j < len(src) and src[j] in chars:
+        j += 1
+    return j - i
+
+
+def _exponent(src: str, i: int) -> tuple[int, int]:
+    """(accepted length or -1, viable length) of EXPONENT at ``i``."""
+    if i >= len(src) or src[i] not in "eE":
+        return -1, 0
+    j = i + 1
+    if j < len(src) and src[j] in "+-":
+        j += 1
+    digits = _run(src, j, _DIGITS)
+    return (j + digits - i if digits else -1), j + digits - i
+
+
+def _number(src: str, i: int) -> list[tuple[int, int, int]]:
+    """(type, accepted length or -1, viable length) of the number rules at ``i``."""
+    found: list[tuple[int, int, int]] = []
+    digits = _run(src, i, _DIGITS)
+    if digits:
+        end = i + digits
+        # NUM_FLOAT: DIGIT+ '.' DIGIT+ EXPONENT? | DIGIT+ EXPONENT
+        float_acc, float_viable = -1, digits
+        if end < len(src) and src[end] == ".":
+            fraction = _run(src, end + 1, _DIGITS)
+            float_viable = digits + 1 + fraction
+            if fraction:
+                float_acc = float_viable
+                exp_acc, exp_viable = _exponent(src, i + float_viable)
+                if exp_viable:
+                    float_viable += exp_viable
+                    if exp_acc > 0:
+                        float_acc = float_viable
+        else:
+            exp_acc, exp_viable = _exponent(src, end)
+            float_viable += exp_viable
+            if exp_acc > 0:
+                float_acc = digits + exp_acc
+        found.append((NUM_FLOAT, float_acc, float_viable))
+        int_acc = digits
+        int_viable = digits
+        uint_acc = digits + 1 if end < len(src) and src[end] in "uU" else -1
+        if src[i] == "0" and digits == 1 and end < len(src) and src[end] in "xX":
+            hex_digits = _run(src, end + 1, _HEX)
+            int_viable = 2 + hex_digits
+            if hex_digits:
+                int_acc = int_viable
+                after = i + int_viable
+                uint_acc = int_viable + 1 if after < len(src) and src[after] in "uU" else -1
+            # '0' alone stays a NUM_INT; "0x" dies after the x
+        found.append((NUM_INT, int_acc, int_viable))
+        found.append((NUM_UINT, uint_acc, max(uint_acc, int_viable)))
+    elif src[i] == "." and i + 1 < len(src) and src[i + 1] in _DIGITS:
+        fraction = _run(src, i + 1, _DIGITS)
+        acc = viable = 1 + fraction
+        exp_acc, exp_viable = _exponent(src, i + acc)
+        viable += exp_viable
+        if exp_acc > 0:
+            acc += exp_acc
+        found.append((NUM_FLOAT, acc, viable))
+    return found
+
+
+def _escape(src: str, i: int) -> int:
+    """Length of a valid escape sequence at ``i`` (a backslash), or -(viable length)."""
+    j = i + 1
+    if j >= len(src):
+        return -1
+    c = src[j]
+    if c in _SIMPLE_ESCAPES:
+        return 2
+    if c in "0123":
+        ok = _run(src, j + 1, "01234567")
+        return 4 if ok >= 2 else -(2 + ok)
+    for lead, count in (("xX", 2), ("u", 4), ("U", 8)):
+        if c in lead:
+            ok = min(_run(src, j + 1, _HEX), count)
+            return 2 + count if ok == count else -(2 + ok)
+    return -1
+
+
+def _quoted(src: str, k: int, raw: bool) -> tuple[int, int]:
+    """(accepted end or -1, viable end) of a quoted body starting with the quote at ``k``."""
+    q = src[k]
+    n = len(src)
+    if src.startswith(q * 3, k):
+        # Triple quotes: the body ends at the first closing triple (non-greedy).
+        j = k + 3
+        while j < n:
+            if src.startswith(q * 3, j):
+                return j + 3, j + 3
+            if src[j] == "\\" and not raw:
+                step = _escape(src, j)
+                if step < 0:
+                    return -1, j - step
+                j += step
+            else:
+                j += 1
+        # Unterminated; '""' alone was a complete (empty) string.
+        return k + 2, n
+    j = k + 1
+    while j < n:
+        c = src[j]
+        if c == q:
+            end = j + 1
+            return end, end
+        if c in "\n\r":
+            return -1, j
+        if c == "\\" and not raw:
+            step = _escape(src, j)
+            if step < 0:
+                return -1, j - step
+            j += step
+        else:
+            j += 1
+    return -1, n
+
+
+def _string(src: str, i: int) -> list[tuple[int, int, int]]:
+    """STRING and BYTES at ``i``: optional b, optional r, a quoted body."""
+    found: list[tuple[int, int, int]] = []
+    for token_type in (STRING, BYTES):
+        k = i
+        if token_type == BYTES:
+            if k >= len(src) or src[k] not in "bB":
+                continue
+            k += 1
+        raw = k < len(src) and src[k] in "rR"
+        if raw:
+            k += 1
+        if k >= len(src) or src[k] not in "\"'":
+            continue
+        acc, viable = _quoted(src, k, raw)
+        found.append((token_type, acc - i if acc >= 0 else -1, viable - i))
+    return found
+
+
+def _scan(src: str, i: int) -> tuple[int, int, int]:
+    """(type, accepted length or -1, viable length) of the longest token at ``i``."""
+    candidates: list[tuple[int, int, int]] = []
+    for t, literal in enumerate(_LITERALS, start=1):
+        common = 0
+        while (
+            common < len(literal) and i + common < len(src) and src[i + common] == literal[common]
+        ):
+            common += 1
+        if common:
+            candidates.append((t, len(literal) if common == len(literal) else -1, common))
+    space = _run(src, i, _SPACE)
+    if space:
+        candidates.append((WHITESPACE, space, space))
+    if src.startswith("//", i):
+        end = src.find("\n", i)
+        length = (len(src) if end < 0 else end) - i
+        candidates.append((COMMENT, length, length))
+    candidates.extend(_number(src, i))
+    candidates.extend(_string(src, i))
+    if src[i] in _IDENT_START:
+        length = 1 + _run(src, i + 1, _IDENT_PART)
+        candidates.append((IDENTIFIER, length, length))
+    if src[i] == "`":
+        body = _run(src, i + 1, _ESC_IDENT_PART)
+        closed = body > 0 and i + 1 + body < len(src) and src[i + 1 + body] == "`"
+        candidates.append((ESC_IDENTIFIER, body + 2 if closed else -1, body + 1 + closed))
+    best_type, best_len = 0, -1
+    viable = 0
+    for t, acc, v in candidates:  # rule order within equal lengths: first wins
+        viable = max(viable, v, acc)
+        if acc > best_len:
+            best_type, best_len = t, acc
+    return best_type, best_len, viable
+
+
+# Tokens whose longest match is plain (no other rule could go further): read by one
+# regular expression; everything else by _scan.
+_PLAIN = re.compile(
+    r"""(?P<space>[\t \r\n\f]+)"""
+    r"""|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)"""
+    r"""|(?P<op>==|!=|<=|>=|&&|\|\||[<>\[\]{}(),\-!?:+*%]|\.(?![0-9]))"""
+    r"""|(?P<int>[0-9]+(?![0-9.eExXuU]))"""
+    r"""|(?P<string>"[^"\\\n\r]*"(?!")|'[^'\\\n\r]*'(?!'))"""
+)
+_LITERAL_TYPES = {literal: t for t, literal in enumerate(_LITERALS, start=1)}
+_STRING_PREFIXES = frozenset({"b", "r", "br", "B", "R", "bR", "Br", "BR"})
+
+
+def _plain(src: str, i: int) -> tuple[int, int] | None:
+    """(type, length) of a plain token at ``i``, or None."""
+    m = _PLAIN.match(src, i)
+    if m is None:
+        return None
+    kind, text = m.lastgroup, m.group()
+    end = m.end()
+    if kind == "space":
+        return WHITESPACE, len(text)
+    if kind == "ident":
+        if text in _STRING_PREFIXES and end < len(src) and src[end] in "\"'":
+            return None
+        return _LITERAL_TYPES.get(text, IDENTIFIER), len(text)
+    if kind == "op":
+        return _LITERAL_TYPES[text], len(text)
+    if kind == "int":
+        return NUM_INT, len(text)
+    if text in ('""', "''"):  # an empty string: or the start of a triple-quoted one
+        return None
+    return STRING, len(text)
+
+
+def _lex(src: str, report: Callable[[int, str], None]) -> list[_Token]:
+    tokens: list[_Token] = []
+    i = 0
+    while i < len(src):
+        plain = _plain(src, i)
+        if plain is not None:
+            token_type, length = plain
+            tokens.append(_Token(token_type, i, src[i : i + length], len(tokens)))
+            i += length
+            continue
+        token_type, length, viable = _scan(src, i)
+        if length <= 0:
+            # The lexer stopped at the first character no token can continue with;
+            # the message shows what it read, that character included; it is skipped.
+            stop = min(i + viable + 1, len(src))
+            # (the Go runtime's lexer shows the text as it is, line breaks included).
+            report(i, f"token recognition error at: '{src[i:stop]}'")
+            i = stop
+            continue
+        tokens.append(_Token(token_type, i, src[i : i + length], len(tokens)))
+        i += length
+    tokens.append(_Token(EOF, len(src), "<EOF>", len(tokens)))
+    return tokens
+
+
+def _display(text: str) -> str:
+    return text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
+# ---- first and follow sets of CEL.g4 ----------------------------------------------------
+
+_LITERAL_FIRST = frozenset(
+    {MINUS, NUM_INT, NUM_UINT, NUM_FLOAT, STRING, BYTES, CEL_TRUE, CEL_FALSE, NUL}
+)
+_PRIMARY_FIRST = frozenset({DOT, IDENTIFIER, LPAREN, LBRACKET, LBRACE}) | _LITERAL_FIRST
+_EXPR_FIRST = _PRIMARY_FIRST | {EXCLAM, MINUS}
+_OPT_EXPR_FIRST = _EXPR_FIRST | {QUESTIONMARK}
+_RELOPS = frozenset({LESS, LESS_EQUALS, GREATER_EQUALS, GREATER, EQUALS, NOT_EQUALS, IN})
+_MULOPS = frozenset({STAR, SLASH, PERCENT})
+_ADDOPS = frozenset({PLUS, MINUS})
+_ESCAPE_IDENT = frozenset({IDENTIFIER, ESC_IDENTIFIER})
+_EPSILON = 0  # in a follow set: the invoking rule may end there
+_RECOVERY_LIMIT = 30
+_END = frozenset({_EPSILON})
+_RELATION_LOOP = _RELOPS | _END
+_CALC_LOOP = _MULOPS | _ADDOPS | _END
+_MEMBER_LOOP = frozenset({DOT, LBRACKET, _EPSILON})
+_LIST_LOOP = frozenset({COMMA, _EPSILON})
+
+
+class _Failed(Exception):
+    """A recognition error inside a rule: reported and recovered where the rule ends."""
+
+    def __init__(self, message: str, at: _Token) -> None:
+        self.message = message
+        self.at = at
+
+
+class _Stop(Exception):
+    """cel-go gives up (too many recoveries)."""
+
+
+_HELPERS = frozenset(
+    {"sync", "sync_loop_back", "match", "mismatch", "no_viable", "rule", "single_token_deletion"}
+)
+
+
+def _state_of(failure: _Failed, site: str) -> str:
+    """Where the error arose (ANTLR's ATN state): the rule code line that raised it."""
+    where = site
+    tb = failure.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name not in _HELPERS:
+            where = f"{code.co_name}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+class _Parser:
+    """cel-go's generated CELParser with ANTLR's DefaultErrorStrategy, rule by rule."""
+
+    def __init__(self, src: str, report: Callable[[int, str], None]) -> None:
+        self.report_at = report
+        self.buffer = _lex(src, report)
+        self.visible = [t for t in self.buffer if t.type not in _HIDDEN]
+        self.types = [t.type for t in self.visible]
+        self.n = len(self.types)
+        self.p = 0
+        # The rules in progress: for each, what may follow its invocation (for recovery
+        # and for what "expecting" lists after a rule that may end).
+        self.follows: list[frozenset[int]] = []
+        self.recovering = False
+        self.last_error_index = -1
+        self.last_error_states: set[str] = set()
+        self.recoveries = 0
+        # Errors cel-go's visitor adds when it reads the tree ANTLR recovered.
+        self.visitor_errors: list[tuple[int, str]] = []
+
+    # -- tokens ----------------------------------------------------------------------
+
+    def la(self, k: int = 1) -> int:
+        i = self.p + k - 1
+        return self.types[i] if i < self.n else EOF
+
+    def lt(self, k: int = 1) -> _Token:
+        return self.visible[min(self.p + k - 1, len(self.visible) - 1)]
+
+    def consume(self) -> None:
+        if self.visible[self.p].type != EOF:
+            self.p += 1
+
+    # -- error strategy --------------------------------------------------------------
+
+    def notify(self, token: _Token, message: str) -> None:
+        self.report_at(token.start, message)
+
+    def begin_error(self) -> None:
+        self.recovering = True
+
+    def matched(self) -> None:
+        self.recovering = False
+        self.last_error_index = -1
+        self.last_error_states = set()
+
+    def expected_after(self, local: frozenset[int]) -> frozenset[int]:
+        """ANTLR's getExpectedTokens: the local set, then, while the rule may end, what
+        follows each rule in progress; EOF once the start rule may end."""
+        out = set(local)
+        if _EPSILON not in out:
+            return frozenset(out)
+        out.discard(_EPSILON)
+        for follow in reversed(self.follows):
+            out |= follow - {_EPSILON}
+            if _EPSILON not in follow:
+                return frozenset(out)
+        out.add(EOF)
+        return frozenset(out)
+
+    def recovery_set(self) -> frozenset[int]:
+        out: set[int] = set()
+        for follow in self.follows:
+            out |= follow
+        out.discard(_EPSILON)
+        return frozenset(out)
+
+    def consume_until(self, stop: frozenset[int]) -> None:
+        while self.la() != EOF and self.la() not in stop:
+            self.consume()
+
+    def count_recovery(self) -> None:
+        if self.recoveries == _RECOVERY_LIMIT:
+            self.notify(self.lt(), f"error recovery attempt limit exceeded: {_RECOVERY_LIMIT}")
+            raise _Stop
+        self.recoveries += 1
+
+    def report_error(self, failure: _Failed) -> None:
+        if self.recovering:
+            return
+        self.begin_error()
+        self.notify(failure.at, failure.message)
+
+    def recover(self, state: str) -> None:
+        self.count_recovery()
+        if self.last_error_index == self.p and state in self.last_error_states:
+            self.consume()  # the same error again without progress: skip a token
+        self.last_error_index = self.p
+        self.last_error_states.add(state)
+        self.consume_until(self.recovery_set())
+
+    def mismatch(self, expected: frozenset[int]) -> _Failed:
+        return _Failed(
+            f"mismatched input '{_display(self.lt().text)}' expecting {_set_text(expected)}",
+            self.lt(),
+        )
+
+    def unwanted(self, expected: frozenset[int]) -> None:
+        if self.recovering:
+            return
+        self.begin_error()
+        token = self.lt()
+        self.notify(
+            token, f"extraneous input '{_display(token.text)}' expecting {_set_text(expected)}"
+        )
+
+    def single_token_deletion(self, expected: frozenset[int]) -> bool:
+        if self.la(2) in expected:
+            self.unwanted(expected)
+            self.consume()
+            self.matched()
+            return True
+        return False
+
+    def sync(self, local: frozenset[int]) -> None:
+        """``sync`` at a decision that has no exit within the rule (a block start)."""
+        if self.recovering or self.la() in local:
+            return
+        if self.single_token_deletion(local):
+            return
+        raise self.mismatch(local)
+
+    def sync_loop_back(self, local: frozenset[int]) -> None:
+        """``sync`` at the end of a ``+`` loop's iteration."""
+        if self.recovering or self.la() in local:
+            return
+        self.unwanted(local)
+        self.consume_until(local | self.recovery_set())
+
+    def match(self, token_type: int, after: frozenset[int]) -> None:
+        """Match one token; ``after``: what may follow it in the rule (with epsilon if
+        the rule may end there), for single-token insertion."""
+        if self.la() == token_type:
+            self.matched()
+            self.consume()
+            return
+        self.count_recovery()
+        expected = frozenset({token_type})
+        if self.single_token_deletion(expected):
+            self.consume()
+            return
+        if self.la() in self.expected_after(after):
+            if not self.recovering:
+                self.begin_error()
+                self.notify(
+                    self.lt(),
+                    f"missing {_set_text(expected)} at '{_display(self.lt().text)}'",
+                )
+            return
+        raise self.mismatch(expected)
+
+    def no_viable(self, start: _Token, offending: _Token) -> _Failed:
+        if start.type == EOF:
+            text = "<EOF>"
+        else:
+            text = "".join(
+                t.text for t in self.buffer[start.index : offending.index + 1] if t.type != EOF
+            )
+        return _Failed(f"no viable alternative at input '{_display(text)}'", offending)
+
+    def rule(self, site: str, follow: frozenset[int], body: Callable[[], None]) -> None:
+        """Invoke a rule from ``site``, ``follow`` being what may follow it there."""
+        self.follows.append(follow)
+        try:
+            body()
+        except _Failed as failure:
+            self.report_error(failure)
+            self.recover(_state_of(failure, site))
+        finally:
+            self.follows.pop()
+
+    # -- rules -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.rule("start.expr", frozenset({EOF}), self.expr)
+        self.match(EOF, frozenset())
+
+    def expr(self) -> None:
+        self.rule("expr.or", frozenset({QUESTIONMARK, _EPSILON}), self.conditional_or)
+        if self.la() == QUESTIONMARK:
+            self.match(QUESTIONMARK, _EXPR_FIRST)
+            self.rule("expr.then", frozenset({COLON}), self.conditional_or)
+            self.match(COLON, _EXPR_FIRST)
+            self.rule("expr.else", _END, self.expr)
+
+    def conditional_or(self) -> None:
+        follow = frozenset({LOGICAL_OR, _EPSILON})
+        self.rule("or.and", follow, self.conditional_and)
+        while self.la() == LOGICAL_OR:
+            self.match(LOGICAL_OR, _EXPR_FIRST)
+            self.rule("or.and", follow, self.conditional_and)
+
+    def conditional_and(self) -> None:
+        follow = frozenset({LOGICAL_AND, _EPSILON})
+        self.rule("and.relation", follow, self.relation)
+        while self.la() == LOGICAL_AND:
+            self.match(LOGICAL_AND, _EXPR_FIRST)
+            self.rule("and.relation", follow, self.relation)
+
+    def relation(self) -> None:
+        follow = _RELATION_LOOP
+        self.rule("relation.calc", follow, lambda: self.calc(0))
+        while self.la() in _RELOPS:
+            self.matched()
+            self.consume()
+            self.rule("relation.calc", follow, lambda: self.calc(0))
+
+    def calc(self, precedence: int) -> None:
+        follow = _CALC_LOOP
+        self.rule("calc.unary", follow, self.unary)
+        while True:
+            if self.la() in _MULOPS and precedence <= 2:
+                right = 3
+            elif self.la() in _ADDOPS and precedence <= 1:
+                right = 2
+            else:
+                return
+            self.matched()
+            self.consume()
+            self.rule("calc.calc", follow, functools.partial(self.calc, right))
+
+    def unary(self) -> None:
+        self.sync(_EXPR_FIRST)
+        member_follow = _END
+        if self.la() == EXCLAM:
+            while True:
+                self.match(EXCLAM, _EXPR_FIRST)
+                self.sync_loop_back(_EXPR_FIRST)
+                if self.la() != EXCLAM:
+                    break
+            self.rule("unary.member", member_follow, self.member)
+            return
+        if self.la() == MINUS:
+            second = self.la(2)
+            if second in (NUM_INT, NUM_FLOAT):  # a signed literal (the first alternative)
+                self.rule("unary.member", member_follow, self.member)
+                return
+            if second not in _PRIMARY_FIRST:
+                raise self.no_viable(self.lt(), self.lt(2))
+            while True:
+                self.match(MINUS, _PRIMARY_FIRST)
+                self.sync_loop_back(_PRIMARY_FIRST)
+                if self.la() != MINUS:
+                    break
+                # Another '-' before a number is ambiguous (a signed literal, or one more
+                # negation): ANTLR takes the lower alternative, the loop.
+                if self.la(2) not in _PRIMARY_FIRST:
+                    raise self.no_viable(self.lt(), self.lt(2))
+            self.rule("unary.member", member_follow, self.member)
+            return
+        if self.la() in _PRIMARY_FIRST:
+            self.rule("unary.member", member_follow, self.member)
+            return
+        raise self.no_viable(self.lt(), self.lt())
+
+    def member(self) -> None:
+        loop = _MEMBER_LOOP
+        self.rule("member.primary", loop, self.primary)
+        while True:
+            if self.la() == LBRACKET:
+                self.match(LBRACKET, _OPT_EXPR_FIRST)
+                self.sync(_OPT_EXPR_FIRST)
+                if self.la() == QUESTIONMARK:
+                    self.match(QUESTIONMARK, _EXPR_FIRST)
+                self.rule("member.index", frozenset({RBRACKET}), self.expr)
+                self.match(RBRACKET, loop)
+            elif self.la() == DOT:
+                second = self.la(2)
+                if second == IDENTIFIER and self.la(3) == LPAREN:
+                    self.match(DOT, frozenset({IDENTIFIER}))
+                    self.match(IDENTIFIER, frozenset({LPAREN}))
+                    self.call_arguments("member.args", loop)
+                elif second in (QUESTIONMARK, IDENTIFIER, ESC_IDENTIFIER):
+                    self.match(DOT, _ESCAPE_IDENT | {QUESTIONMARK})
+                    self.sync(_ESCAPE_IDENT | {QUESTIONMARK})
+                    if self.la() == QUESTIONMARK:
+                        self.match(QUESTIONMARK, _ESCAPE_IDENT)
+                    self.rule("member.field", loop, self.escape_ident)
+                else:
+                    raise self.no_viable(self.lt(), self.lt(2))
+            else:
+                return
+
+    def call_arguments(self, site: str, after: frozenset[int]) -> None:
+        self.match(LPAREN, _EXPR_FIRST | {RPAREN})
+        self.sync(_EXPR_FIRST | {RPAREN})
+        if self.la() in _EXPR_FIRST:
+            self.rule(site, frozenset({RPAREN}), self.expr_list)
+        self.match(RPAREN, after)
+
+    def primary(self) -> None:
+        self.sync(_PRIMARY_FIRST)
+        after = _END
+        first = self.la()
+        if first in (DOT, IDENTIFIER):
+            k = 2 if first == DOT else 1
+            if first == DOT and self.la(2) != IDENTIFIER:
+                raise self.no_viable(self.lt(), self.lt(2))
+            # IDENTIFIER ('.' IDENTIFIER)* '{' is a message; IDENTIFIER '(' a call.
+            j = k + 1
+            while self.la(j) == DOT and self.la(j + 1) == IDENTIFIER:
+                j += 2
+            if self.la(k + 1) == LPAREN:
+                if first == DOT:
+                    self.match(DOT, frozenset({IDENTIFIER}))
+                self.match(IDENTIFIER, frozenset({LPAREN}))
+                self.call_arguments("primary.args", after)
+            elif self.la(j) == LBRACE:
+                if first == DOT:
+                    self.match(DOT, frozenset({IDENTIFIER}))
+                self.match(IDENTIFIER, frozenset({DOT, LBRACE}))
+                while self.la() == DOT:
+                    self.match(DOT, frozenset({IDENTIFIER}))
+                    self.match(IDENTIFIER, frozenset({DOT, LBRACE}))
+                self.braced(
+                    "primary.fields", frozenset({QUESTIONMARK}) | _ESCAPE_IDENT, self.field_inits
+                )
+            else:
+                if first == DOT:
+                    self.match(DOT, frozenset({IDENTIFIER}))
+                self.match(IDENTIFIER, after)
+        elif first == LPAREN:
+            self.match(LPAREN, _EXPR_FIRST)
+            self.rule("primary.nested", frozenset({RPAREN}), self.expr)
+            self.match(RPAREN, after)
+        elif first == LBRACKET:
+            self.match(LBRACKET, _OPT_EXPR_FIRST | {COMMA, RBRACKET})
+            self.sync(_OPT_EXPR_FIRST | {COMMA, RBRACKET})
+            if self.la() in _OPT_EXPR_FIRST:
+                self.rule("primary.list", frozenset({COMMA, RBRACKET}), self.list_init)
+            self.sync(frozenset({COMMA, RBRACKET}))
+            if self.la() == COMMA:
+                self.match(COMMA, frozenset({RBRACKET}))
+            self.match(RBRACKET, after)
+        elif first == LBRACE:
+            self.braced("primary.map", _OPT_EXPR_FIRST, self.map_inits)
+        elif first in _LITERAL_FIRST:
+            self.rule("primary.literal", after, self.literal)
+        else:
+            raise self.no_viable(self.lt(), self.lt())
+
+    def braced(self, site: str, entry_first: frozenset[int], entries: Callable[[], None]) -> None:
+        """``'{' entries? ','? '}'`` of a map or a message."""
+        after = _END
+        self.match(LBRACE, entry_first | {COMMA, RBRACE})
+        self.sync(entry_first | {COMMA, RBRACE})
+        if self.la() in entry_first:
+            self.rule(site, frozenset({COMMA, RBRACE}), entries)
+        self.sync(frozenset({COMMA, RBRACE}))
+        if self.la() == COMMA:
+            self.match(COMMA, frozenset({RBRACE}))
+        self.match(RBRACE, after)
+
+    def expr_list(self) -> None:
+        follow = _LIST_LOOP
+        self.rule("exprlist.expr", follow, self.expr)
+        while self.la() == COMMA:
+            self.match(COMMA, _EXPR_FIRST)
+            self.rule("exprlist.expr", follow, self.expr)
+
+    def list_init(self) -> None:
+        follow = _LIST_LOOP
+        self.rule("list.elem", follow, self.opt_expr)
+        # ',' then no element: the trailing comma of the list, not another element.
+        while self.la() == COMMA and self.la(2) in _OPT_EXPR_FIRST:
+            self.match(COMMA, _OPT_EXPR_FIRST)
+            self.rule("list.elem", follow, self.opt_expr)
+
+    def map_inits(self) -> None:
+        self.entries("map", self.opt_expr, _OPT_EXPR_FIRST)
+
+    def field_inits(self) -> None:
+        self.entries("fields", self.opt_field, _ESCAPE_IDENT | {QUESTIONMARK})
+
+    def entries(self, site: str, key: Callable[[], None], key_first: frozenset[int]) -> None:
+        """``key ':' expr (',' key ':' expr)*`` of a map or a message."""
+        while True:
+            # cel-go's visitor reads an entry only once its ':' and value are there:
+            # what it would have said of a key without them is not said.
+            said = len(self.visitor_errors)
+            self.rule(f"{site}.key", frozenset({COLON}), key)
+            try:
+                self.match(COLON, _EXPR_FIRST)
+            except _Failed:
+                del self.visitor_errors[said:]
+                raise
+            self.rule(f"{site}.value", _LIST_LOOP, self.expr)
+            if not (self.la() == COMMA and self.la(2) in key_first):
+                return
+            self.match(COMMA, key_first)
+
+    def opt_field(self) -> None:
+        self.sync(_ESCAPE_IDENT | {QUESTIONMARK})
+        if self.la() == QUESTIONMARK:
+            self.match(QUESTIONMARK, _ESCAPE_IDENT)
+        self.rule("field.ident", _END, self.escape_ident)
+
+    def opt_expr(self) -> None:
+        self.sync(_OPT_EXPR_FIRST)
+        if self.la() == QUESTIONMARK:
+            self.match(QUESTIONMARK, _EXPR_FIRST)
+        self.rule("optexpr.expr", _END, self.expr)
+
+    def escape_ident(self) -> None:
+        start = self.lt()
+        try:
+            self.sync(_ESCAPE_IDENT)
+        except _Failed:
+            # No identifier alternative was entered: cel-go's visitor, reading the
+            # recovered tree, meets a field name of no known kind there.
+            self.visitor_errors.append((start.start, "unsupported ident kind"))
+            raise
+        if self.la() in _ESCAPE_IDENT:
+            self.match(self.la(), _END)
+            return
+        self.visitor_errors.append((start.start, "unsupported ident kind"))
+        raise self.no_viable(self.lt(), self.lt())
+
+    def literal(self) -> None:
+        self.sync(_LITERAL_FIRST)
+        if self.la() == MINUS:
+            second = self.la(2)
+            if second not in (NUM_INT, NUM_FLOAT):
+                raise self.no_viable(self.lt(), self.lt(2))
+            self.match(MINUS, frozenset({second}))
+            self.match(second, _END)
+            return
+        if self.la() in _LITERAL_FIRST:
+            self.match(self.la(), _END)
+            return
+        raise self.no_viable(self.lt(), self.lt())
+
+
+# cel-go rewrites "no viable alternative" before a reserved word (its regexp's '.' is any
+# character).
+_RESERVED = re.compile("no viable alternative at input '.(true|false|null)'")
+_REPORT_LIMIT = 100  # cel-go's errorReportingLimit
+
+
+def syntax_errors(src: str) -> list[tuple[int, str]] | None:
+    """(offset, message) of each syntax error cel-go reports for ``src``, in report order;
+    empty if its parser takes ``src``; None if nested too deep to read here (the rules
+    recurse as ANTLR's do; cel-go stops such expressions at its recursion limit)."""
+    found: list[tuple[int, str]] = []
+
+    def report(offset: int, message: str) -> None:
+        message = _RESERVED.sub(r"mismatched input '\1' expecting IDENTIFIER", message)
+        if len(found) == _REPORT_LIMIT:
+            found.append((offset, f"More than {_REPORT_LIMIT} syntax errors"))
+            raise _Stop
+        found.append((offset, f"Syntax error: {message}"))
+
+    try:
+        parser = _Parser(src, report)
+        parser.rule("start", _END, parser.start)
+    except _Stop:
+        return found  # cel-go gives up before its visitor runs
+    except RecursionError:
+        return None
+    return found + parser.visitor_errors
