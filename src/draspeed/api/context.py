@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, NoReturn
 
 from draspeed.api import limits, messages
-from draspeed.api.fields import KNOWN, SCHEMAS, unknown_fields
+from draspeed.api.fields import KNOWN, SCHEMAS, all_known, unknown_fields
 from draspeed.api.model import DeviceAttribute, DeviceCapacity, DeviceCounterConsumption
 from draspeed.errors import InputError, QuantityError
 from draspeed.quantity import Quantity
@@ -216,7 +216,10 @@ class DecodeContext:
         ``[S]`` or ``{S}`` of :mod:`draspeed.api.fields`), all the way down."""
         if self.fields == "ignore":
             return
-        for found in unknown_fields(value, SCHEMAS[self.version], ref, path):
+        schema = SCHEMAS[self.version]
+        if all_known(value, schema, ref):
+            return
+        for found in unknown_fields(value, schema, ref, path):
             self.unknown(found)
 
     def unknown(self, path: str) -> None:

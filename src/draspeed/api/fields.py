@@ -913,6 +913,40 @@ KNOWN: dict[str, dict[str, frozenset[str]]] = {
 }
 
 
+_ABSENT = object()
+
+
+def all_known(value: Any, schema: Schema, ref: str | None) -> bool:
+    """True if ``value`` has no field ``ref`` lacks: :func:`unknown_fields` finding
+    nothing, without building a path (every object of a cluster dump is checked)."""
+    if ref is None:
+        return True
+    if ref[0] == "[":
+        if isinstance(value, list):
+            inner = ref[1:-1]
+            for item in value:
+                if not all_known(item, schema, inner):
+                    return False
+        return True
+    if ref[0] == "{":
+        if isinstance(value, Mapping):
+            inner = ref[1:-1]
+            for item in value.values():
+                if not all_known(item, schema, inner):
+                    return False
+        return True
+    if not isinstance(value, Mapping):
+        return True
+    fields = schema[ref]
+    for key, item in value.items():
+        sub = fields.get(key, _ABSENT)
+        if sub is _ABSENT:
+            return False
+        if sub is not None and not all_known(item, schema, sub):  # type: ignore[arg-type]
+            return False
+    return True
+
+
 def unknown_fields(value: Any, schema: Schema, ref: str | None, path: str) -> Iterator[str]:
     """The paths of the fields in ``value`` that ``ref`` (a struct, ``[S]`` or ``{S}``,
     see the module docstring) does not have, in order. Values of another shape are left
