@@ -311,6 +311,16 @@ def test_top_level_array_and_empty_list() -> None:
     assert len(load({"apiVersion": "v1", "kind": "List", "items": None})) == 0
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\t"])
+def test_a_blank_string_is_neither_a_path_nor_text(blank: str) -> None:
+    """Not a silent "nothing loaded", and not a missing file without a name."""
+    with pytest.raises(InputError) as caught:
+        load([_class("a"), blank])
+    assert str(caught.value) == (
+        "<text>[1]: an empty string: neither a file path nor YAML/JSON text"
+    )
+
+
 def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file or directory"):
         load(tmp_path / "missing.yaml")

@@ -261,6 +261,10 @@ class _Loader:
         if isinstance(source, os.PathLike):
             self.path(Path(source))
         elif isinstance(source, str):
+            if not source.strip():
+                raise InputError(
+                    f"<text>{at}", "", "an empty string: neither a file path nor YAML/JSON text"
+                )
             if source == "-":
                 self.text(self.read_stdin(), "<stdin>")
             elif is_url(source):
