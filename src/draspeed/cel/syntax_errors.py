@@ -619,18 +619,18 @@ class _Parser:
             self.rule("expr.else", _END, self.expr)
 
     def conditional_or(self) -> None:
-        follow = frozenset({LOGICAL_OR, _EPSILON})
-        self.rule("or.and", follow, self.conditional_and)
-        while self.la() == LOGICAL_OR:
-            self.match(LOGICAL_OR, _EXPR_FIRST)
-            self.rule("or.and", follow, self.conditional_and)
+        self.separated("or.and", LOGICAL_OR, self.conditional_and)
 
     def conditional_and(self) -> None:
-        follow = frozenset({LOGICAL_AND, _EPSILON})
-        self.rule("and.relation", follow, self.relation)
-        while self.la() == LOGICAL_AND:
-            self.match(LOGICAL_AND, _EXPR_FIRST)
-            self.rule("and.relation", follow, self.relation)
+        self.separated("and.relation", LOGICAL_AND, self.relation)
+
+    def separated(self, site: str, separator: int, operand: Callable[[], None]) -> None:
+        """``operand (separator operand)*``; every operand starts an expression."""
+        follow = frozenset({separator, _EPSILON})
+        self.rule(site, follow, operand)
+        while self.la() == separator:
+            self.match(separator, _EXPR_FIRST)
+            self.rule(site, follow, operand)
 
     def relation(self) -> None:
         follow = _RELATION_LOOP
@@ -787,11 +787,7 @@ class _Parser:
         self.match(RBRACE, after)
 
     def expr_list(self) -> None:
-        follow = _LIST_LOOP
-        self.rule("exprlist.expr", follow, self.expr)
-        while self.la() == COMMA:
-            self.match(COMMA, _EXPR_FIRST)
-            self.rule("exprlist.expr", follow, self.expr)
+        self.separated("exprlist.expr", COMMA, self.expr)
 
     def list_init(self) -> None:
         follow = _LIST_LOOP
