@@ -230,29 +230,23 @@ def _escape(src: str, i: int) -> int:
 def _quoted(src: str, k: int, raw: bool) -> tuple[int, int]:
     """(accepted end or -1, viable end) of a quoted body starting with the quote at ``k``."""
     q = src[k]
-    n = len(src)
     if src.startswith(q * 3, k):
-        # Triple quotes: the body ends at the first closing triple (non-greedy).
-        j = k + 3
-        while j < n:
-            if src.startswith(q * 3, j):
-                return j + 3, j + 3
-            if src[j] == "\\" and not raw:
-                step = _escape(src, j)
-                if step < 0:
-                    return -1, j - step
-                j += step
-            else:
-                j += 1
-        # Unterminated; '""' alone was a complete (empty) string.
-        return k + 2, n
-    j = k + 1
+        # Triple quotes, up to the first closing triple (non-greedy); if there is none,
+        # the two quotes read first were a complete (empty) string.
+        end, viable = _body(src, k + 3, q * 3, "", raw)
+        return (end if end >= 0 else k + 2), viable
+    return _body(src, k + 1, q, "\n\r", raw)
+
+
+def _body(src: str, j: int, closing: str, stops: str, raw: bool) -> tuple[int, int]:
+    """(end or -1, viable end) of a string body from ``j`` to ``closing``; a character of
+    ``stops`` or a bad escape (unless ``raw``) ends it unclosed."""
+    n = len(src)
     while j < n:
+        if src.startswith(closing, j):
+            return j + len(closing), j + len(closing)
         c = src[j]
-        if c == q:
-            end = j + 1
-            return end, end
-        if c in "\n\r":
+        if c in stops:
             return -1, j
         if c == "\\" and not raw:
             step = _escape(src, j)
