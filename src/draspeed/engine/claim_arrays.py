@@ -305,9 +305,14 @@ class ClaimArrays:
             pending = np.flatnonzero(row == SEL_YES)
             if not len(pending):
                 break
-            if selector.cel is None:  # only a class can get here; upstream would crash
-                owner = texts.selector_owner("", alt.device_class.metadata.name, from_class=True)
-                raise AllocationError(texts.selector_empty(owner, i))
+            if selector.cel is None:
+                # Only a class can get here (API validation refuses it; upstream would
+                # crash on it): an error for each device the search reaches, as a
+                # selector's runtime error is, said as the reference engine says it.
+                row[pending] = SEL_ERROR
+                for lp in pending.tolist():
+                    failures[lp] = _without_cel(alt, from_class, i)
+                break
             results = snap.selector_results(selector.cel.expression, self.deadline)
             verdict = snap.evaluate(results, layout.g[pending], self.deadline, lazy=True)
             row[pending[verdict == FALSE]] = SEL_NO
@@ -346,7 +351,9 @@ class ClaimArrays:
         sources += [(False, i, s) for i, s in enumerate(alt.selectors)]
         outcome = SEL_YES
         for from_class, i, selector in sources:
-            assert selector.cel is not None  # checked when the row was computed
+            if selector.cel is None:  # a class selector without CEL, as in the row
+                failures[lp] = _without_cel(alt, from_class, i)
+                return failures[lp]
             results = snap.selector_results(selector.cel.expression, self.deadline)
             verdict = snap.evaluate_device(results, g, self.deadline)
             if verdict == ERROR:
@@ -658,7 +665,8 @@ class ClaimArrays:
         """Upstream's message for the selector that failed on layout position lp for
         ``alt`` (a template: the claim set answers for claims of other names too)."""
         from_class, index, compile_error, runtime_error = failure
-        if index < 0:  # per-device node selection failed to parse: upstream returns it bare
+        if index < 0:  # a message returned bare: a per-device node selection that does
+            # not parse, a class selector without CEL
             return runtime_error or ""
         class_name = alt.device_class.metadata.name
         if compile_error is not None:
@@ -673,6 +681,12 @@ class ClaimArrays:
             texts.claim_selector_runtime_error,
             (class_name, from_class, index, device, runtime_error or ""),
         )
+
+
+def _without_cel(alt: Alternative, from_class: bool, index: int) -> SelectorFailure:
+    """The failure of a class selector without CEL: its message, returned bare."""
+    owner = texts.selector_owner("", alt.device_class.metadata.name, from_class=True)
+    return (from_class, -1, None, texts.selector_empty(owner, index))
 
 
 def _error(message: str | ClaimText, claims: list[ResourceClaim]) -> AllocationError:
