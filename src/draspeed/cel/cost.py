@@ -364,6 +364,23 @@ def _in_list(_: str, args: Sequence[Any]) -> int:
     return actual_size(args[1])
 
 
+# Comparisons cel-go prices by the smaller operand's size (at run time and estimated).
+SIZE_COMPARISONS = frozenset(
+    {
+        "less_string",
+        "greater_string",
+        "less_equals_string",
+        "greater_equals_string",
+        "less_bytes",
+        "greater_bytes",
+        "less_equals_bytes",
+        "greater_equals_bytes",
+        "equals",
+        "not_equals",
+    }
+)
+
+
 def _min_size(_: str, args: Sequence[Any]) -> int:
     return math.ceil(min(actual_size(args[0]), actual_size(args[1])) * STRING_TRAVERSAL_FACTOR)
 
@@ -395,21 +412,7 @@ DEFAULT_COSTS: dict[str, CostRule] = {
         _first_string,
     ),
     "in_list": _in_list,
-    **dict.fromkeys(
-        (
-            "less_string",
-            "greater_string",
-            "less_equals_string",
-            "greater_equals_string",
-            "less_bytes",
-            "greater_bytes",
-            "less_equals_bytes",
-            "greater_equals_bytes",
-            "equals",
-            "not_equals",
-        ),
-        _min_size,
-    ),
+    **dict.fromkeys(SIZE_COMPARISONS, _min_size),
     "add_string": _sum_size,
     "add_bytes": _sum_size,
     "matches_string": _matches,

@@ -44,6 +44,7 @@ from draspeed.cel.cost import (
     MAP_CREATE_COST,
     REGEX_LENGTH_FACTOR,
     SELECT_AND_IDENT_COST,
+    SIZE_COMPARISONS,
     STRING_TRAVERSAL_FACTOR,
 )
 
@@ -844,28 +845,12 @@ class _Coster:
             if overload == "add_list":
                 return ONE.add(arg_sum), result
             return result.factor(STRING_TRAVERSAL_FACTOR).add(arg_sum), result
-        if overload in _SIZE_COMPARISONS:
+        if overload in SIZE_COMPARISONS:
             lhs, rhs = size(args[0]), size(args[1])
             smallest = min(lhs.max, rhs.max)
             lower = 1 if smallest > 0 else 0
             return Est(lower, smallest).factor(STRING_TRAVERSAL_FACTOR).add(arg_sum), None
         return ONE.add(arg_sum), None
-
-
-_SIZE_COMPARISONS = frozenset(
-    {
-        "less_string",
-        "greater_string",
-        "less_equals_string",
-        "greater_equals_string",
-        "less_bytes",
-        "greater_bytes",
-        "less_equals_bytes",
-        "greater_equals_bytes",
-        "equals",
-        "not_equals",
-    }
-)
 
 
 def _expr_size(e: G) -> Est | None:

@@ -770,19 +770,24 @@ def _resolver(attr: _Attr, observed: int = 0) -> Fn:
                 obj = apply(a, obj)
         return Optional(True, obj) if is_opt else obj
 
-    if not observed:
-        return apply_all
+    return _charged(apply_all, observed)
 
-    def resolve(a: Activation) -> Any:
+
+def _charged(fn: Fn, observed: int) -> Fn:
+    """``fn``, charging ``observed`` after it, also when it ends in a CEL error."""
+    if not observed:
+        return fn
+
+    def charged(a: Activation) -> Any:
         try:
-            value = apply_all(a)
+            value = fn(a)
         except EvalError:
             a.charge(observed)
             raise
         a.charge(observed)
         return value
 
-    return resolve
+    return charged
 
 
 def _const_chain(root: Fn, keys: tuple[Any, ...], observed: int) -> Fn:
@@ -790,19 +795,7 @@ def _const_chain(root: Fn, keys: tuple[Any, ...], observed: int) -> Fn:
     ``x.attributes["d"].model``). Charges once at the end: the total is what counts."""
     n = len(keys)
     if n == 0:
-        if not observed:
-            return root
-
-        def ident(a: Activation) -> Any:
-            try:
-                v = root(a)
-            except EvalError:
-                a.charge(observed)
-                raise
-            a.charge(observed)
-            return v
-
-        return ident
+        return _charged(root, observed)
     if n == 1:
         (key,) = keys
 

@@ -298,7 +298,8 @@ _GO_FLOAT = re.compile(
 )
 
 
-def _conversion_error(value: Any, target: str) -> EvalError:
+def conversion_error(value: Any, target: str) -> EvalError:
+    """cel-go's error for a value its conversion to ``target`` does not accept."""
     return EvalError(f"type conversion error from '{type_name(value)}' to '{target}'")
 
 
@@ -319,7 +320,7 @@ def to_int(v: Any) -> int:
             n = int(v)
             if INT64_MIN <= n <= INT64_MAX:
                 return n
-        raise _conversion_error(v, "int")
+        raise conversion_error(v, "int")
     hook = CONVERSION_HOOKS.get((t, "int"))
     if hook is not None:
         return hook(v)
@@ -343,7 +344,7 @@ def to_uint(v: Any) -> UInt:
             n = int(v)
             if n <= UINT64_MAX:
                 return UInt(n)
-        raise _conversion_error(v, "uint")
+        raise conversion_error(v, "uint")
     raise no_such_overload(f"uint({type_name(v)})")
 
 
@@ -359,7 +360,7 @@ def to_double(v: Any) -> float:
                 return float(v)
             except ValueError:
                 pass
-        raise _conversion_error(v, "double")
+        raise conversion_error(v, "double")
     raise no_such_overload(f"double({type_name(v)})")
 
 
@@ -447,7 +448,7 @@ def to_bool(v: Any) -> bool:
     if t is str:
         if v in _GO_BOOLS:
             return _GO_BOOLS[v]
-        raise _conversion_error(v, "bool")
+        raise conversion_error(v, "bool")
     raise no_such_overload(f"bool({type_name(v)})")
 
 

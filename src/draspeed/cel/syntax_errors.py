@@ -407,7 +407,7 @@ class _Failed(Exception):
 
 
 class _Stop(Exception):
-    """cel-go gives up (too many recoveries)."""
+    """cel-go gives up (too many recoveries, or too many errors reported)."""
 
 
 _HELPERS = frozenset(
@@ -627,16 +627,15 @@ class _Parser:
             self.rule(site, follow, operand)
 
     def relation(self) -> None:
-        follow = _RELATION_LOOP
-        self.rule("relation.calc", follow, lambda: self.calc(0))
+        operand = functools.partial(self.calc, 0)
+        self.rule("relation.calc", _RELATION_LOOP, operand)
         while self.la() in _RELOPS:
             self.matched()
             self.consume()
-            self.rule("relation.calc", follow, lambda: self.calc(0))
+            self.rule("relation.calc", _RELATION_LOOP, operand)
 
     def calc(self, precedence: int) -> None:
-        follow = _CALC_LOOP
-        self.rule("calc.unary", follow, self.unary)
+        self.rule("calc.unary", _CALC_LOOP, self.unary)
         while True:
             if self.la() in _MULOPS and precedence <= 2:
                 right = 3
@@ -646,45 +645,33 @@ class _Parser:
                 return
             self.matched()
             self.consume()
-            self.rule("calc.calc", follow, functools.partial(self.calc, right))
+            self.rule("calc.calc", _CALC_LOOP, functools.partial(self.calc, right))
 
     def unary(self) -> None:
         self.sync(_EXPR_FIRST)
-        member_follow = _END
-        if self.la() == EXCLAM:
+        first = self.la()
+        if first == EXCLAM:
             while True:
                 self.match(EXCLAM, _EXPR_FIRST)
                 self.sync_loop_back(_EXPR_FIRST)
                 if self.la() != EXCLAM:
                     break
-            self.rule("unary.member", member_follow, self.member)
-            return
-        if self.la() == MINUS:
-            second = self.la(2)
-            if second in (NUM_INT, NUM_FLOAT):  # a signed literal (the first alternative)
-                self.rule("unary.member", member_follow, self.member)
-                return
-            if second not in _PRIMARY_FIRST:
-                raise self.no_viable(self.lt(), self.lt(2))
+        elif first == MINUS and self.la(2) not in (NUM_INT, NUM_FLOAT):
+            # Negation ('-' before a number is a signed literal, the first alternative;
+            # inside the loop that is ambiguous, and ANTLR takes the loop).
             while True:
+                if self.la(2) not in _PRIMARY_FIRST:
+                    raise self.no_viable(self.lt(), self.lt(2))
                 self.match(MINUS, _PRIMARY_FIRST)
                 self.sync_loop_back(_PRIMARY_FIRST)
                 if self.la() != MINUS:
                     break
-                # Another '-' before a number is ambiguous (a signed literal, or one more
-                # negation): ANTLR takes the lower alternative, the loop.
-                if self.la(2) not in _PRIMARY_FIRST:
-                    raise self.no_viable(self.lt(), self.lt(2))
-            self.rule("unary.member", member_follow, self.member)
-            return
-        if self.la() in _PRIMARY_FIRST:
-            self.rule("unary.member", member_follow, self.member)
-            return
-        raise self.no_viable(self.lt(), self.lt())
+        elif first not in _PRIMARY_FIRST:
+            raise self.no_viable(self.lt(), self.lt())
+        self.rule("unary.member", _END, self.member)
 
     def member(self) -> None:
-        loop = _MEMBER_LOOP
-        self.rule("member.primary", loop, self.primary)
+        self.rule("member.primary", _MEMBER_LOOP, self.primary)
         while True:
             if self.la() == LBRACKET:
                 self.match(LBRACKET, _OPT_EXPR_FIRST)
@@ -692,19 +679,19 @@ class _Parser:
                 if self.la() == QUESTIONMARK:
                     self.match(QUESTIONMARK, _EXPR_FIRST)
                 self.rule("member.index", frozenset({RBRACKET}), self.expr)
-                self.match(RBRACKET, loop)
+                self.match(RBRACKET, _MEMBER_LOOP)
             elif self.la() == DOT:
                 second = self.la(2)
                 if second == IDENTIFIER and self.la(3) == LPAREN:
                     self.match(DOT, frozenset({IDENTIFIER}))
                     self.match(IDENTIFIER, frozenset({LPAREN}))
-                    self.call_arguments("member.args", loop)
+                    self.call_arguments("member.args", _MEMBER_LOOP)
                 elif second in (QUESTIONMARK, IDENTIFIER, ESC_IDENTIFIER):
                     self.match(DOT, _ESCAPE_IDENT | {QUESTIONMARK})
                     self.sync(_ESCAPE_IDENT | {QUESTIONMARK})
                     if self.la() == QUESTIONMARK:
                         self.match(QUESTIONMARK, _ESCAPE_IDENT)
-                    self.rule("member.field", loop, self.escape_ident)
+                    self.rule("member.field", _MEMBER_LOOP, self.escape_ident)
                 else:
                     raise self.no_viable(self.lt(), self.lt(2))
             else:
@@ -719,24 +706,23 @@ class _Parser:
 
     def primary(self) -> None:
         self.sync(_PRIMARY_FIRST)
-        after = _END
         first = self.la()
         if first in (DOT, IDENTIFIER):
             k = 2 if first == DOT else 1
             if first == DOT and self.la(2) != IDENTIFIER:
                 raise self.no_viable(self.lt(), self.lt(2))
-            # IDENTIFIER ('.' IDENTIFIER)* '{' is a message; IDENTIFIER '(' a call.
+            # IDENTIFIER '(' is a call; IDENTIFIER ('.' IDENTIFIER)* '{' a message.
             j = k + 1
             while self.la(j) == DOT and self.la(j + 1) == IDENTIFIER:
                 j += 2
-            if self.la(k + 1) == LPAREN:
-                if first == DOT:
-                    self.match(DOT, frozenset({IDENTIFIER}))
+            call = self.la(k + 1) == LPAREN
+            message = not call and self.la(j) == LBRACE
+            if first == DOT:
+                self.match(DOT, frozenset({IDENTIFIER}))
+            if call:
                 self.match(IDENTIFIER, frozenset({LPAREN}))
-                self.call_arguments("primary.args", after)
-            elif self.la(j) == LBRACE:
-                if first == DOT:
-                    self.match(DOT, frozenset({IDENTIFIER}))
+                self.call_arguments("primary.args", _END)
+            elif message:
                 self.match(IDENTIFIER, frozenset({DOT, LBRACE}))
                 while self.la() == DOT:
                     self.match(DOT, frozenset({IDENTIFIER}))
@@ -745,13 +731,11 @@ class _Parser:
                     "primary.fields", frozenset({QUESTIONMARK}) | _ESCAPE_IDENT, self.field_inits
                 )
             else:
-                if first == DOT:
-                    self.match(DOT, frozenset({IDENTIFIER}))
-                self.match(IDENTIFIER, after)
+                self.match(IDENTIFIER, _END)
         elif first == LPAREN:
             self.match(LPAREN, _EXPR_FIRST)
             self.rule("primary.nested", frozenset({RPAREN}), self.expr)
-            self.match(RPAREN, after)
+            self.match(RPAREN, _END)
         elif first == LBRACKET:
             self.match(LBRACKET, _OPT_EXPR_FIRST | {COMMA, RBRACKET})
             self.sync(_OPT_EXPR_FIRST | {COMMA, RBRACKET})
@@ -760,17 +744,16 @@ class _Parser:
             self.sync(frozenset({COMMA, RBRACKET}))
             if self.la() == COMMA:
                 self.match(COMMA, frozenset({RBRACKET}))
-            self.match(RBRACKET, after)
+            self.match(RBRACKET, _END)
         elif first == LBRACE:
             self.braced("primary.map", _OPT_EXPR_FIRST, self.map_inits)
         elif first in _LITERAL_FIRST:
-            self.rule("primary.literal", after, self.literal)
+            self.rule("primary.literal", _END, self.literal)
         else:
             raise self.no_viable(self.lt(), self.lt())
 
     def braced(self, site: str, entry_first: frozenset[int], entries: Callable[[], None]) -> None:
         """``'{' entries? ','? '}'`` of a map or a message."""
-        after = _END
         self.match(LBRACE, entry_first | {COMMA, RBRACE})
         self.sync(entry_first | {COMMA, RBRACE})
         if self.la() in entry_first:
@@ -778,18 +761,17 @@ class _Parser:
         self.sync(frozenset({COMMA, RBRACE}))
         if self.la() == COMMA:
             self.match(COMMA, frozenset({RBRACE}))
-        self.match(RBRACE, after)
+        self.match(RBRACE, _END)
 
     def expr_list(self) -> None:
         self.separated("exprlist.expr", COMMA, self.expr)
 
     def list_init(self) -> None:
-        follow = _LIST_LOOP
-        self.rule("list.elem", follow, self.opt_expr)
+        self.rule("list.elem", _LIST_LOOP, self.opt_expr)
         # ',' then no element: the trailing comma of the list, not another element.
         while self.la() == COMMA and self.la(2) in _OPT_EXPR_FIRST:
             self.match(COMMA, _OPT_EXPR_FIRST)
-            self.rule("list.elem", follow, self.opt_expr)
+            self.rule("list.elem", _LIST_LOOP, self.opt_expr)
 
     def map_inits(self) -> None:
         self.entries("map", self.opt_expr, _OPT_EXPR_FIRST)
@@ -830,16 +812,14 @@ class _Parser:
         start = self.lt()
         try:
             self.sync(_ESCAPE_IDENT)
+            if self.la() not in _ESCAPE_IDENT:
+                raise self.no_viable(self.lt(), self.lt())
         except _Failed:
             # No identifier alternative was entered: cel-go's visitor, reading the
             # recovered tree, meets a field name of no known kind there.
             self.visitor_errors.append((start.start, "unsupported ident kind"))
             raise
-        if self.la() in _ESCAPE_IDENT:
-            self.match(self.la(), _END)
-            return
-        self.visitor_errors.append((start.start, "unsupported ident kind"))
-        raise self.no_viable(self.lt(), self.lt())
+        self.match(self.la(), _END)
 
     def literal(self) -> None:
         self.sync(_LITERAL_FIRST)

@@ -29,7 +29,14 @@ from typing import Any
 
 from draspeed.cel.extensions import SUM_ZEROS
 from draspeed.cel.functions import declare
-from draspeed.cel.stdlib import ADD_HOOKS, CONVERSION_HOOKS, NEG_HOOKS, ORDER_TYPES, SUB_HOOKS
+from draspeed.cel.stdlib import (
+    ADD_HOOKS,
+    CONVERSION_HOOKS,
+    NEG_HOOKS,
+    ORDER_TYPES,
+    SUB_HOOKS,
+    conversion_error,
+)
 from draspeed.cel.values import INT64_MAX, INT64_MIN, EvalError, no_such_overload
 
 SECOND = 1_000_000_000
@@ -380,10 +387,6 @@ def parse_go_duration(text: str) -> int | None:
 # ---- conversions -----------------------------------------------------------------
 
 
-def _conversion_error(source: str, target: str) -> EvalError:
-    return EvalError(f"type conversion error from '{source}' to '{target}'")
-
-
 def to_timestamp(v: Any) -> Timestamp:
     t = type(v)
     if t is Timestamp:
@@ -391,7 +394,7 @@ def to_timestamp(v: Any) -> Timestamp:
     if t is str:
         parsed = parse_rfc3339(v)
         if parsed is None:
-            raise _conversion_error("string", TIMESTAMP_TYPE)
+            raise conversion_error(v, TIMESTAMP_TYPE)
         return _checked_timestamp(*parsed)
     if t is int:
         if not MIN_UNIX <= v <= MAX_UNIX:
@@ -407,11 +410,11 @@ def to_duration(v: Any) -> Duration:
     if t is str:
         ns = parse_go_duration(v)
         if ns is None:
-            raise _conversion_error("string", DURATION_TYPE)
+            raise conversion_error(v, DURATION_TYPE)
         return Duration(ns)
     if t is int:
         # Declared (int64_to_duration) but cel-go's Int has no conversion to Duration.
-        raise _conversion_error("int", DURATION_TYPE)
+        raise conversion_error(v, DURATION_TYPE)
     raise no_such_overload()
 
 
