@@ -70,6 +70,11 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
         "classes[0] and classes[1]: two different DeviceClasses named 'gpu' (one object "
         "per name, as the API server keeps them)",
     ),
+    "build-copy-str": (
+        lambda o, s: Snapshot.build(o.slices, o.classes, copy="no"),  # type: ignore[arg-type]
+        TypeError,
+        "copy: expected True or False, got str",
+    ),
     "allocator-snapshot": (
         lambda o, s: Allocator(None),  # type: ignore[arg-type]
         TypeError,

@@ -82,6 +82,14 @@ def unique(items: list[T], key: Callable[[T], str], name: str, what: str) -> lis
     return out
 
 
+def flag(value: Any, name: str) -> bool:
+    """``value`` if it is a bool (not merely truthy: ``"no"`` is a mistake), else a
+    TypeError naming ``name``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: expected True or False, got {_type(value)}")
+    return value
+
+
 def deadline(value: Any, name: str = "deadline") -> float | None:
     """A deadline as the engines take it: None (no bound) or a finite monotonic time."""
     if value is None:

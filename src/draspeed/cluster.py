@@ -230,12 +230,20 @@ class Cluster:
                 return pod
         raise InputError(f'pod "{namespace}/{name}"', "", "not found in the input")
 
-    def snapshot(self) -> Snapshot:
-        """The fast engine's state of this cluster (committed claims hold their devices)."""
+    def snapshot(self, *, copy: bool = False) -> Snapshot:
+        """The fast engine's state of this cluster (committed claims hold their devices).
+
+        It takes this cluster's objects over; ``copy=True`` gives it copies instead, for
+        callers that go on changing those objects (see :meth:`Snapshot.build`)."""
         from draspeed.engine.snapshot import Snapshot
 
         return Snapshot.build(
-            self.slices, self.classes, self.allocated, features=self.features, nodes=self.nodes
+            self.slices,
+            self.classes,
+            self.allocated,
+            features=self.features,
+            nodes=self.nodes,
+            copy=copy,
         )
 
     def allocator(self, engine: Engine = "fast") -> AllocatorLike:

@@ -62,6 +62,7 @@ def copy_snapshot(parent: Snapshot) -> Snapshot:
 # What a derived version starts with from its parent (updates then replace some).
 _SHARED = (
     "features",
+    "copies_inputs",
     "_store",
     "table",
     "_n_slices",

@@ -22,11 +22,12 @@ import itertools
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from draspeed import arguments
+from draspeed.api._model_tree import clone
 from draspeed.api.coerce import cluster_claims, cluster_classes, cluster_nodes, cluster_slices
 from draspeed.api.model import (
     Device,
@@ -60,6 +61,18 @@ __all__ = ["Snapshot"]
 _LAYOUTS_KEPT = 64  # multi-node layouts remembered per snapshot (and one-node ones, at least)
 
 
+_Model = TypeVar("_Model", ResourceSlice, DeviceClass, ResourceClaim, Node)
+
+
+def _owned(objects: list[_Model], copy: bool) -> list[_Model]:
+    """``objects``, or deep copies of them when ``copy`` (in compiled code: one walk of
+    each object tree, no constructor calls)."""
+    if not copy:
+        return objects
+    with collector_paused():  # millions of new small objects: no collector passes
+        return [clone(o) for o in objects]
+
+
 def _features(value: object) -> Features:
     return arguments.instance_of(value, Features, "features", "Features")
 
@@ -80,8 +93,11 @@ class Snapshot:
         allocated_claims: Sequence[ResourceClaim],
         features: Features,
         nodes: Sequence[Node] = (),
+        copies_inputs: bool = False,
     ) -> None:
         self.features = features
+        # Whether this family works on its own deep copies of the objects it is given.
+        self.copies_inputs = copies_inputs
         # Slices by index s and devices by global index g, never renumbered in later
         # versions: an update appends new slices to the family's store and marks
         # removed ones dead. This version sees the first _n_slices slices.
@@ -127,23 +143,30 @@ class Snapshot:
         *,
         features: Features | None = None,
         nodes: Sequence[Node] = (),
+        copy: bool = False,
     ) -> Snapshot:
         """Read a cluster state. ``nodes``: Node objects or names (labels matter for
         node selectors); nodes named only by slices are known too, without labels.
 
-        The objects are taken over, not copied (a copy would cost more than the build):
-        like the objects of an informer's cache that upstream's allocator reads, they
-        must not be changed afterwards, or the snapshot, which reads parts of them on
-        first use, changes with them. Wrong types are a TypeError naming the argument;
-        two different objects of one name a ValueError (an equal repeat is dropped).
+        By default the objects are taken over, not copied: like the objects of an
+        informer's cache that upstream's allocator reads, they must not be changed
+        afterwards, or the snapshot, which reads parts of them on first use, changes
+        with them. ``copy=True`` makes this snapshot and every version derived from it
+        work on deep copies of what they are given (here and in the updates), for
+        callers that go on changing their objects; it costs about 2 us per device and
+        24 us per allocated claim.
+        Wrong types are a TypeError naming the argument; two different objects of one
+        name a ValueError (an equal repeat is dropped).
         """
+        copy = arguments.flag(copy, "copy")
         with collector_paused():
             return cls(
-                cluster_slices(slices),
-                cluster_classes(classes),
-                cluster_claims(allocated_claims, "allocated_claims"),
+                _owned(cluster_slices(slices), copy),
+                _owned(cluster_classes(classes), copy),
+                _owned(cluster_claims(allocated_claims, "allocated_claims"), copy),
                 Features() if features is None else _features(features),
-                cluster_nodes(nodes),
+                _owned(cluster_nodes(nodes), copy),
+                copy,
             )
 
     # ----------------------------------------------------------------------------------
@@ -161,7 +184,7 @@ class Snapshot:
         Costs what changed: nodes the slices do not target keep their layouts, and
         selectors are evaluated for the new devices only.
         """
-        added = cluster_slices(added, "added")
+        added = self._owned(cluster_slices(added, "added"))
         removed = arguments.names_or_items(removed, ResourceSlice, "removed", "a ResourceSlice")
         gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
         gone |= {a.metadata.name for a in added}
@@ -178,13 +201,14 @@ class Snapshot:
                 list(self._claims.flat().values()),
                 self.features,
                 list(self.given_nodes.values()),
+                self.copies_inputs,
             )
         return derive_slices(self, list(added), dead)
 
     def add_allocated(self, claims: ResourceClaim | Sequence[ResourceClaim]) -> Snapshot:
         """A new version where ``claims`` (with ``status.allocation``) hold their devices;
         a claim with the key of an allocated one replaces it. Costs what the claims touch."""
-        new = cluster_claims(claims, "claims")
+        new = self._owned(cluster_claims(claims, "claims"))
         for claim in new:
             if claim.status.allocation is None:
                 raise ValueError(f"claim {claim.key} has no status.allocation to add")
@@ -205,7 +229,7 @@ class Snapshot:
         self, added: Sequence[DeviceClass] = (), removed: Sequence[DeviceClass | str] = ()
     ) -> Snapshot:
         """A new version with classes added, replaced (same name) or removed."""
-        added = cluster_classes(added, "added")
+        added = self._owned(cluster_classes(added, "added"))
         removed = arguments.names_or_items(removed, DeviceClass, "removed", "a DeviceClass")
         gone = {r if isinstance(r, str) else r.metadata.name for r in removed}
         child = self._derive_plain(keep_claim_arrays=False)
@@ -218,7 +242,7 @@ class Snapshot:
         self, added: Sequence[Node] = (), removed: Sequence[Node | str] = ()
     ) -> Snapshot:
         """A new version with Node objects added, replaced (same name) or removed."""
-        added = arguments.items_of(added, Node, "added", "a Node")
+        added = self._owned(arguments.items_of(added, Node, "added", "a Node"))
         removed = arguments.names_or_items(removed, Node, "removed", "a Node")
         gone = {r if isinstance(r, str) else r.name for r in removed}
         child = self._derive_plain()
@@ -228,6 +252,10 @@ class Snapshot:
         child._known = child._known_names = None
         child._inputs = {}
         return child
+
+    def _owned(self, objects: list[_Model]) -> list[_Model]:
+        """What this family keeps of objects it is given (copies, if it copies)."""
+        return _owned(objects, self.copies_inputs)
 
     def _derive_plain(self, *, keep_claim_arrays: bool = True) -> Snapshot:
         """A version sharing everything with this one (caches included)."""
