@@ -29,8 +29,11 @@ sorts are remembered per counter layout). Errors come back as codes for the call
 put into upstream's words.
 """
 
+import array
+
 import numpy as np
 
+from cpython.bytes cimport PyBytes_AsString, PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 
@@ -172,6 +175,8 @@ cdef struct Layouts:
     Buf slot_counter
     Buf set_ptr   # layout -> [ptr, ptr+1) of sets: the counter sets of the layout
     Buf sets
+    Buf set_slot_lo  # same indexing as sets: [lo, hi) of slot_set/slot_counter
+    Buf set_slot_hi  # holding that set's counters (contiguous: slots sort by set first)
     Buf memo      # layout * n_patterns + pattern -> offset into mapped, or code
     Buf mapped    # slot offsets of mapped patterns (-1: a set's own entry)
     # The consumption table the search reads: per mapped pattern, its entries without
@@ -200,6 +205,8 @@ cdef int layouts_init(Layouts *t) except -1:
     buf_init(&t.set_ptr, sizeof(int32_t), 16)
     push32(&t.set_ptr, 0)
     buf_init(&t.sets, sizeof(int32_t), 16)
+    buf_init(&t.set_slot_lo, sizeof(int32_t), 16)
+    buf_init(&t.set_slot_hi, sizeof(int32_t), 16)
     buf_init(&t.memo, sizeof(int32_t), 64)
     buf_init(&t.mapped, sizeof(int32_t), 64)
     buf_init(&t.table_start, sizeof(int32_t), 64)
@@ -217,7 +224,7 @@ cdef void layouts_free(Layouts *t) noexcept:
     free(t.seq_ptr.data); free(t.seq_set.data); free(t.seq_counter.data)
     free(t.slot_of.data); free(t.n_slots.data); free(t.slot_ptr.data)
     free(t.slot_set.data); free(t.slot_counter.data); free(t.memo.data)
-    free(t.set_ptr.data); free(t.sets.data)
+    free(t.set_ptr.data); free(t.sets.data); free(t.set_slot_lo.data); free(t.set_slot_hi.data)
     free(t.table_start.data); free(t.table_len.data); free(t.table_rel.data); free(t.table_quantity.data)
     free(t.table_layout.data)
     free(t.mapped.data); free(t.fail_a.data); free(t.fail_b.data); free(t.fail_code.data)
@@ -243,6 +250,10 @@ cdef class _Gather:
     cdef const int64_t[::1] quantity_whole
     cdef list strings, pool_keys
     cdef dict layout_ids  # hash of an appearance sequence -> list of layout ids
+    # Appearance sequence (bytes) -> its sorted slots and each entry's slot, from
+    # earlier calls on the same string table: a one-node gather (after each commit of a
+    # fill) then sorts no names.
+    cdef dict sorted_slots
     cdef Py_ssize_t n_selectors, n_patterns, n_layouts
     cdef bint partitionable, whole
     # scratch
@@ -621,32 +632,46 @@ cdef class _Gather:
         return True
 
     cdef int32_t new_layout(self, Py_ssize_t n_cnt, Py_ssize_t m, uint64_t h) except -2:
-        cdef Py_ssize_t i, k, c
-        cdef int32_t s, lid = <int32_t>self.n_layouts
-        pairs = []
+        cdef Py_ssize_t i, k, c, n_slots, first_seq = self.lay.seq_set.n
+        cdef Py_ssize_t first_slot = self.lay.slot_set.n
+        cdef int32_t s, lid = <int32_t>self.n_layouts, set_id
+        cdef const int32_t *cached
         for i in range(n_cnt):
             s = self.cnt_sl[i]
             for k in range(self.s_cs_ptr[s], self.s_cs_ptr[s + 1]):
-                pairs.append((self.cs_name[k], -1))
                 push32(&self.lay.sets, self.cs_name[k])
+                push32(&self.lay.seq_set, self.cs_name[k])
+                push32(&self.lay.seq_counter, -1)
                 for c in range(self.cs_c_ptr[k], self.cs_c_ptr[k + 1]):
-                    pairs.append((self.cs_name[k], self.c_name[c]))
+                    push32(&self.lay.seq_set, self.cs_name[k])
+                    push32(&self.lay.seq_counter, self.c_name[c])
         push32(&self.lay.set_ptr, self.lay.sets.n)
-        named = sorted([
-            ((self.strings[a], self.strings[b]), a, b) for a, b in set(pairs) if b >= 0
-        ])
-        slots = [(a, b) for _, a, b in named]
-        index = {sc: i for i, sc in enumerate(slots)}
-        for set_id, counter_id in pairs:
-            push32(&self.lay.seq_set, set_id)
-            push32(&self.lay.seq_counter, counter_id)
-            push32(&self.lay.slot_of, index[(set_id, counter_id)] if counter_id >= 0 else -1)
         push32(&self.lay.seq_ptr, self.lay.seq_set.n)
-        push32(&self.lay.n_slots, len(slots))
-        for set_id, counter_id in slots:
-            push32(&self.lay.slot_set, set_id)
-            push32(&self.lay.slot_counter, counter_id)
+        key = (PyBytes_FromStringAndSize(<char*>(at32(&self.lay.seq_set) + first_seq), 4 * m)
+               + PyBytes_FromStringAndSize(<char*>(at32(&self.lay.seq_counter) + first_seq), 4 * m))
+        value = self.sorted_slots.get(key)
+        if value is None:
+            value = self.sort_slots(first_seq, m)
+            self.sorted_slots[key] = value
+        # value: n_slots, then the slots' (set, counter) pairs, then each entry's slot.
+        cached = <const int32_t*>PyBytes_AsString(value)
+        n_slots = cached[0]
+        for i in range(n_slots):
+            push32(&self.lay.slot_set, cached[1 + 2 * i])
+            push32(&self.lay.slot_counter, cached[2 + 2 * i])
+        for i in range(m):
+            push32(&self.lay.slot_of, cached[1 + 2 * n_slots + i])
+        push32(&self.lay.n_slots, <int32_t>n_slots)
         push32(&self.lay.slot_ptr, self.lay.slot_set.n)
+        for k in range(at32(&self.lay.set_ptr)[lid], at32(&self.lay.set_ptr)[lid + 1]):
+            set_id = at32(&self.lay.sets)[k]
+            i = first_slot
+            while i < first_slot + n_slots and at32(&self.lay.slot_set)[i] != set_id:
+                i += 1
+            push32(&self.lay.set_slot_lo, <int32_t>i)
+            while i < first_slot + n_slots and at32(&self.lay.slot_set)[i] == set_id:
+                i += 1
+            push32(&self.lay.set_slot_hi, <int32_t>i)
         for i in range(self.n_patterns):
             push32(&self.lay.memo, -(1 << 30))
             push32(&self.lay.table_start, -1)
@@ -654,6 +679,27 @@ cdef class _Gather:
         self.n_layouts += 1
         self.layout_ids.setdefault(h, []).append(lid)
         return lid
+
+    cdef bytes sort_slots(self, Py_ssize_t first_seq, Py_ssize_t m):
+        """An appearance sequence's slots, its distinct (set, counter) pairs sorted by
+        their names, and each entry's slot (-1 for a set's own entry), as int32 bytes."""
+        cdef Py_ssize_t i
+        pairs = [
+            (at32(&self.lay.seq_set)[first_seq + i], at32(&self.lay.seq_counter)[first_seq + i])
+            for i in range(m)
+        ]
+        named = sorted([
+            ((self.strings[a], self.strings[b]), a, b) for a, b in set(pairs) if b >= 0
+        ])
+        slots = [(a, b) for _, a, b in named]
+        index = {sc: i for i, sc in enumerate(slots)}
+        out = array.array("i", [len(slots)])
+        for a, b in slots:
+            out.append(a)
+            out.append(b)
+        for a, b in pairs:
+            out.append(index[(a, b)] if b >= 0 else -1)
+        return out.tobytes()
 
     cdef int32_t mapped(self, int32_t layout, int32_t pattern) except? -2147483647:
         """Where pattern's entries go in the layout's slots: an offset into ``mapped``
@@ -681,10 +727,9 @@ cdef class _Gather:
             if set_known and counter_id < 0:
                 push32(&self.lay.mapped, -1)  # the set itself: no slot
                 continue
-            if set_known:
-                for i in range(lo, hi):
-                    if (at32(&self.lay.slot_set)[i] == set_id
-                            and at32(&self.lay.slot_counter)[i] == counter_id):
+            if set_known:  # among that set's slots only (i: the set's index)
+                for i in range(at32(&self.lay.set_slot_lo)[i], at32(&self.lay.set_slot_hi)[i]):
+                    if at32(&self.lay.slot_counter)[i] == counter_id:
                         slot = <int32_t>(i - lo)
                         break
             if slot < 0:
@@ -928,6 +973,7 @@ def gather(
     const int32_t[::1] overlay_values,
     const int64_t[::1] quantity_whole,
     bint partitionable,
+    dict sorted_slots not None,
 ):
     """The pools and layout of nodes 0..N-1 (see the module docstring).
 
@@ -963,6 +1009,7 @@ def gather(
     t.quantity_whole = quantity_whole
     t.strings, t.pool_keys = strings, pool_keys
     t.layout_ids = {}
+    t.sorted_slots = sorted_slots
     t.n_patterns = t.p_ptr.shape[0] - 1
     t.partitionable = partitionable
     t.whole = True

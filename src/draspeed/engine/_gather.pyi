@@ -28,4 +28,5 @@ def gather(
     overlay_values: npt.NDArray[np.int32],
     quantity_whole: npt.NDArray[np.int64],
     partitionable: bool,
+    sorted_slots: dict[bytes, bytes],
 ) -> dict[str, Any]: ...

@@ -71,6 +71,9 @@ class SliceTable:
         self.n_slices = 0
         self.n_devices = 0
         self._derived: dict[Any, Any] = {}
+        # Counter layouts sorted by name, by appearance sequence (string ids): filled by
+        # every gather of the family (ids never change; the GIL guards the dict).
+        self.sorted_slots: dict[bytes, bytes] = {}
         self.append(slices)
 
     def append(self, slices: Sequence[ResourceSlice]) -> tuple[int, int, int]:

@@ -488,6 +488,7 @@ class Snapshot:
             values,
             table.quantity_whole(),
             self.features.partitionable_devices,
+            table.sorted_slots,
         )
 
     def _candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
