@@ -103,6 +103,12 @@ for _cls in sorted(
     _register(_cls)
 
 
+# Where a Quantity keeps its string once made (``str()`` fills it).
+cdef Py_ssize_t _quantity_str_offset = draspeed_slot_offset(Quantity.__dict__["_str"])
+if _quantity_str_offset < 0:
+    raise RuntimeError("draspeed.api._model_tree: Quantity._str is not a plain slot")
+
+
 cdef inline Py_ssize_t _class_index(PyObject *t) noexcept:
     cdef Py_ssize_t k
     for k in range(_n_classes):
@@ -242,7 +248,11 @@ cdef int _write(_Out *out, object o) except -1:
         return 0
     if t == <PyObject*>Quantity:
         # Its exact value and its format (equal quantities written differently may
-        # sign differently: a missed cache entry, never a wrong one).
+        # sign differently: a missed cache entry, never a wrong one). The string is
+        # read from its cache slot when set: no Python call per quantity.
+        value = draspeed_get_slot(o, _quantity_str_offset)
+        if value != NULL and Py_TYPE(<object>value) == <PyTypeObject*>str:
+            return _put_text(out, b'q', <str>value)
         return _put_text(out, b'q', f"{o!s}")
     k = _class_index(t)
     if k < 0:

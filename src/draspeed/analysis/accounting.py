@@ -144,7 +144,7 @@ class Accounting:
         for g, flags in acc.visible(node): ...
     """
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, *, like: Accounting | None = None) -> None:
         self.snapshot = snapshot
         self._taints = snapshot.features.device_taints
         self._pools: dict[PoolID, PoolState] = {}
@@ -154,6 +154,10 @@ class Accounting:
         self._demands: dict[int, tuple[list[Any], _Demand]] = {}
         # (pool capacity, pool remaining) -> id(demand) -> COUNTER_BLOCKED | WHOLE bits.
         self._verdicts: dict[tuple[Any, ...], dict[int, int]] = {}
+        if like is not None:
+            # Another version of the same devices (a fill's states): what depends on
+            # the devices alone, not on what is allocated, is shared.
+            self._demands, self._verdicts = like._demands, like._verdicts
 
     # --------------------------------------------------------------------- pools
 
@@ -188,7 +192,7 @@ class Accounting:
     def _pool_state(self, view: PoolView) -> PoolState:
         snap = self.snapshot
         devices = [*view.devices, *view.other_devices]
-        objects = [snap.device(g) for g in devices]
+        objects = snap.devices(devices)
         capacity: dict[CounterSlot, int] = {}
         formats: dict[CounterSlot, str] = {}
         sets: dict[str, frozenset[str]] = {}
@@ -199,7 +203,7 @@ class Accounting:
                 formats[(cs, c)] = q.format
         remaining = dict(capacity)
         demands = [self._demand(d) for d in objects]
-        in_use = [snap.allocated.is_allocated(snap.device_id(g)) for g in devices]
+        in_use = snap.allocated_at(devices)
         for used, (amounts, _, _) in zip(in_use, demands, strict=True):
             if used:
                 for slot, amount in amounts:

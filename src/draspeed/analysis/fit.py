@@ -38,6 +38,7 @@ from draspeed.analysis.shapes import (
 )
 from draspeed.analysis.strategies import STRATEGIES, Strategy
 from draspeed.api.model import Node
+from draspeed.collector import without_collector
 
 if TYPE_CHECKING:
     from draspeed.analysis.fragmentation import FragmentationReport
@@ -184,6 +185,7 @@ class FitReport:
         return out
 
 
+@without_collector
 def fit(
     snapshot: Snapshot,
     templates: ShapeSource | Sequence[ShapeSource],

@@ -86,9 +86,9 @@ class Kinds:
         self._nodes = nodes
         self._verdicts = verdicts
         self._compared = sorted(compared)
-        self._features: dict[tuple[str, int], tuple[bytes, tuple[str, ...]]] = {}
         self._interned: dict[bytes, bytes] = {}
-        self._keep: list[Device] = []
+        # driver -> id(device) -> its feature (_feature).
+        self._features: dict[str, dict[int, tuple[bytes, tuple[str, ...]]]] = {}
         self._layouts: dict[int, NodeLayout] = {}
         by_signature: dict[Any, Kind] = {}
         for i, node in enumerate(nodes):
@@ -192,18 +192,29 @@ class Kinds:
 
     def _feature(self, driver: str, device: Device) -> tuple[bytes, tuple[str, ...]]:
         """What the allocator can tell of a device, names aside (compiled model-tree
-        bytes), and the counter sets it consumes (by name: numbered per node)."""
-        key = (driver, id(device))
-        found = self._features.get(key)
-        if found is not None:
-            return found
+        bytes), and the counter sets it consumes (by name: numbered per node).
+
+        Made once per device object: nodes stamped from one (what-if copies) share
+        their device objects. Ids stay meaningful: the inventory holds the slices."""
+        by_id = self._features.get(driver)
+        if by_id is None:
+            by_id = self._features[driver] = {}
+        found = by_id.get(id(device))
+        if found is None:
+            found = by_id[id(device)] = self._new_feature(driver, device)
+        return found
+
+    def _new_feature(self, driver: str, device: Device) -> tuple[bytes, tuple[str, ...]]:
         verdicts = self._verdicts
         parts = verdicts.parts(driver, device)
         if parts is None:  # a selector reads the whole device: its own verdicts
             parts = [verdicts.verdict_row(verdicts.keys([(driver, device)])[0])]
+        uses = device.consumes_counters
         multi = bool(device.allow_multiple_allocations)
         parts += [
-            [list(use.counters.items()) for use in device.consumes_counters],
+            # The counters of each consumption, names and amounts in order (the walk
+            # of a dict in the signature is that of its items).
+            [use.counters for use in uses],
             device.taints,
             device.binds_to_node,
             device.binding_conditions,
@@ -215,12 +226,10 @@ class Kinds:
         # One compiled model-tree signature per device: equal bytes for equal content,
         # one object per content (equal features compare by identity first).
         content = signature(parts)
-        found = self._features[key] = (
+        return (
             self._interned.setdefault(content, content),
-            tuple(use.counter_set for use in device.consumes_counters),
+            tuple([use.counter_set for use in uses]),
         )
-        self._keep.append(device)  # keeps the id in the key meaningful
-        return found
 
     def _classes(self, device: Device, values: dict[str, dict[Any, int]]) -> tuple[Any, ...]:
         """Per compared attribute: which value class the device is in on this node."""

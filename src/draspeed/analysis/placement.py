@@ -197,6 +197,8 @@ class Placer:
         self.changed: set[int] = set()  # nodes whose answers the last change altered
         self.calls = 0  # allocate calls
         self.work = 0  # search steps over them
+        # Device-level accounting shared by the usage of every state (_state_usage).
+        self._accounting: Accounting | None = None
 
     # ------------------------------------------------------------------------ states
 
@@ -579,7 +581,11 @@ class Placer:
         found = state.memo.get("usage")
         if found is None:
             rep = self.nodes[state.kind.rep]
-            found = state.memo["usage"] = Accounting(self.world(state)).node_usage(rep)
+            if self._accounting is None:
+                self._accounting = Accounting(self.real)
+            found = state.memo["usage"] = Accounting(
+                self.world(state), like=self._accounting
+            ).node_usage(rep)
         return found
 
     def _as_node(self, i: int, usage: NodeUsage) -> NodeUsage:

@@ -32,6 +32,7 @@ from draspeed.analysis.scheduler import Scheduler
 from draspeed.analysis.shapes import ShapeSource, as_shapes
 from draspeed.analysis.strategies import Strategy
 from draspeed.analysis.trace import TracePod
+from draspeed.collector import without_collector
 
 if TYPE_CHECKING:
     from draspeed.api.model import Node
@@ -140,6 +141,7 @@ class TraceReport:
         return out
 
 
+@without_collector
 def simulate(
     snapshot: Snapshot,
     templates: ShapeSource | Sequence[ShapeSource],

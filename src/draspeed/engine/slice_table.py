@@ -174,6 +174,17 @@ class SliceTable:
         s, d = self.slice_of(g)
         return self.slices[s].spec.devices[d]
 
+    def devices(self, g: Sequence[int]) -> list[Device]:
+        """The devices at these global indices (one search for all of them)."""
+        first = self._columns["s_first"].view(self.n_slices)
+        at = np.asarray(g, dtype=np.int64)
+        s = np.searchsorted(first, at, side="right") - 1
+        slices = self.slices
+        return [
+            slices[k].spec.devices[d]
+            for k, d in zip(s.tolist(), (at - first[s]).tolist(), strict=True)
+        ]
+
     def device_slice(self, g: int) -> ResourceSlice:
         return self.slices[self.slice_of(g)[0]]
 

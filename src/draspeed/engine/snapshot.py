@@ -568,6 +568,15 @@ class Snapshot:
     def device(self, g: int) -> Device:
         return self.table.device(g)
 
+    def devices(self, g: Sequence[int]) -> list[Device]:
+        return self.table.devices(g)
+
+    def allocated_at(self, g: Sequence[int]) -> list[bool]:
+        """Per global device index: allocated in any way (upstream's IsDeviceAllocated
+        of its ID), from the per-device holds rather than one ID lookup each."""
+        at = np.asarray(g, dtype=np.int64)
+        return self.holds().flags_at(at)[1].tolist() if len(at) else []
+
     def device_slice_of(self, g: int) -> ResourceSlice:
         return self.table.device_slice(g)
 
