@@ -317,6 +317,14 @@ def test_trace_replay(cluster: Path, claim: Path, tmp_path: Path) -> None:
     assert out == "pod/pod-5\npod/pod-6\n"  # four GPUs: the last two pods never run
 
 
+def test_compare_reads_strategies_as_strategy_does(cluster: Path, claim: Path) -> None:
+    base = ["-f", str(cluster), "--template", str(claim), "--no-explain", "-o", "json"]
+    status, out, err = _run(*base, "--compare", "first-fit+best-fit,best-fit,round-robin")
+    assert status == 0, err
+    names = [s["strategy"] for s in json.loads(out)["strategies"]]
+    assert names == ["first-fit", "best-fit", "round-robin"]
+
+
 def test_new_usage_errors(cluster: Path, claim: Path, tmp_path: Path) -> None:
     base = ["-f", str(cluster), "--template", str(claim)]
     status, _, err = _run(*base, "--strategy", "worst-fit")

@@ -167,20 +167,21 @@ def parse_strategy(args: argparse.Namespace) -> None:
 
 def parse_compare(args: argparse.Namespace) -> list[str]:
     """The strategies of ``--compare`` (names, comma lists, or ``all``)."""
-    from draspeed.analysis.strategies import STRATEGIES
+    from draspeed.analysis.strategies import STRATEGIES, Strategy
 
     out: list[str] = []
     for item in args.compare:
         for name in filter(None, (n.strip() for n in item.split(","))):
             if name == "all":
                 out.extend(STRATEGIES)
-            elif name in STRATEGIES:
-                out.append(name)
-            else:
+                continue
+            try:  # as --strategy reads it, spellings like first-fit+best-fit included
+                out.append(str(Strategy.parse(name)))
+            except ValueError:
                 raise UsageError(
                     f"--compare {name}: unknown strategy (expected one of "
                     f"{', '.join(STRATEGIES)}, or all)"
-                )
+                ) from None
     return list(dict.fromkeys(out))
 
 
