@@ -41,6 +41,8 @@ def items_of(value: Any, cls: type[T], name: str, what: str) -> list[T]:
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise TypeError(f"{name}: expected {what} (a sequence of them), got {_type(value)}")
     out = list(value)
+    if set(map(type, out)) <= {cls}:  # the usual case, told without a Python loop
+        return out
     for i, item in enumerate(out):
         if not isinstance(item, cls):
             raise TypeError(f"{name}[{i}]: expected {what}, got {_type(item)}")
@@ -67,10 +69,12 @@ def unique(items: list[T], key: Callable[[T], str], name: str, what: str) -> lis
     """``items`` with repeats of an equal object dropped; two different objects of one
     name (``key``) are a ValueError naming both positions, as the API server keeps one
     object per kind, namespace and name."""
+    keys = list(map(key, items))
+    if len(set(keys)) == len(keys):  # no repeats (the usual case): nothing to compare
+        return items
     first: dict[str, int] = {}
     out: list[T] = []
-    for i, item in enumerate(items):
-        k = key(item)
+    for i, (item, k) in enumerate(zip(items, keys, strict=True)):
         j = first.setdefault(k, i)
         if j == i:
             out.append(item)

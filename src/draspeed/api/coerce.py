@@ -10,6 +10,7 @@ costs one type check per object).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -114,16 +115,10 @@ def cluster_nodes(nodes: Any, name: str = "nodes") -> list[Node]:
     return arguments.unique(as_nodes, _node_name, name, "Nodes")
 
 
-def _object_name(obj: ResourceSlice | DeviceClass) -> str:
-    return obj.metadata.name
-
-
-def _claim_key(claim: ResourceClaim) -> str:
-    return claim.key
-
-
-def _node_name(node: Node) -> str:
-    return node.name
+# Keys read in C (attrgetter): thousands of objects per snapshot build.
+_object_name = operator.attrgetter("metadata.name")
+_node_name = _object_name  # Node.name is its metadata.name
+_claim_key = operator.attrgetter("key")
 
 
 def _object_like(value: Any) -> bool:

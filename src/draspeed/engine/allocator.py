@@ -18,6 +18,7 @@ from draspeed.api.model import (
     ResourceClaim,
 )
 from draspeed.cel import check_deadline
+from draspeed.collector import collector_paused
 from draspeed.engine import _core
 from draspeed.engine.claim_arrays import (
     DEFERRED,
@@ -175,11 +176,12 @@ class Allocator:
                 lambda n: [],
             )
         key = claims_signature(claims)
-        while True:
-            try:
-                return self._feasible(claims, layout, key, deadline)
-            except _Deferred:
-                forget_claim_arrays(layout, key, None)  # search again, one verdict more known
+        with collector_paused():  # per-node answers: many objects, no cycles
+            while True:
+                try:
+                    return self._feasible(claims, layout, key, deadline)
+                except _Deferred:
+                    forget_claim_arrays(layout, key, None)  # search again, one verdict more known
 
     def _feasible(
         self, claims: list[ResourceClaim], layout: Layout, key: bytes, deadline: float | None
