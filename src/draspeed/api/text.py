@@ -31,7 +31,7 @@ import json
 import math
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 import yaml
@@ -400,6 +400,60 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
             mapping[key] = construct(value_node, deep=deep)
         return mapping
 
+    # ---- a tree without aliases, built in one walk ----------------------------------
+
+    def construct_tree(self, root: Node) -> Any:
+        """What ``construct_document`` makes of ``root``, for a node tree without
+        aliases (libyaml's composer, no anchors), in one recursive walk: strings,
+        mappings and sequences directly, other nodes by PyYAML's constructors.
+        PyYAML's general walk (a generator per collection, a lookup per node for
+        recursive aliases) cost half of reading a YAML cluster."""
+        try:
+            return self._tree(root)
+        finally:
+            self.constructed_objects = {}
+            self.recursive_objects = {}
+
+    def _tree(self, node: Node) -> Any:
+        kind = type(node)
+        tag = node.tag
+        if kind is ScalarNode:
+            return node.value if tag == _STR_TAG else self.construct_object(node, deep=True)
+        if kind is MappingNode and tag == _MAP_TAG:
+            node = cast(MappingNode, node)
+            self.flatten_mapping(node)
+            merged = self.merged.get(node, 0)
+            mapping: dict[Hashable, Any] = {}
+            written: dict[Hashable, Node] = {}
+            for i, (key_node, value_node) in enumerate(node.value):
+                key = self._tree(key_node)
+                if not isinstance(key, Hashable):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        "found unhashable key",
+                        key_node.start_mark,
+                    )
+                if i >= merged:
+                    first = written.get(key)
+                    if first is not None:
+                        duplicate = _DuplicateKey(node, key_node, first, key)
+                        if not self.keep_duplicates:
+                            raise duplicate
+                        self.duplicates.append(duplicate)
+                    written[key] = key_node
+                mapping[key] = self._tree(value_node)
+            return mapping
+        if kind is SequenceNode and tag == _SEQ_TAG:
+            return [self._tree(child) for child in node.value]
+        return self.construct_object(node, deep=True)
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+# The one-walk construction recurses once per level: used up to this nesting limit.
+_TREE_MAX_DEPTH = 400
 
 _DocumentLoader.add_constructor("tag:yaml.org,2002:float", _DocumentLoader.construct_json_float)
 _DocumentLoader.yaml_implicit_resolvers = {
@@ -414,13 +468,16 @@ def _yaml_documents(
     loader = _DocumentLoader(text, limits, keep_duplicates=report is not None)
     count = 0
     try:
-        if _HAS_LIBYAML and _libyaml_composer_is_safe(text, limits.max_depth):
-            roots = _libyaml_roots(loader)
-        else:
-            roots = _limited_roots(loader)
+        tree = _HAS_LIBYAML and _libyaml_composer_is_safe(text, limits.max_depth)
+        roots = _libyaml_roots(loader) if tree else _limited_roots(loader)
+        construct = (
+            loader.construct_tree
+            if tree and limits.max_depth <= _TREE_MAX_DEPTH
+            else loader.construct_document
+        )
         for root in roots:
             try:
-                doc = loader.construct_document(root)
+                doc = construct(root)
             except _DuplicateKey as dup:
                 raise TextError(count + 1, _key_path(root, dup), _duplicate_text(dup)) from None
             except _NotJSON as bad:
@@ -470,6 +527,23 @@ def _limited_roots(loader: _DocumentLoader) -> Iterator[Node]:
         yield root
 
 
+def _may_hold_anchor(data: bytes) -> bool:
+    """Whether an anchor may stand in ``data``: an "&" first on its line, after an
+    indicator that opens a node (":", "-", "?", "[", "{", ","; blanks between allowed)
+    or after a tag. Any other "&" is text (CEL's "&&" in selectors). Quoted text may
+    match too, which only costs the slower composer; every real anchor matches."""
+    at = data.find(b"&")
+    while at >= 0:
+        before = data[max(0, at - 256) : at].rstrip(b" \t")
+        if not before or before[-1:] in b"\r\n:?[{,-":
+            return True
+        token = before.rsplit(None, 1)[-1]
+        if token.startswith(b"!") or (len(token) == len(before) and at > 256):
+            return True  # after a tag; or a token too long to see its start
+        at = data.find(b"&", at + 1)
+    return False
+
+
 # libyaml's own composer is ~1.5x faster than composing from Python events, but it
 # recurses once per nesting level and knows no limits. It is used when the text cannot
 # nest deeper than the limit and has no anchors (so no aliases). Sound bound: flow
@@ -484,7 +558,9 @@ _PREFIX_OF_LINE = bytes(
 
 def _libyaml_composer_is_safe(text: str | bytes, max_depth: int) -> bool:
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if b"&" in data or data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # anchors; UTF-16
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16
+        return False
+    if _may_hold_anchor(data):
         return False
     # Empty "[]" and "{}" hold nothing: of a chain of flow collections only the
     # innermost may be empty.

@@ -1,0 +1,79 @@
+"""The one-walk YAML construction (``construct_tree``, used when libyaml's composer
+reads a text without anchors) builds what PyYAML's general construction builds.
+
+Every YAML file of the test corpora, plus texts chosen for the cases the walk handles
+itself or hands back (merge keys, explicit tags, non-string scalars, complex keys,
+duplicate keys, YAML 1.1 booleans and numbers), is read both ways: the same documents,
+or the same error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from draspeed.api import text as text_module
+from draspeed.api.text import Limits
+
+TESTS = Path(__file__).parent
+FILES = sorted(p for p in TESTS.rglob("*.yaml") if p.stat().st_size < 2_000_000)
+
+TEXTS = {
+    "merge-keys": "a: {x: 1}\nb:\n  <<: {y: 2, z: 3}\n  z: 4\n",
+    "tags": "a: !!str 1\nb: !!int '7'\nc: !!float 1.5\nd: !!binary aGk=\ne: !!set {x, y}\n",
+    "yaml11": "a: yes\nb: off\nc: 0x1f\nd: 0o17\ne: 1_000\nf: 1:20\ng: ~\nh: 2026-01-01\n",
+    "complex-key": "? [a, b]\n: c\n",
+    "duplicate": "a: 1\nb: 2\na: 3\n",
+    "nested": "spec:\n  devices:\n  - name: d\n    attributes: {model: {string: 'a && b'}}\n",
+    "floats": "a: .nan\n",
+    "documents": "---\na: 1\n---\n---\nb: [1, {c: d}]\n",
+    "cel-and": "expression: device.driver == 'x' && device.attributes['x'].y\n",
+}
+
+
+def _read(text: str | bytes, tree: bool) -> Any:
+    limits = Limits()
+    saved = text_module._TREE_MAX_DEPTH
+    text_module._TREE_MAX_DEPTH = limits.max_depth if tree else 0
+    try:
+        return ("docs", list(text_module._yaml_documents(text, limits)))
+    except Exception as exc:  # the two ways must fail alike
+        return ("error", type(exc).__name__, str(exc))
+    finally:
+        text_module._TREE_MAX_DEPTH = saved
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(TESTS)))
+def test_corpus_files_read_alike(path: Path) -> None:
+    data = path.read_bytes()
+    assert _read(data, tree=True) == _read(data, tree=False)
+
+
+@pytest.mark.parametrize("text", TEXTS.values(), ids=TEXTS.keys())
+def test_chosen_texts_read_alike(text: str) -> None:
+    assert text_module._libyaml_composer_is_safe(text, Limits().max_depth)
+    assert _read(text, tree=True) == _read(text, tree=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        ("a: &x 1\nb: *x\n", True),
+        ("- &x 1\n", True),
+        ("&x a\n", True),
+        ("a:\n  &x\n  1\n", True),
+        ("[&x 1, *x]\n", True),
+        ("{a: &x 1}\n", True),
+        ("a: !!str &x b\n", True),
+        ("--- &x a\n", True),
+        ("? &x a\n: b\n", True),
+        ("a:&x b\n", True),
+        ("e: a && b\n", False),
+        ("e: x == 1 && y\n", False),
+        ("e: 'a && b'\n", False),
+    ],
+)
+def test_anchor_positions(text: str, anchor: bool) -> None:
+    assert text_module._may_hold_anchor(text.encode()) is anchor
