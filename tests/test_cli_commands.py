@@ -527,3 +527,29 @@ def test_timeout_defaults_to_kube_schedulers_filter_timeout(command: str) -> Non
     assert parser.parse_args(base).timeout == 10.0  # DynamicResourcesArgs.filterTimeout
     assert parser.parse_args([*base, "--timeout", "0"]).timeout == 0.0  # no bound
     assert parser.parse_args([*base, "--timeout", "1m30s"]).timeout == 90.0
+
+
+class _Recorder(io.StringIO):
+    """A text stream that remembers the size of every write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def write(self, text: str) -> int:
+        self.sizes.append(len(text))
+        return super().write(text)
+
+
+def test_long_output_is_written_in_pieces() -> None:
+    # One write of more than 2 GiB is cut short by CPython's text streams: the JSON
+    # of a big generated cluster is written a piece at a time.
+    from draspeed.cli.render import write_text
+
+    out = _Recorder()
+    text = "".join(f"{i:08d}\n" for i in range(1000))
+    write_text(out, text, chunk=1024)
+    assert out.getvalue() == text
+    assert max(out.sizes) == 1024 and len(out.sizes) == -(-len(text) // 1024)
+    write_text(out, "", chunk=1024)
+    assert out.getvalue() == text

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from draspeed.cli.jsonpath import JSONPathError, execute, parse
-from draspeed.cli.render import dump_document, is_terminal
+from draspeed.cli.render import dump_document, is_terminal, write_text
 
 DOCUMENT_FORMATS = ("yaml", "json")
 
@@ -88,7 +88,7 @@ def emit(doc: Any, output: Output, out: TextIO) -> None:
             text = execute(output.template, doc)
         except JSONPathError as exc:
             raise JSONPathError(f"error executing jsonpath {output.template!r}: {exc}") from None
-        out.write(text)
+        write_text(out, text)
         return
     dump_document(doc, output.format, out)
 

@@ -43,12 +43,24 @@ class _NoAliasDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ig
 def dump_document(doc: Any, output: str, out: TextIO) -> None:
     """``doc`` as ``-o json`` (two-space indent, UTF-8 as written) or ``-o yaml``."""
     if output == "json":
-        out.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        write_text(out, msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
         out.write("\n")
     else:
         yaml.dump(
             doc, out, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=120
         )
+
+
+# CPython's text streams (3.11 at least) write one string of more than 2 GiB only in
+# part and report it all written (the kernel takes at most 2 GiB - 4 KiB per write):
+# a generated cluster file was cut off without a word. Long texts go in pieces.
+WRITE_CHUNK = 1 << 28
+
+
+def write_text(out: TextIO, text: str, chunk: int = WRITE_CHUNK) -> None:
+    """``out.write(text)``, in pieces of at most ``chunk`` characters."""
+    for start in range(0, len(text), chunk):
+        out.write(text[start : start + chunk])
 
 
 def is_terminal(stream: TextIO) -> bool:
