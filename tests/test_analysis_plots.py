@@ -107,6 +107,12 @@ def test_the_heatmap_after_placement_is_not_blank(tmp_path: Path) -> None:
     assert (tmp_path / "what-if.png").stat().st_size > 10_000
     chart = strategies_chart({"first-fit": 10, "best-fit": 12}, 14)
     assert [p.get_height() for p in chart.axes[0].patches if isinstance(p, Rectangle)] == [10, 12]
+    # A full cluster: the free-placements panel says so instead of an empty axis.
+    assert after.cluster.free_whole_devices == 0 and not any(after.cluster.free_by_profile.values())
+    full = free_placements_chart(after)
+    assert [t.get_text() for t in full.axes[0].texts] == ["nothing free"]
+    assert full.axes[0].get_ylim() == (0.0, 1.0)
+    assert not free_placements_chart(before).axes[0].texts
 
 
 def test_a_thousand_nodes_are_drawn_by_node_type() -> None:

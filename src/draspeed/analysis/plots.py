@@ -125,15 +125,20 @@ def draw_free_placements(
     profiles = sorted({p for r in reports for p in r.cluster.free_by_profile})
     labels = ["whole devices", *profiles]
     width = 0.8 / len(reports)
+    highest = 0
     for k, r in enumerate(reports):
         counts = [
             r.cluster.free_whole_devices,
             *(r.cluster.free_by_profile.get(p, 0) for p in profiles),
         ]
+        highest = max(highest, *counts)
         xs = np.arange(len(labels)) + (k - (len(reports) - 1) / 2) * width
         name = None if other is None else ("before", "after")[k]
         color = ["tab:gray"] + ["tab:blue"] * len(profiles) if other is None else None
         ax.bar(xs, counts, width=width, label=name, color=color)
+    if highest == 0:  # a full cluster: say so rather than draw an axis around nothing
+        ax.set_ylim(0, 1)
+        ax.text(0.5, 0.5, "nothing free", transform=ax.transAxes, ha="center", va="center")
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
     ax.set_xlabel(f"MIG profile ({report.profile_attribute})")
     ax.set_ylabel("free placements (each on its own)")
