@@ -25,7 +25,6 @@ class Const(Node):
 
     kind: str
     value: Any
-    parenthesized: bool = False
 
 
 @dataclass(eq=False, slots=True)

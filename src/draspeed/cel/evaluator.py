@@ -60,6 +60,7 @@ from draspeed.cel.meter import COST_LIMIT, Meter
 from draspeed.cel.stdlib import compare, contains_in, not_equal
 from draspeed.cel.values import (
     OPTIONAL_NONE,
+    QUALIFIER_TYPES,
     CostLimitExceeded,
     DomainMap,
     EvalError,
@@ -68,6 +69,7 @@ from draspeed.cel.values import (
     UInt,
     cel_equal,
     format_value,
+    invalid_qualifier,
     map_find,
     map_insert,
     no_such_key,
@@ -943,10 +945,16 @@ def _qualifier(q: _Qual) -> QualStep:
     if q.kind == "const":
         const = q.key
         key_of: Fn = lambda a: const  # noqa: E731
-    elif q.kind == "attr":
-        key_of = _resolver(q.key)  # the key attribute's qualifiers are charged, not itself
     else:
-        key_of = q.key
+        computed = _resolver(q.key) if q.kind == "attr" else q.key  # (attr: charged inside)
+
+        def key_of(a: Activation) -> Any:
+            # A computed index becomes a qualifier of its value's type (the planner
+            # refuses constant ones the same way).
+            key = computed(a)
+            if type(key) not in QUALIFIER_TYPES:
+                raise invalid_qualifier(key, a.device)
+            return key
 
     def apply(a: Activation, obj: Any) -> Any:
         try:

@@ -4,7 +4,9 @@ Derived from the cel-spec EBNF as adapted by cel-python (``celpy/cel.lark``,
 Apache-2.0), restructured after cel-go's ``CEL.g4`` precedence levels and extended with
 the optional syntax (``a.?b``, ``a[?b]``, ``[?x]``, ``{?k: v}``) and backquoted field
 names (``a.`b-c```). Signs are not part of number literals here: the tree builder folds
-a unary minus directly in front of a number into the literal, as cel-go's grammar does.
+a unary minus directly in front of a number into the literal, as cel-go's grammar does
+(also after "!": ``!-5`` is cel-go's "not" of the literal -5; ``!-x`` never gets here,
+since cel-go's syntax-error reader refuses it first).
 
 Kept as a Python string rather than a package data file so that every install has it.
 """
@@ -33,6 +35,7 @@ start: expr
 
 ?unary: member
       | BANG+ member                                   -> not_chain
+      | BANG+ MINUS member                             -> not_chain
       | MINUS+ member                                  -> neg_chain
 
 ?member: primary

@@ -205,6 +205,21 @@ _NESTING_RULES = frozenset(
 )
 
 
+# The member-chain rules, each with its receiver as first child.
+_MEMBER_RULES = frozenset({"select", "opt_select", "member_call", "index", "opt_index"})
+
+
+def _leading_number(item: Any) -> Token | None:
+    """The INT or FLOAT token a member chain starts with (no parentheses between)."""
+    while isinstance(item, Tree) and item.data in _MEMBER_RULES:
+        item = item.children[0]
+    if isinstance(item, Tree) and item.data == "literal":
+        tok = item.children[0]
+        if isinstance(tok, Token) and tok.type in ("INT", "FLOAT"):
+            return tok
+    return None
+
+
 def _tokens(items: list[Any]) -> list[Token]:
     return [t for t in items if isinstance(t, Token)]
 
@@ -217,6 +232,8 @@ class _Builder:
         self.macros = macros
         self._depth = 0
         self.too_deep = False
+        # id of an INT or FLOAT token -> the '-' that cel-go's literal rule gives it.
+        self._signed: dict[int, Token] = {}
 
     def build(self, tree: Tree) -> Node:
         return self._node(tree.children[0])
@@ -265,26 +282,28 @@ class _Builder:
         return Call(_pos(op), _BINARY[str(op)], [self._node(ch[0]), self._node(ch[2])])
 
     def _not_chain(self, ch: list[Any]) -> Node:
-        ops = _tokens(ch[:-1])
-        operand = self._node(ch[-1])
+        ops = [t for t in _tokens(ch[:-1]) if t.type == "BANG"]
+        minus = [t for t in _tokens(ch[:-1]) if t.type == "MINUS"]
+        # "!-5": the sign belongs to the number (cel-go's literal rule).
+        operand = self._neg_chain([*minus, ch[-1]]) if minus else self._node(ch[-1])
         if len(ops) % 2 == 0:
             return operand
         return Call(_pos(ops[0]), "!_", [operand])
 
     def _neg_chain(self, ch: list[Any]) -> Node:
         ops = _tokens(ch[:-1])
-        operand = self._node(ch[-1])
-        count = len(ops)
-        # cel-go's literal rule takes one '-' directly before a number into the literal.
-        if (
-            isinstance(operand, Const)
-            and operand.kind in ("int", "double")
-            and not operand.parenthesized
-        ):
-            operand.value = -operand.value
-            operand.pos = _pos(ops[-1])
-            count -= 1
-        if count % 2 == 0:
+        member = ch[-1]
+        # cel-go's literal rule takes a '-' into the int or double that leads a member
+        # chain (-5, -5.x, -1.5[0]): ANTLR picks that first alternative of ``unary``.
+        # With more than one '-' every one is the negation's (its loop is greedy), and
+        # an even number of them cancels out.
+        if len(ops) == 1:
+            number = _leading_number(member)
+            if number is not None:
+                self._signed[id(number)] = ops[0]
+                return self._node(member)
+        operand = self._node(member)
+        if len(ops) % 2 == 0:
             return operand
         return Call(_pos(ops[0]), "-_", [operand])
 
@@ -343,10 +362,7 @@ class _Builder:
         return self._global_call_or_macro(_pos(lpar), name, args)
 
     def _paren(self, ch: list[Any]) -> Node:
-        node = self._node(ch[1])
-        if isinstance(node, Const):
-            node.parenthesized = True
-        return node
+        return self._node(ch[1])
 
     def _opt_entries(self, item: Any) -> list[tuple[bool, Node]]:
         out: list[tuple[bool, Node]] = []
@@ -390,13 +406,17 @@ class _Builder:
         text = str(tok)
         pos = tok.start_pos or 0
         kind = tok.type
+        sign = self._signed.pop(id(tok), None)  # a '-' taken into the number (_neg_chain)
+        if sign is not None:
+            pos = _pos(sign)
         if kind == "INT":
-            return Const(pos, "int", int(text, 16) if text.startswith("0x") else int(text))
+            value = int(text, 16) if text.startswith("0x") else int(text)
+            return Const(pos, "int", -value if sign is not None else value)
         if kind == "UINT":
             body = text[:-1]
             return Const(pos, "uint", int(body, 16) if body.startswith("0x") else int(body))
         if kind == "FLOAT":
-            return Const(pos, "double", float(text))
+            return Const(pos, "double", -float(text) if sign is not None else float(text))
         if kind == "TRUE":
             return Const(pos, "bool", True)
         if kind == "FALSE":

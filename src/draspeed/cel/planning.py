@@ -29,7 +29,14 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.functions import FUNCTIONS
 from draspeed.cel.regex import compile_regex
-from draspeed.cel.values import EvalError, TypeValue, UInt, make_map
+from draspeed.cel.values import (
+    QUALIFIER_TYPES,
+    EvalError,
+    TypeValue,
+    UInt,
+    invalid_qualifier,
+    make_map,
+)
 
 _CONVERSIONS = frozenset(
     {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}
@@ -91,9 +98,9 @@ class _Folder:
         if isinstance(node, Index):
             self.fold(node.operand)
             key = self.fold(node.key)
-            if key is not UNKNOWN and type(key) not in (str, int, UInt, bool, float):
+            if key is not UNKNOWN and type(key) not in QUALIFIER_TYPES:
                 # A constant index becomes a qualifier, which takes only these types.
-                raise ConstantFoldingError(f"invalid qualifier type: {_go_type(key)}")
+                raise ConstantFoldingError(invalid_qualifier(key).args[0])
             return UNKNOWN
         if isinstance(node, Comprehension):
             self.fold(node.range)
@@ -133,22 +140,3 @@ class _Folder:
             return impl(values[0])
         except EvalError as exc:
             raise ConstantFoldingError(str(exc)) from None
-
-
-def _go_type(value: Any) -> str:
-    """Go's %T of cel-go's runtime value."""
-    if value is None:
-        return "types.Null"
-    if type(value) is bytes:
-        return "types.Bytes"
-    if type(value) in (list, tuple):
-        return "*types.baseList"
-    if isinstance(value, dict):
-        return "*types.baseMap"
-    if type(value) is TypeValue:
-        return "*types.Type"
-    name = getattr(value, "cel_type_name", "")
-    return {
-        "google.protobuf.Timestamp": "types.Timestamp",
-        "google.protobuf.Duration": "types.Duration",
-    }.get(name, "*types.Optional" if name == "" else name)

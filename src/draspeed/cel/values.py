@@ -184,6 +184,50 @@ def map_items(m: dict[Any, Any]) -> Any:
     return m.items()
 
 
+# What cel-go can make an index qualifier of; any other index value is refused.
+QUALIFIER_TYPES: frozenset[type] = frozenset({str, int, UInt, bool, float})
+
+
+def invalid_qualifier(key: Any, device: Any = None) -> EvalError:
+    """cel-go's error for an index value that is no qualifier type, with Go's %T of the
+    value as cel-go holds it (``device``: the device map of the evaluation, which
+    Kubernetes passes as a plain Go map)."""
+    return EvalError(f"invalid qualifier type: {_go_type(key, device)}")
+
+
+def _go_type(value: Any, device: Any) -> str:
+    if value is None:
+        return "types.Null"
+    t = type(value)
+    if t is bytes:
+        return "types.Bytes"
+    if t is list or t is tuple:
+        return "*types.baseList"
+    if t is DomainMap:  # device.attributes, device.capacity: Kubernetes' own map type
+        return "cel.mapper"
+    if device is not None and value is device:
+        return "map[string]interface {}"
+    if isinstance(value, dict):
+        return "*types.baseMap"
+    if t is TypeValue:
+        return "*types.Type"
+    name = getattr(value, "cel_type_name", "")
+    return _GO_TYPES.get(name, "*types.Optional" if t is Optional else name)
+
+
+# Go's %T of the values of these CEL types (cel-go's and Kubernetes' library types).
+_GO_TYPES = {
+    "google.protobuf.Timestamp": "types.Timestamp",
+    "google.protobuf.Duration": "types.Duration",
+    "kubernetes.Quantity": "cel.Quantity",
+    "kubernetes.Semver": "cel.Semver",
+    "net.IP": "cel.IP",
+    "net.CIDR": "cel.CIDR",
+    "kubernetes.URL": "cel.URL",
+    "kubernetes.NamedFormat": "cel.Format",
+}
+
+
 def no_such_key(key: Any) -> EvalError:
     return EvalError(f"no such key: {format_value(key)}")
 
