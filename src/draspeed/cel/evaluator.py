@@ -464,7 +464,7 @@ class Compiler:
             a.charge(1)
             if type(v) is int:
                 return op(v, const)
-            return compare(v, const) in want
+            return compare(v, const, name) in want
 
         return _Expr(order_const)
 

@@ -43,6 +43,33 @@ def _uint(v: int) -> UInt:
     raise EvalError(_UOVERFLOW)
 
 
+# ---- operators on values of the wrong type ------------------------------------------
+
+# Left operand types whose own method cel-go's operator dispatch reaches (a wrong right
+# operand then fails there, with a bare "no such overload"); an operator on any other
+# left type is refused with its name ("no such overload: _<_"). As the upstream
+# allocator answers, operator by operator and left type by left type; timestamps and
+# durations (ORDER_TYPES, registered by their module) reach every one.
+_REACHED: dict[str, tuple[type, ...]] = {
+    "_<_": (bool, int, UInt, float, str, bytes),
+    "_+_": (list, tuple, int, UInt, float, str, bytes),
+    "_-_": (int, UInt, float, str),
+    "_*_": (int, UInt, float, str),
+    "_/_": (int, UInt, float, str),
+    "_%_": (int, UInt, str),
+    "-_": (bool, int, float, str),
+}
+_REACHED["_<=_"] = _REACHED["_>_"] = _REACHED["_>=_"] = _REACHED["_<_"]
+
+
+def _refused(op: str, left: Any) -> EvalError:
+    """The error of operator ``op`` on a left operand it has no implementation for."""
+    t = type(left)
+    if t in _REACHED[op] or t in ORDER_TYPES:
+        return no_such_overload()
+    return no_such_overload(op)
+
+
 # ---- arithmetic ------------------------------------------------------------------
 
 
@@ -68,7 +95,7 @@ def add(a: Any, b: Any) -> Any:
     hook = ADD_HOOKS.get((ta, tb))
     if hook is not None:
         return hook(a, b)
-    raise no_such_overload()
+    raise _refused("_+_", a)
 
 
 def sub(a: Any, b: Any) -> Any:
@@ -83,7 +110,7 @@ def sub(a: Any, b: Any) -> Any:
     hook = SUB_HOOKS.get((ta, tb))
     if hook is not None:
         return hook(a, b)
-    raise no_such_overload()
+    raise _refused("_-_", a)
 
 
 def mul(a: Any, b: Any) -> Any:
@@ -95,7 +122,7 @@ def mul(a: Any, b: Any) -> Any:
         return a * b
     if ta is UInt and tb is UInt:
         return _uint(a * b)
-    raise no_such_overload()
+    raise _refused("_*_", a)
 
 
 def _go_div(a: int, b: int) -> int:
@@ -120,7 +147,7 @@ def div(a: Any, b: Any) -> Any:
         if b == 0:
             raise EvalError("division by zero")
         return UInt(a // b)
-    raise no_such_overload()
+    raise _refused("_/_", a)
 
 
 def mod(a: Any, b: Any) -> Any:
@@ -136,7 +163,7 @@ def mod(a: Any, b: Any) -> Any:
         if b == 0:
             raise EvalError("modulus by zero")
         return UInt(a % b)
-    raise no_such_overload()
+    raise _refused("_%_", a)
 
 
 def neg(a: Any) -> Any:
@@ -148,7 +175,7 @@ def neg(a: Any) -> Any:
     hook = NEG_HOOKS.get(t)
     if hook is not None:
         return hook(a)
-    raise no_such_overload()
+    raise _refused("-_", a)
 
 
 def logical_not(a: Any) -> Any:
@@ -170,9 +197,10 @@ _2_63 = 9.223372036854775807e18  # float64(math.MaxInt64) == 2**63
 _2_64 = 1.8446744073709551615e19  # float64(math.MaxUint64) == 2**64
 
 
-def compare(a: Any, b: Any) -> int:
+def compare(a: Any, b: Any, op: str = "") -> int:
     """-1/0/1 for orderable pairs, as cel-go compares: numbers across types (an int or
-    uint against a double in range is converted to double first), NaN an error."""
+    uint against a double in range is converted to double first), NaN an error.
+    ``op``: the operator asking, for the error on values that do not order."""
     ta = type(a)
     tb = type(b)
     if ta is tb and (ta in (str, bytes, bool, int, UInt) or ta in ORDER_TYPES):
@@ -188,7 +216,7 @@ def compare(a: Any, b: Any) -> int:
             return -1 if a < b else (1 if a > b else 0)
         # int against uint: exact (cel-go's compareIntUint)
         return -1 if a < b else (1 if a > b else 0)
-    raise no_such_overload()
+    raise _refused(op, a) if op else no_such_overload()
 
 
 def _compare_double_integer(d: float, i: int) -> int:
@@ -208,19 +236,19 @@ def _compare_double_integer(d: float, i: int) -> int:
 
 
 def less(a: Any, b: Any) -> bool:
-    return compare(a, b) == -1
+    return compare(a, b, "_<_") == -1
 
 
 def less_equal(a: Any, b: Any) -> bool:
-    return compare(a, b) != 1
+    return compare(a, b, "_<=_") != 1
 
 
 def greater(a: Any, b: Any) -> bool:
-    return compare(a, b) == 1
+    return compare(a, b, "_>_") == 1
 
 
 def greater_equal(a: Any, b: Any) -> bool:
-    return compare(a, b) != -1
+    return compare(a, b, "_>=_") != -1
 
 
 def equal(a: Any, b: Any) -> bool:

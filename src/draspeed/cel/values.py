@@ -275,14 +275,47 @@ def format_value(value: Any) -> str:
     if t is bool:
         return "true" if value else "false"
     if t is float:
-        if math.isinf(value):
-            return "+Inf" if value > 0 else "-Inf"
-        if math.isnan(value):
-            return "NaN"
-        return repr(value)
+        return go_float(value)
+    if t is UInt:
+        return str(int(value))
     if value is None:
         return "NULL_VALUE"
     return str(value)
+
+
+def go_float(value: float) -> str:
+    """Go's ``%v`` of a float64 (strconv's 'g' with the shortest digits that read back):
+    exponent form when the exponent is below -4 or at least 6 (``1.23456789e+08``,
+    ``1e-07``), else plain digits without a trailing ``.0`` (``100``, ``0.1``, ``-0``)."""
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    if value == 0.0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    sign = "-" if value < 0 else ""
+    # repr has the shortest round-trip digits too; only their layout differs.
+    digits, exp = _shortest_digits(abs(value))
+    if exp < -4 or exp >= 6:
+        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    point = exp + 1  # digits before the decimal point
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return f"{sign}{digits}{'0' * (point - len(digits))}"
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def _shortest_digits(value: float) -> tuple[str, int]:
+    """(significant digits, decimal exponent of the first) of a positive float's repr."""
+    mantissa, _, exponent = repr(value).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    raw = whole + fraction
+    exp = len(whole) - 1 + int(exponent or 0)
+    stripped = raw.lstrip("0")
+    exp -= len(raw) - len(stripped)
+    return stripped.rstrip("0") or "0", exp
 
 
 def cel_equal(a: Any, b: Any) -> bool:
