@@ -30,14 +30,13 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.lalr import Token, Tree, UnexpectedCharacter, UnexpectedToken
 from draspeed.cel.lalr import parser as _lalr_parser
-from draspeed.cel.syntax_errors import syntax_errors
+from draspeed.cel.syntax_errors import NO_LOCATION, RECURSION_LIMIT, syntax_errors
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 UINT64_MAX = (1 << 64) - 1
 
-# cel-go's parser default; deeper expressions are rejected with its message.
-MAX_RECURSION_DEPTH = 250
+MAX_RECURSION_DEPTH = RECURSION_LIMIT  # cel-go's parser default
 
 RESERVED = frozenset(
     [
@@ -114,6 +113,9 @@ class ErrorList:
         lines = self.source.split("\n")
         out: list[str] = []
         for offset, message in sorted(self.items, key=lambda item: item[0]):
+            if offset == NO_LOCATION:  # cel-go prints no place and no snippet for these
+                out.append(f"ERROR: <input>:-1:0: {message}")
+                continue
             line, col = _line_col(self.source, offset)
             text = f"ERROR: <input>:{line}:{col + 1}: {message}"
             snippet = lines[line - 1] if 0 < line <= len(lines) else ""
@@ -158,50 +160,39 @@ def parse(source: str, *, macros: bool = True) -> Node:
     try:
         node = _Builder(errors, macros).build(tree)
     except RecursionError:
-        errors.items = [(0, f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")]
+        # cel-go's visitor counts its nesting of compound nodes (_NESTING_RULES).
+        errors.items = [(NO_LOCATION, "max recursion depth exceeded")]
         raise ParseError(errors.render()) from None
     if not errors.items:
-        _check_literals_and_depth(node, errors)
+        _check_literals(node, errors)
     if errors.items:
         raise ParseError(errors.render())
     return node
 
 
-def _check_literals_and_depth(root: Node, errors: ErrorList) -> None:
-    """Range-check int literals (after sign folding) and bound the nesting depth."""
-    stack: list[tuple[Node, int]] = [(root, 1)]
+def _check_literals(root: Node, errors: ErrorList) -> None:
+    """Range-check int and uint literals (after sign folding)."""
+    stack: list[Node] = [root]
     while stack:
-        node, depth = stack.pop()
-        if depth > MAX_RECURSION_DEPTH:
-            errors.items = [(0, f"expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")]
-            return
+        node = stack.pop()
         if isinstance(node, Const):
             if node.kind == "int" and not INT64_MIN <= node.value <= INT64_MAX:
                 errors.add(node.pos, "invalid int literal")
             elif node.kind == "uint" and not 0 <= node.value <= UINT64_MAX:
                 errors.add(node.pos, "invalid uint literal")
-        step = 0 if isinstance(node, Logical) else 1
-        stack.extend((child, depth + step) for child in children(node))
+        stack.extend(children(node))
 
 
 def _pos(tok: Token) -> int:
     return tok.start_pos or 0
 
 
+# What cel-go's visitor counts towards its recursion limit: the compound expression,
+# relation, calc, select, member call and index nodes. Parentheses, literals and calls
+# of global functions open parse rules instead, which its parse listener bounds
+# (syntax_errors).
 _NESTING_RULES = frozenset(
-    {
-        "ternary",
-        "binary",
-        "select",
-        "opt_select",
-        "member_call",
-        "index",
-        "opt_index",
-        "global_call",
-        "paren",
-        "list_lit",
-        "map_lit",
-    }
+    {"ternary", "binary", "select", "opt_select", "member_call", "index", "opt_index"}
 )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -406,6 +407,10 @@ class _Failed(Exception):
         self.at = at
 
 
+class _TooDeep(Exception):
+    """cel-go's recursion listener: a rule entered more than RECURSION_LIMIT deep."""
+
+
 class _Stop(Exception):
     """cel-go gives up (too many recoveries, or too many errors reported)."""
 
@@ -446,15 +451,29 @@ class _Parser:
         self.recoveries = 0
         # Errors cel-go's visitor adds when it reads the tree ANTLR recovered.
         self.visitor_errors: list[tuple[int, str]] = []
+        # How deep each rule is entered now: cel-go's recursion listener stops the parse
+        # when any one rule is entered more than RECURSION_LIMIT times over.
+        self.rule_depth: dict[str, int] = {}
+        self.fetched = 0  # the furthest visible token looked at
 
     # -- tokens ----------------------------------------------------------------------
 
     def la(self, k: int = 1) -> int:
         i = self.p + k - 1
+        if i > self.fetched:
+            self.fetched = i
         return self.types[i] if i < self.n else EOF
 
     def lt(self, k: int = 1) -> _Token:
-        return self.visible[min(self.p + k - 1, len(self.visible) - 1)]
+        i = min(self.p + k - 1, len(self.visible) - 1)
+        if i > self.fetched:
+            self.fetched = i
+        return self.visible[i]
+
+    def lexed_up_to(self) -> int:
+        """Where ANTLR's lexer has got to: it makes tokens as the parser asks for them,
+        up to the furthest one looked at, so later bad characters are not reported yet."""
+        return self.visible[min(self.fetched, len(self.visible) - 1)].start
 
     def consume(self) -> None:
         if self.visible[self.p].type != EOF:
@@ -589,6 +608,11 @@ class _Parser:
 
     def rule(self, site: str, follow: frozenset[int], body: Callable[[], None]) -> None:
         """Invoke a rule from ``site``, ``follow`` being what may follow it there."""
+        name = getattr(body, "func", body).__name__  # the rule (a partial for calc)
+        depth = self.rule_depth.get(name, 0) + 1
+        if depth > RECURSION_LIMIT:
+            raise _TooDeep
+        self.rule_depth[name] = depth
         self.follows.append(follow)
         try:
             body()
@@ -597,6 +621,7 @@ class _Parser:
             self.recover(_state_of(failure, site))
         finally:
             self.follows.pop()
+            self.rule_depth[name] = depth - 1
 
     # -- rules -------------------------------------------------------------------------
 
@@ -827,19 +852,43 @@ class _Parser:
             second = self.la(2)
             if second not in (NUM_INT, NUM_FLOAT):
                 raise self.no_viable(self.lt(), self.lt(2))
+            sign = self.lt()
             self.match(MINUS, frozenset({second}))
+            self.check_number(self.lt(), sign)
             self.match(second, _END)
             return
         if self.la() in _LITERAL_FIRST:
+            self.check_number(self.lt(), None)
             self.match(self.la(), _END)
             return
         raise self.no_viable(self.lt(), self.lt())
+
+    def check_number(self, token: _Token, sign: _Token | None) -> None:
+        """The visitor's range check of an integer literal (it reads the tree ANTLR
+        recovered, so a literal out of range is reported next to syntax errors too)."""
+        text = token.text
+        if token.type == NUM_INT:
+            value = int(text, 16) if text[:2] in ("0x", "0X") else int(text)
+            if not -(2**63) <= (-value if sign is not None else value) < 2**63:
+                where = sign if sign is not None else token
+                self.visitor_errors.append((where.start, "invalid int literal"))
+        elif token.type == NUM_UINT:
+            body = text[:-1]
+            if int(body, 16 if body[:2] in ("0x", "0X") else 10) >= 2**64:
+                self.visitor_errors.append((token.start, "invalid uint literal"))
 
 
 # cel-go rewrites "no viable alternative" before a reserved word (its regexp's '.' is any
 # character).
 _RESERVED = re.compile("no viable alternative at input '.(true|false|null)'")
 _REPORT_LIMIT = 100  # cel-go's errorReportingLimit
+_LEXER_ERROR = "Syntax error: token recognition error"
+RECURSION_LIMIT = 250  # cel-go's maxRecursionDepth (its listener's and its visitor's)
+# Where an error has no place in the text (cel-go's NoLocation, printed as -1:0).
+NO_LOCATION = -1
+# Python frames the rules take per level of nesting, with room: the limit raised to
+# this while reading, so that RECURSION_LIMIT levels are read rather than given up.
+_FRAMES_NEEDED = 40 * RECURSION_LIMIT
 
 
 def syntax_errors(src: str) -> list[tuple[int, str]] | None:
@@ -855,11 +904,22 @@ def syntax_errors(src: str) -> list[tuple[int, str]] | None:
             raise _Stop
         found.append((offset, f"Syntax error: {message}"))
 
+    previous = sys.getrecursionlimit()
+    if previous < _FRAMES_NEEDED:
+        sys.setrecursionlimit(_FRAMES_NEEDED)  # process-wide: only ever raised
+    parser: _Parser | None = None
     try:
         parser = _Parser(src, report)
         parser.rule("start", _END, parser.start)
     except _Stop:
         return found  # cel-go gives up before its visitor runs
+    except _TooDeep:
+        # The parse stops there: the errors reported so far stay (not those of characters
+        # the lexer has not reached), and the visitor never runs.
+        assert parser is not None
+        reached = parser.lexed_up_to()
+        kept = [e for e in found if not (e[1].startswith(_LEXER_ERROR) and e[0] >= reached)]
+        return [*kept, (NO_LOCATION, f"expression recursion limit exceeded: {RECURSION_LIMIT}")]
     except RecursionError:
         return None
     return found + parser.visitor_errors
