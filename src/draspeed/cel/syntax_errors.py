@@ -657,7 +657,16 @@ class _Parser:
         while self.la() in _RELOPS:
             self.matched()
             self.consume()
-            self.rule("relation.calc", _RELATION_LOOP, operand)
+            # ANTLR reads the right operand as a relation of its own (that then reads a
+            # calc): the relation rule is entered once more, which its listener counts.
+            depth = self.rule_depth.get("relation", 0) + 1
+            if depth > RECURSION_LIMIT:
+                raise _TooDeep
+            self.rule_depth["relation"] = depth
+            try:
+                self.rule("relation.calc", _RELATION_LOOP, operand)
+            finally:
+                self.rule_depth["relation"] = depth - 1
 
     def calc(self, precedence: int) -> None:
         self.rule("calc.unary", _CALC_LOOP, self.unary)
