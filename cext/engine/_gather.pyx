@@ -710,7 +710,6 @@ cdef class _Gather:
         if found != -(1 << 30):
             return found
         cdef Py_ssize_t e, i, lo = at32(&self.lay.slot_ptr)[layout]
-        cdef Py_ssize_t hi = at32(&self.lay.slot_ptr)[layout + 1]
         cdef Py_ssize_t start = self.lay.mapped.n
         cdef int32_t set_id, counter_id, slot
         cdef bint set_known

@@ -11,7 +11,7 @@ costs one type check per object).
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from draspeed import arguments
@@ -92,13 +92,13 @@ def cluster_slices(slices: Any, name: str = "slices") -> list[ResourceSlice]:
     """The ResourceSlices of a cluster state: a sequence of them, one per name (an equal
     repeat is dropped, two different ones are a ValueError naming both)."""
     found = arguments.items_of(slices, ResourceSlice, name, "a ResourceSlice")
-    return arguments.unique(found, _object_name, name, "ResourceSlices")
+    return arguments.unique(found, object_name, name, "ResourceSlices")
 
 
 def cluster_classes(classes: Any, name: str = "classes") -> list[DeviceClass]:
     """The DeviceClasses of a cluster state, one per name (as :func:`cluster_slices`)."""
     found = arguments.items_of(classes, DeviceClass, name, "a DeviceClass")
-    return arguments.unique(found, _object_name, name, "DeviceClasses")
+    return arguments.unique(found, object_name, name, "DeviceClasses")
 
 
 def cluster_claims(claims: Any, name: str) -> list[ResourceClaim]:
@@ -112,12 +112,11 @@ def cluster_nodes(nodes: Any, name: str = "nodes") -> list[Node]:
     node without labels)."""
     found = arguments.names_or_items(nodes, Node, name, "a Node")
     as_nodes = [n if isinstance(n, Node) else Node(metadata=ObjectMeta(name=n)) for n in found]
-    return arguments.unique(as_nodes, _node_name, name, "Nodes")
+    return arguments.unique(as_nodes, object_name, name, "Nodes")
 
 
 # Keys read in C (attrgetter): thousands of objects per snapshot build.
-_object_name = operator.attrgetter("metadata.name")
-_node_name = _object_name  # Node.name is its metadata.name
+object_name: Callable[[Any], str] = operator.attrgetter("metadata.name")  # Node.name too
 _claim_key = operator.attrgetter("key")
 
 

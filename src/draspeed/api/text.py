@@ -375,13 +375,17 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Hashable, Any]:
         if not isinstance(node, MappingNode):
             return super().construct_mapping(node, deep=deep)
+        return self._mapping(node, lambda child: self.construct_object(child, deep=deep))
+
+    def _mapping(self, node: MappingNode, construct: Callable[[Node], Any]) -> dict[Hashable, Any]:
+        """A mapping's dict, its keys and values made by ``construct``: merge keys
+        resolved, unhashable keys refused, duplicate keys raised or kept."""
         self.flatten_mapping(node)
         merged = self.merged.get(node, 0)
-        construct = self.construct_object
         mapping: dict[Hashable, Any] = {}
         written: dict[Hashable, Node] = {}
         for i, (key_node, value_node) in enumerate(node.value):
-            key = construct(key_node, deep=deep)
+            key = construct(key_node)
             if not isinstance(key, Hashable):
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping",
@@ -397,7 +401,7 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
                         raise duplicate
                     self.duplicates.append(duplicate)
                 written[key] = key_node
-            mapping[key] = construct(value_node, deep=deep)
+            mapping[key] = construct(value_node)
         return mapping
 
     # ---- a tree without aliases, built in one walk ----------------------------------
@@ -420,30 +424,7 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
         if kind is ScalarNode:
             return node.value if tag == _STR_TAG else self.construct_object(node, deep=True)
         if kind is MappingNode and tag == _MAP_TAG:
-            node = cast(MappingNode, node)
-            self.flatten_mapping(node)
-            merged = self.merged.get(node, 0)
-            mapping: dict[Hashable, Any] = {}
-            written: dict[Hashable, Node] = {}
-            for i, (key_node, value_node) in enumerate(node.value):
-                key = self._tree(key_node)
-                if not isinstance(key, Hashable):
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        "found unhashable key",
-                        key_node.start_mark,
-                    )
-                if i >= merged:
-                    first = written.get(key)
-                    if first is not None:
-                        duplicate = _DuplicateKey(node, key_node, first, key)
-                        if not self.keep_duplicates:
-                            raise duplicate
-                        self.duplicates.append(duplicate)
-                    written[key] = key_node
-                mapping[key] = self._tree(value_node)
-            return mapping
+            return self._mapping(cast(MappingNode, node), self._tree)
         if kind is SequenceNode and tag == _SEQ_TAG:
             return [self._tree(child) for child in node.value]
         return self.construct_object(node, deep=True)

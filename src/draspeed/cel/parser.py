@@ -36,7 +36,6 @@ INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 UINT64_MAX = (1 << 64) - 1
 
-MAX_RECURSION_DEPTH = RECURSION_LIMIT  # cel-go's parser default
 
 RESERVED = frozenset(
     [
@@ -241,7 +240,7 @@ class _Builder:
         nests = item.data in _NESTING_RULES
         if nests:
             self._depth += 1
-            if self._depth > MAX_RECURSION_DEPTH:
+            if self._depth > RECURSION_LIMIT:
                 self.too_deep = True
                 raise RecursionError
         try:

@@ -100,7 +100,7 @@ class _Folder:
             key = self.fold(node.key)
             if key is not UNKNOWN and type(key) not in QUALIFIER_TYPES:
                 # A constant index becomes a qualifier, which takes only these types.
-                raise ConstantFoldingError(invalid_qualifier(key).args[0])
+                raise ConstantFoldingError(str(invalid_qualifier(key)))
             return UNKNOWN
         if isinstance(node, Comprehension):
             self.fold(node.range)

@@ -22,6 +22,7 @@ from draspeed.cel.values import (
     TypeValue,
     UInt,
     cel_equal,
+    format_double,
     map_find,
     no_such_overload,
     type_name,
@@ -390,37 +391,6 @@ def to_double(v: Any) -> float:
                 pass
         raise conversion_error(v, "double")
     raise no_such_overload(f"double({type_name(v)})")
-
-
-def format_double(f: float) -> str:
-    """Go's ``%g`` of a float64: the shortest digits, in exponent form when the decimal
-    exponent is below -4 or at least 6 (strconv's rule for the shortest precision)."""
-    if math.isnan(f):
-        return "NaN"
-    if math.isinf(f):
-        return "+Inf" if f > 0 else "-Inf"
-    if f == 0.0:
-        return "-0" if math.copysign(1.0, f) < 0 else "0"
-    text = repr(f)
-    mantissa = text.partition("e")[0]
-    digits = mantissa.replace("-", "").replace(".", "").lstrip("0") or "0"
-    # decimal exponent of the leading digit
-    exp = math.floor(math.log10(abs(f)))
-    # correct the log10 rounding at powers of ten
-    if float(f"1e{exp}") > abs(f):
-        exp -= 1
-    elif float(f"1e{exp + 1}") <= abs(f):
-        exp += 1
-    ndigits = len(digits.rstrip("0")) or 1
-    if exp < -4 or exp >= 6:
-        sig = digits.rstrip("0") or "0"
-        body = sig[0] + ("." + sig[1:] if len(sig) > 1 else "")
-        sign = "-" if f < 0 else ""
-        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    out = f"{f:.{max(0, ndigits - 1 - exp)}f}"
-    if "." in out:
-        out = out.rstrip("0").rstrip(".")
-    return out
 
 
 def to_string(v: Any) -> str:

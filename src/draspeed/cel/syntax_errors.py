@@ -609,10 +609,7 @@ class _Parser:
     def rule(self, site: str, follow: frozenset[int], body: Callable[[], None]) -> None:
         """Invoke a rule from ``site``, ``follow`` being what may follow it there."""
         name = getattr(body, "func", body).__name__  # the rule (a partial for calc)
-        depth = self.rule_depth.get(name, 0) + 1
-        if depth > RECURSION_LIMIT:
-            raise _TooDeep
-        self.rule_depth[name] = depth
+        self.enter(name)
         self.follows.append(follow)
         try:
             body()
@@ -621,7 +618,15 @@ class _Parser:
             self.recover(_state_of(failure, site))
         finally:
             self.follows.pop()
-            self.rule_depth[name] = depth - 1
+            self.rule_depth[name] -= 1
+
+    def enter(self, name: str) -> None:
+        """Rule ``name`` entered once more, as cel-go's recursion listener counts it
+        (the caller counts it down again when the rule ends)."""
+        depth = self.rule_depth.get(name, 0) + 1
+        if depth > RECURSION_LIMIT:
+            raise _TooDeep
+        self.rule_depth[name] = depth
 
     # -- rules -------------------------------------------------------------------------
 
@@ -659,14 +664,11 @@ class _Parser:
             self.consume()
             # ANTLR reads the right operand as a relation of its own (that then reads a
             # calc): the relation rule is entered once more, which its listener counts.
-            depth = self.rule_depth.get("relation", 0) + 1
-            if depth > RECURSION_LIMIT:
-                raise _TooDeep
-            self.rule_depth["relation"] = depth
+            self.enter("relation")
             try:
                 self.rule("relation.calc", _RELATION_LOOP, operand)
             finally:
-                self.rule_depth["relation"] = depth - 1
+                self.rule_depth["relation"] -= 1
 
     def calc(self, precedence: int) -> None:
         self.rule("calc.unary", _CALC_LOOP, self.unary)

@@ -275,7 +275,7 @@ def format_value(value: Any) -> str:
     if t is bool:
         return "true" if value else "false"
     if t is float:
-        return go_float(value)
+        return format_double(value)
     if t is UInt:
         return str(int(value))
     if value is None:
@@ -283,39 +283,35 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def go_float(value: float) -> str:
-    """Go's ``%v`` of a float64 (strconv's 'g' with the shortest digits that read back):
-    exponent form when the exponent is below -4 or at least 6 (``1.23456789e+08``,
-    ``1e-07``), else plain digits without a trailing ``.0`` (``100``, ``0.1``, ``-0``)."""
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if math.isnan(value):
+def format_double(f: float) -> str:
+    """Go's ``%g`` of a float64: the shortest digits, in exponent form when the decimal
+    exponent is below -4 or at least 6 (strconv's rule for the shortest precision)."""
+    if math.isnan(f):
         return "NaN"
-    if value == 0.0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign = "-" if value < 0 else ""
-    # repr has the shortest round-trip digits too; only their layout differs.
-    digits, exp = _shortest_digits(abs(value))
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    if f == 0.0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    text = repr(f)
+    mantissa = text.partition("e")[0]
+    digits = mantissa.replace("-", "").replace(".", "").lstrip("0") or "0"
+    # decimal exponent of the leading digit
+    exp = math.floor(math.log10(abs(f)))
+    # correct the log10 rounding at powers of ten
+    if float(f"1e{exp}") > abs(f):
+        exp -= 1
+    elif float(f"1e{exp + 1}") <= abs(f):
+        exp += 1
+    ndigits = len(digits.rstrip("0")) or 1
     if exp < -4 or exp >= 6:
-        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        sig = digits.rstrip("0") or "0"
+        body = sig[0] + ("." + sig[1:] if len(sig) > 1 else "")
+        sign = "-" if f < 0 else ""
         return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    point = exp + 1  # digits before the decimal point
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return f"{sign}{digits}{'0' * (point - len(digits))}"
-    return f"{sign}{digits[:point]}.{digits[point:]}"
-
-
-def _shortest_digits(value: float) -> tuple[str, int]:
-    """(significant digits, decimal exponent of the first) of a positive float's repr."""
-    mantissa, _, exponent = repr(value).partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    raw = whole + fraction
-    exp = len(whole) - 1 + int(exponent or 0)
-    stripped = raw.lstrip("0")
-    exp -= len(raw) - len(stripped)
-    return stripped.rstrip("0") or "0", exp
+    out = f"{f:.{max(0, ndigits - 1 - exp)}f}"
+    if "." in out:
+        out = out.rstrip("0").rstrip(".")
+    return out
 
 
 def cel_equal(a: Any, b: Any) -> bool:

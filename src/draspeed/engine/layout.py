@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import copy
 import math
-import operator
 import threading
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from draspeed.api.coerce import object_name
 from draspeed.api.model import Device, DeviceAttribute, Node
 from draspeed.engine import _gather
 from draspeed.engine.slice_table import FLAGS
@@ -41,10 +41,6 @@ if TYPE_CHECKING:
 PDN_NONE, PDN_YES, PDN_NO, PDN_ERROR = (_gather.PDN[k] for k in ("none", "yes", "no", "error"))
 USABLE, INCOMPLETE, INVALID = (_gather.POOL_STATE[k] for k in ("usable", "incomplete", "invalid"))
 _INT64_SAFE = 2**62
-
-
-# A node's name, read in C: the cluster's nodes are listed on every cold path.
-node_name: Callable[[Node], str] = operator.attrgetter("metadata.name")
 
 
 def node_key(node: Node) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -99,13 +95,10 @@ class Layout:
         # its nodes unchanged by identity (Snapshot.cluster_layout).
         self.nodes = nodes if isinstance(nodes, list) else list(nodes)
         self._key = key
-        self.names = list(map(node_name, self.nodes))
+        self.names = list(map(object_name, self.nodes))
         self.named: dict[str, list[int]] = {}
-        if len(set(self.names)) == len(self.names):  # one node per name (the usual case)
-            self.named = {name: [n] for n, name in enumerate(self.names)}
-        else:
-            for n, name in enumerate(self.names):
-                self.named.setdefault(name, []).append(n)
+        for n, name in enumerate(self.names):
+            self.named.setdefault(name, []).append(n)
         self._lock = threading.RLock()
         # Nodes whose rows are out of date (their pools changed in a later version):
         # searched on their own, never through these arrays.

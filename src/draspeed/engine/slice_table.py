@@ -178,7 +178,7 @@ class SliceTable:
         """The devices at these global indices (one search for all of them)."""
         first = self._columns["s_first"].view(self.n_slices)
         at = np.asarray(g, dtype=np.int64)
-        s = np.searchsorted(first, at, side="right") - 1
+        s = self.slices_of(at, self.n_slices)
         slices = self.slices
         return [
             slices[k].spec.devices[d]

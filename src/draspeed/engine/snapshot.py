@@ -28,7 +28,13 @@ import numpy as np
 
 from draspeed import arguments
 from draspeed.api._model_tree import clone
-from draspeed.api.coerce import cluster_claims, cluster_classes, cluster_nodes, cluster_slices
+from draspeed.api.coerce import (
+    cluster_claims,
+    cluster_classes,
+    cluster_nodes,
+    cluster_slices,
+    object_name,
+)
 from draspeed.api.model import (
     Device,
     DeviceClass,
@@ -40,7 +46,7 @@ from draspeed.api.model import (
 from draspeed.collector import collector_paused
 from draspeed.engine import _gather, _read
 from draspeed.engine.committed import ClaimLog, Holds, claim_holds
-from draspeed.engine.layout import Layout, NodeView, attribute_values, node_key, node_name
+from draspeed.engine.layout import Layout, NodeView, attribute_values, node_key
 from draspeed.engine.next_version import (
     PendingLayout,
     copy_snapshot,
@@ -110,7 +116,7 @@ class Snapshot:
         self._dead_devices = 0
         self.classes = {c.metadata.name: c for c in classes}
         self._claims = ClaimLog(c for c in allocated_claims if c.status.allocation is not None)
-        self.given_nodes = dict(zip(map(node_name, nodes), nodes, strict=True))
+        self.given_nodes = dict(zip(map(object_name, nodes), nodes, strict=True))
         self._index: SliceIndex | None = None
         self._allocated: AllocatedState | None = None
         self._holds: Holds | None = None
@@ -463,7 +469,7 @@ class Snapshot:
         with self._lock:
             own_order, own_keys, shared = self._candidates()
             ids = np.fromiter(
-                map(table.names.find, map(node_name, nodes)), dtype=np.int32, count=len(nodes)
+                map(table.names.find, map(object_name, nodes)), dtype=np.int32, count=len(nodes)
             )
             lo = np.searchsorted(own_keys, ids, side="left").astype(np.int32)
             hi = np.searchsorted(own_keys, ids, side="right").astype(np.int32)
