@@ -57,6 +57,7 @@ from draspeed.api.model import (
 
 _FLAT_VERSIONS = ("v1beta1", "v1alpha3")
 _CONFIG_SOURCES = ("FromClaim", "FromClass")
+_API_VERSIONS = {v: f"resource.k8s.io/{v}" for v in ("v1", "v1beta2", "v1beta1", "v1alpha3")}
 
 
 def decode_resource_claim(
@@ -74,7 +75,7 @@ def decode_resource_claim(
         metadata=metadata,
         spec=spec,
         status=status,
-        api_version=f"resource.k8s.io/{version}",
+        api_version=_API_VERSIONS.get(version) or f"resource.k8s.io/{version}",
         raw=dict_of(obj),
     )
 
@@ -210,7 +211,7 @@ def _check_request_refs(
 def _decode_request(ctx: DecodeContext, raw: Any, path: str, flat: bool) -> DeviceRequest:
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
-    name = ctx.string(raw, "name", path, required=ctx.validate)
+    name = ctx.shared_string(raw, "name", path, required=ctx.validate)
     if ctx.validate:
         problem = names.check_dns_label(name)
         if problem is not None:
@@ -304,7 +305,7 @@ def _decode_exact(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> Exac
     selectors = decode_selectors(ctx, raw, path)
     mode, count = _mode_and_count(ctx, raw, path)
     return ExactDeviceRequest(
-        device_class_name=class_name,
+        device_class_name=ctx.caches.strings.setdefault(class_name, class_name),
         selectors=selectors,
         allocation_mode=mode,
         count=count,
@@ -317,7 +318,7 @@ def _decode_exact(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> Exac
 def _decode_subrequest(ctx: DecodeContext, raw: Any, path: str) -> DeviceSubRequest:
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
-    name = ctx.string(raw, "name", path, required=ctx.validate)
+    name = ctx.shared_string(raw, "name", path, required=ctx.validate)
     if ctx.validate:
         problem = names.check_dns_label(name)
         if problem is not None:
@@ -486,10 +487,10 @@ def _decode_device_result(
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
     result = DeviceRequestAllocationResult(
-        request=ctx.string(raw, "request", path, required=True),
-        driver=ctx.string(raw, "driver", path, required=True),
-        pool=ctx.string(raw, "pool", path, required=True),
-        device=ctx.string(raw, "device", path, required=True),
+        request=ctx.shared_string(raw, "request", path, required=True),
+        driver=ctx.shared_string(raw, "driver", path, required=True),
+        pool=ctx.shared_string(raw, "pool", path, required=True),
+        device=ctx.shared_string(raw, "device", path, required=True),
         admin_access=ctx.opt_bool(raw, "adminAccess", path),
         binding_conditions=ctx.string_list(raw, "bindingConditions", path),
         binding_failure_conditions=ctx.string_list(raw, "bindingFailureConditions", path),

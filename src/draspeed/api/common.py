@@ -3,7 +3,7 @@ taints, tolerations and opaque configuration."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from draspeed.api import limits, names
@@ -108,6 +108,7 @@ def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: b
     result = _plain_metadata(meta, namespaced) if type(meta) is dict else None
     if result is None:
         result = _checked_metadata(ctx, obj, namespaced=namespaced)
+    result.namespace = ctx.caches.strings.setdefault(result.namespace, result.namespace)
     if ctx.validate:
         problem = names.check_object_name(result.name)
         if problem is not None:
@@ -116,10 +117,9 @@ def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: b
             problem = names.check_dns_label(result.namespace)
             if problem is not None:
                 ctx.fail("metadata.namespace", problem)
-        if result.labels:
-            _check_labels(ctx, result.labels)
-        if result.annotations:
-            _check_annotations(ctx, result.annotations)
+        if result.labels or result.annotations:
+            for path, problem in _map_problems(result.labels, result.annotations):
+                ctx.fail(path, problem)
     return result
 
 
@@ -127,27 +127,33 @@ def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: b
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
-def _check_labels(ctx: DecodeContext, labels: Mapping[str, str]) -> None:
-    """As the API server checks labels: errors name the map, not the key."""
+def _map_problems(
+    labels: Mapping[str, str], annotations: Mapping[str, str]
+) -> Iterator[tuple[str, str]]:
+    """(field, message) of what the API server refuses in labels and annotations, in
+    its order: errors name the map, not the key."""
     for key, value in labels.items():
         problem = names.label_key_problem(key)
         if problem is not None:
-            ctx.fail("metadata.labels", invalid(key, problem))
+            yield "metadata.labels", invalid(key, problem)
         problem = names.label_value_problem(value)
         if problem is not None:
-            ctx.fail("metadata.labels", invalid(value, problem))
-
-
-def _check_annotations(ctx: DecodeContext, annotations: Mapping[str, str]) -> None:
+            yield "metadata.labels", invalid(value, problem)
     size = 0
     for key, value in annotations.items():
         # A label key in any case: the API server lower-cases it first.
         problem = names.label_key_problem(key.lower())
         if problem is not None:
-            ctx.fail("metadata.annotations", invalid(key, problem))
+            yield "metadata.annotations", invalid(key, problem)
         size += len(key.encode()) + len(value.encode())
     if size > TOTAL_ANNOTATION_SIZE_LIMIT:
-        ctx.fail("metadata.annotations", too_long(TOTAL_ANNOTATION_SIZE_LIMIT))
+        yield "metadata.annotations", too_long(TOTAL_ANNOTATION_SIZE_LIMIT)
+
+
+def metadata_maps_valid(labels: Mapping[str, str], annotations: Mapping[str, str]) -> bool:
+    """Whether the API server takes these labels and annotations (for the fast paths
+    of bulk decoding, which leave anything else to the checked decoder)."""
+    return next(_map_problems(labels, annotations), None) is None
 
 
 def _checked_metadata(
@@ -179,9 +185,9 @@ def _requirement(
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
     req = NodeSelectorRequirement(
-        key=ctx.string(raw, "key", path),
-        operator=ctx.string(raw, "operator", path),
-        values=ctx.string_list(raw, "values", path),
+        key=ctx.shared_string(raw, "key", path),
+        operator=ctx.shared_string(raw, "operator", path),
+        values=[ctx.caches.strings.setdefault(v, v) for v in ctx.string_list(raw, "values", path)],
     )
     if not ctx.validate:
         return req

@@ -72,6 +72,7 @@ class Caches:
         "consumptions",
         "dns_labels",
         "quantities",
+        "strings",
     )
 
     def __init__(self) -> None:
@@ -96,6 +97,9 @@ class Caches:
         self.dns_labels: set[str] = set()
         # quantity text -> Quantity
         self.quantities: dict[str, Quantity] = {}
+        # strings that repeat from object to object (a result's driver, pool and
+        # request, a node selector's key): one str object each
+        self.strings: dict[str, str] = {}
 
 
 def dict_of(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -273,6 +277,14 @@ class DecodeContext:
         if not isinstance(value, str):
             self.fail(child(path, key), messages.wrong_type("string", value))
         return value
+
+    def shared_string(
+        self, d: Mapping[str, Any], key: str, path: str, *, required: bool = False
+    ) -> str:
+        """:meth:`string`, one str object per distinct value in a load (for fields that
+        repeat across thousands of objects: each was a copy of its own)."""
+        value = self.string(d, key, path, required=required)
+        return self.caches.strings.setdefault(value, value)
 
     def opt_string(self, d: Mapping[str, Any], key: str, path: str) -> str | None:
         value = d.get(key)

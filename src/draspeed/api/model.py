@@ -7,9 +7,9 @@ when unset, lists and maps are empty when unset.
 
 Top-level objects keep the mapping they were decoded from in ``raw`` so that
 everything the user gave (unknown fields included) survives an echo: results are
-written into a copy of ``raw``, never rebuilt from the model. A ResourceSlice of a bulk
-JSON text may hold its JSON text instead, decoded to that mapping on first read (see
-:class:`ResourceSlice`).
+written into a copy of ``raw``, never rebuilt from the model. A ResourceSlice or
+ResourceClaim of a bulk JSON text may hold its JSON text instead, decoded to that
+mapping on first read (see :class:`ResourceSlice`).
 """
 
 from __future__ import annotations
@@ -176,6 +176,30 @@ class ResourceSliceSpec:
     shared_counters: list[CounterSet] = field(default_factory=list)
 
 
+_RAW_LOCK = threading.Lock()
+
+
+def _raw_from_text(obj: Any, name: str) -> Any:
+    """``__getattr__`` of a class with a lazily decoded ``raw`` (called only when the
+    normal lookup fails: here, for an empty ``raw`` slot): ``raw_text`` decoded once,
+    under a lock so that concurrent first readers get the same dict."""
+    if name != "raw":
+        raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+    slot = _RAW_SLOTS[type(obj)]
+    with _RAW_LOCK:
+        try:
+            return slot.__get__(obj, type(obj))  # decoded meanwhile
+        except AttributeError:
+            pass
+        text = obj.raw_text
+        if text is None:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute 'raw'")
+        value = msgspec.json.decode(text)
+        obj.raw = value
+        obj.raw_text = None
+        return value
+
+
 @dataclass(slots=True)
 class ResourceSlice:
     """A ResourceSlice. ``raw`` may be decoded on first read from ``raw_text``.
@@ -200,25 +224,7 @@ class ResourceSlice:
     if not TYPE_CHECKING:  # mypy would take any misspelt attribute for one
 
         def __getattr__(self, name: str) -> Any:
-            # Called only when the normal lookup fails: here, for an empty ``raw`` slot.
-            if name != "raw":
-                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            with _RAW_LOCK:
-                try:
-                    return _RAW_SLOT.__get__(self, ResourceSlice)  # decoded meanwhile
-                except AttributeError:
-                    pass
-                text = self.raw_text
-                if text is None:
-                    raise AttributeError(f"{type(self).__name__!r} object has no attribute 'raw'")
-                value = msgspec.json.decode(text)
-                self.raw = value
-                self.raw_text = None
-                return value
-
-
-_RAW_SLOT = ResourceSlice.__dict__["raw"]
-_RAW_LOCK = threading.Lock()
+            return _raw_from_text(self, name)
 
 
 # --------------------------------------------------------------------------------------
@@ -389,11 +395,21 @@ class ResourceClaimStatus:
 
 @dataclass(slots=True)
 class ResourceClaim:
+    """A ResourceClaim. ``raw`` may be decoded on first read from ``raw_text``, as for
+    :class:`ResourceSlice`: a cluster dump holds thousands of allocated claims, whose
+    dicts were half of their memory."""
+
     metadata: ObjectMeta
     spec: ResourceClaimSpec
     status: ResourceClaimStatus = field(default_factory=ResourceClaimStatus)
     api_version: str = "resource.k8s.io/v1"
     raw: dict[str, Any] = field(default_factory=dict)
+    raw_text: msgspec.Raw | None = field(default=None, init=False, repr=False, compare=False)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            return _raw_from_text(self, name)
 
     @property
     def key(self) -> str:
@@ -401,6 +417,13 @@ class ResourceClaim:
         if self.metadata.namespace:
             return f"{self.metadata.namespace}/{self.metadata.name}"
         return self.metadata.name
+
+
+# The ``raw`` slot of each class with a lazily decoded ``raw``.
+_RAW_SLOTS: dict[type, Any] = {
+    ResourceSlice: ResourceSlice.__dict__["raw"],
+    ResourceClaim: ResourceClaim.__dict__["raw"],
+}
 
 
 @dataclass(slots=True)
