@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draspeed.api._model_tree import clone
+from draspeed.api.bulk_claims import ClaimBuilder
 from draspeed.api.context import Validation
 from draspeed.api.loader import load
 from draspeed.api.model import ResourceClaim, ResourceSlice
@@ -202,11 +203,13 @@ def _on_capacity(value: Any) -> Edit:
     return _on_device(change)
 
 
-def _set(path: tuple[str, ...], value: Any) -> Edit:
+def _set(path: tuple[str | int, ...], value: Any) -> Edit:
+    """Set the field at ``path`` (ints index lists), making missing objects on the way."""
+
     def edit(s: dict[str, Any], pick: Any) -> None:
-        target = s
+        target: Any = s
         for key in path[:-1]:
-            target = target.setdefault(key, {})
+            target = target[key] if isinstance(key, int) else target.setdefault(key, {})
         target[path[-1]] = value
 
     return edit
@@ -460,6 +463,229 @@ def test_each_edit(name: str) -> None:
                 _same(_write(doc, style), validate)
 
 
+# ------------------------------------------------------------------ claims
+
+_CLAIM_CLUSTER: list[Any] = []
+
+
+def _claims() -> list[dict[str, Any]]:
+    """Allocated claims of a small cluster (results, node selectors), one reserved."""
+    if not _CLAIM_CLUSTER:
+        cluster = generate("scheduler-perf", 3, seed=1, fill=0.5)
+        claims = cluster.claims
+        claims[0]["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": "u-1"}]
+        claims[1]["metadata"].update(
+            uid="0d6f",
+            resourceVersion="12",
+            generation=1,
+            labels={"app": "x"},
+            annotations={"resource.kubernetes.io/pod-claim-name": "gpu"},
+            creationTimestamp="2026-01-01T00:00:00Z",
+            ownerReferences=[{"kind": "Pod"}],
+        )
+        claims[2]["spec"]["devices"]["requests"][0]["exactly"].update(
+            allocationMode="ExactCount", count=1
+        )
+        _CLAIM_CLUSTER.append(claims)
+    return copy.deepcopy(_CLAIM_CLUSTER[0])
+
+
+def _result_set(key: str, value: Any) -> Edit:
+    def edit(c: dict[str, Any], pick: Any) -> None:
+        c["status"]["allocation"]["devices"]["results"][0][key] = value
+
+    return edit
+
+
+def _selector_set(key: str, value: Any) -> Edit:
+    def edit(c: dict[str, Any], pick: Any) -> None:
+        selector = c["status"]["allocation"].setdefault(
+            "nodeSelector",
+            {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}
+                ]
+            },
+        )
+        selector["nodeSelectorTerms"][0]["matchFields"][0][key] = value
+
+    return edit
+
+
+def _exact_set(key: str, value: Any) -> Edit:
+    return _set(("spec", "devices", "requests", 0, "exactly", key), value)
+
+
+def _two_requests(same_name: bool) -> Edit:
+    def edit(c: dict[str, Any], pick: Any) -> None:
+        requests = c["spec"]["devices"]["requests"]
+        requests.append(copy.deepcopy(requests[0]))
+        if not same_name:
+            requests[-1]["name"] = "second"
+
+    return edit
+
+
+def _many(path: tuple[Any, ...], count: int) -> Edit:
+    def edit(c: dict[str, Any], pick: Any) -> None:
+        target = c
+        for key in path[:-1]:
+            target = target[key]
+        items = target[path[-1]]
+        target[path[-1]] = [copy.deepcopy(items[0]) for _ in range(count)]
+
+    return edit
+
+
+_CLAIM_EDITS: dict[str, Edit] = {
+    "unknown status field": _set(("status", "future"), 1),
+    "unknown result field": _result_set("future", 1),
+    "null status": _set(("status",), None),
+    "empty status": _set(("status",), {}),
+    "no status": _drop(("status",)),
+    "no spec": _drop(("spec",)),
+    "no devices": _set(("spec",), {}),
+    "no requests": _set(("spec", "devices", "requests"), []),
+    "no metadata": _drop(("metadata",)),
+    "no name": _drop(("metadata", "name")),
+    "generateName only": _set(("metadata",), {"generateName": "c-", "namespace": "ns"}),
+    "bad name": _set(("metadata", "name"), "Bad_Name"),
+    "bad namespace": _set(("metadata", "namespace"), "Bad.NS"),
+    "no namespace": _drop(("metadata", "namespace")),
+    "claim labels": _set(("metadata", "labels"), {"a": "b"}),
+    "bad claim label": _set(("metadata", "labels"), {"bad key!": "b"}),
+    "bad claim annotation": _set(("metadata", "annotations"), {"Bad Key!": "b"}),
+    "claim generation too big": _set(("metadata", "generation"), 2**63),
+    "null uid": _set(("metadata", "uid"), None),
+    "bad request name": _set(("spec", "devices", "requests", 0, "name"), "Req_0"),
+    "two requests": _two_requests(same_name=False),
+    "a request twice": _two_requests(same_name=True),
+    "33 requests": _many(("spec", "devices", "requests"), 33),
+    "no class": _exact_set("deviceClassName", ""),
+    "bad class": _exact_set("deviceClassName", "Bad_Class"),
+    "null class": _exact_set("deviceClassName", None),
+    "mode All": _exact_set("allocationMode", "All"),
+    "empty mode": _exact_set("allocationMode", ""),
+    "unknown mode": _exact_set("allocationMode", "Some"),
+    "count 0": _exact_set("count", 0),
+    "count 3": _exact_set("count", 3),
+    "negative count": _exact_set("count", -1),
+    "count too big": _exact_set("count", 2**63),
+    "count as fraction": _exact_set("count", 1.5),
+    "null count": _exact_set("count", None),
+    "selectors": _exact_set("selectors", [{"cel": {"expression": "true"}}]),
+    "admin access": _exact_set("adminAccess", True),
+    "first available": _set(
+        ("spec", "devices", "requests", 0),
+        {"name": "r", "firstAvailable": [{"name": "s", "deviceClassName": "x"}]},
+    ),
+    "no allocation": _drop(("status", "allocation")),
+    "null allocation": _set(("status", "allocation"), None),
+    "no results": _set(("status", "allocation", "devices", "results"), []),
+    "unknown request in result": _result_set("request", "other"),
+    "subrequest in result": _result_set("request", "req-0/sub"),
+    "bad driver in result": _result_set("driver", "Bad_Driver"),
+    "bad pool in result": _result_set("pool", "bad pool"),
+    "bad device in result": _result_set("device", "Dev_0"),
+    "share in result": _result_set("shareID", "7b1dc2f0-3c58-4c6a-9e0a-4d6f1b6e2a11"),
+    "bad share in result": _result_set("shareID", "x"),
+    "admin access in result": _result_set("adminAccess", True),
+    "consumed capacity": _result_set("consumedCapacity", {"memory": "1Gi"}),
+    "129 results": _many(("status", "allocation", "devices", "results"), 129),
+    "allocation timestamp": _set(
+        ("status", "allocation", "allocationTimestamp"), "2026-01-01T00:00:00Z"
+    ),
+    "allocation config": _set(("status", "allocation", "devices", "config"), []),
+    "no node selector": _drop(("status", "allocation", "nodeSelector")),
+    "null node selector": _set(("status", "allocation", "nodeSelector"), None),
+    "no terms": _set(("status", "allocation", "nodeSelector"), {"nodeSelectorTerms": []}),
+    "empty term": _set(("status", "allocation", "nodeSelector"), {"nodeSelectorTerms": [{}]}),
+    "expressions term": _set(
+        ("status", "allocation", "nodeSelector"),
+        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists"}]}]},
+    ),
+    "NotIn field": _selector_set("operator", "NotIn"),
+    "two node names": _selector_set("values", ["a", "b"]),
+    "other field key": _selector_set("key", "metadata.namespace"),
+    "bad node name": _selector_set("values", ["Bad_Node"]),
+    "reserved": _set(("status", "reservedFor"), [{"resource": "pods", "name": "p", "uid": "u"}]),
+    "reserved with api group": _set(
+        ("status", "reservedFor"), [{"apiGroup": "x.io", "resource": "r", "name": "p", "uid": "u"}]
+    ),
+    "reserved unknown field": _set(("status", "reservedFor"), [{"future": 1}]),
+    "257 reserved": _set(
+        ("status", "reservedFor"),
+        [{"resource": "pods", "name": f"p{i}", "uid": "u"} for i in range(257)],
+    ),
+    "device status": _set(("status", "devices"), [{"driver": "d", "pool": "p", "device": "x"}]),
+    "claim v1beta2": _set(("apiVersion",), "resource.k8s.io/v1beta2"),
+    "claim v1beta1": _set(("apiVersion",), "resource.k8s.io/v1beta1"),
+    "claim kind template": _set(("kind",), "ResourceClaimTemplate"),
+}
+
+
+def _claim_docs(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    typed = [{k: v for k, v in c.items() if k not in ("apiVersion", "kind")} for c in claims]
+    return [
+        _as_list(claims),
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimList", "items": typed},
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(_CLAIM_EDITS))
+def test_each_claim_edit(name: str) -> None:
+    """Each edit on the last claim of a list: the bulk path gives what the ordinary
+    parse gives (claims, raws, warnings or the error), in both list shapes."""
+    claims = _claims()
+    with contextlib.suppress(TypeError, KeyError, AttributeError, IndexError):
+        _CLAIM_EDITS[name](claims[-1], random.Random(0))
+    for doc in _claim_docs(claims):
+        for style in _STYLES:
+            for validate in (True, False):
+                _same(_write(doc, style), validate)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    edits=st.lists(
+        st.tuples(st.sampled_from(sorted(_CLAIM_EDITS)), st.integers(0, 10**6)),
+        min_size=1,
+        max_size=3,
+    ),
+    style=st.sampled_from(_STYLES),
+    validate=st.sampled_from(["strict", "warn", "ignore"]),
+)
+def test_edited_claims(edits: list[tuple[str, int]], style: str, validate: Validation) -> None:
+    claims = _claims()
+    for name, seed in edits:
+        pick = random.Random(seed)
+        with contextlib.suppress(TypeError, KeyError, AttributeError, IndexError):
+            _CLAIM_EDITS[name](pick.choice(claims), pick)
+    for doc in _claim_docs(claims):
+        _same(_write(doc, style), validate)
+
+
+def test_the_bulk_path_builds_common_claims_itself() -> None:
+    built: list[Any] = []
+    original = ClaimBuilder.build
+
+    def counted(self: ClaimBuilder, *args: Any) -> Any:
+        claim = original(self, *args)
+        built.append(claim)
+        return claim
+
+    claims = _claims()
+    for doc in _claim_docs(claims):
+        built.clear()
+        ClaimBuilder.build = counted  # type: ignore[method-assign,assignment]
+        try:
+            loaded = load(msgspec.json.encode(doc)).claims
+        finally:
+            ClaimBuilder.build = original  # type: ignore[method-assign]
+        assert len(loaded) == len(claims) and all(c is not None for c in built)
+        assert [c for c in built] == loaded
+
+
 # ------------------------------------------------- texts that stop being JSON
 
 
@@ -585,14 +811,15 @@ def _lazy_claim() -> ResourceClaim:
     return lazy
 
 
-LAZY = {"slice": _lazy_slice, "claim": _lazy_claim}
 Lazy = ResourceSlice | ResourceClaim
+LAZY: dict[str, Callable[[], Lazy]] = {"slice": _lazy_slice, "claim": _lazy_claim}
 
 
 @pytest.mark.parametrize("kind", sorted(LAZY))
 def test_raw_is_decoded_once_on_first_read(kind: str) -> None:
     lazy = LAZY[kind]()
-    expected = msgspec.json.decode(lazy.raw_text)  # type: ignore[arg-type]
+    assert lazy.raw_text is not None
+    expected = msgspec.json.decode(lazy.raw_text)
     first = lazy.raw
     assert first == expected and lazy.raw is first
     assert lazy.raw_text is None
@@ -649,7 +876,7 @@ def test_raw_can_be_set(kind: str) -> None:
     lazy.raw = {"x": 1}
     assert lazy.raw == {"x": 1}
     with pytest.raises(AttributeError, match="no_such_field"):
-        _ = lazy.no_such_field  # type: ignore[union-attr]
+        _ = lazy.no_such_field  # type: ignore[union-attr,unused-ignore]
 
 
 def test_counter_texts_are_remembered_and_checked_once() -> None:

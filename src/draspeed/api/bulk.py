@@ -10,9 +10,10 @@ what reading the text once costs, so :func:`read_list` takes such a text apart i
 2. the list without its items is decoded (its ``kind`` and ``apiVersion`` apply to
    items that have none);
 3. :meth:`ListText.item` decodes one item from its own bytes: a ResourceSlice into the
-   Structs of :mod:`draspeed.api.slice_schema` when they fit it, anything else into a
-   dict as the ordinary parse gives it. Each keeps its bytes (a ``msgspec.Raw`` view of
-   the input), which become the slice's ``raw``.
+   Structs of :mod:`draspeed.api.slice_schema`, a ResourceClaim into those of
+   :mod:`draspeed.api.bulk_claims`, when they fit it; anything else into a dict as the
+   ordinary parse gives it. Each keeps its bytes (a ``msgspec.Raw`` view of the
+   input), which become the slice's or claim's ``raw``.
 
 The loader decodes and builds one item at a time, so that each item's Structs are
 freed while the next is decoded (half the memory traffic of decoding all first). An
@@ -30,12 +31,21 @@ from typing import Any
 import msgspec
 
 from draspeed.api._jsontext import json_list_spans
+from draspeed.api.bulk_claims import CLAIM_DECODER
 from draspeed.api.slice_schema import SLICE_DECODER
 from draspeed.api.text import DEFAULT_MAX_DEPTH, Limits
 
-# List kinds whose items may be ResourceSlices ("List": kubectl's mixed lists).
-_SLICE_LISTS = ("List", "ResourceSliceList")
-_SLICE_KIND = b'"ResourceSlice"'
+# List kinds read item by item ("List": kubectl's mixed lists), and the kind each
+# list's items are tried as first (None: as named in the item).
+_LISTS: dict[str, str | None] = {
+    "List": None,
+    "ResourceSliceList": "ResourceSlice",
+    "ResourceClaimList": "ResourceClaim",
+}
+_KINDS: dict[str, tuple[bytes, msgspec.json.Decoder[Any]]] = {
+    "ResourceSlice": (b'"ResourceSlice"', SLICE_DECODER),
+    "ResourceClaim": (b'"ResourceClaim"', CLAIM_DECODER),
+}
 
 
 class NotJSON(Exception):
@@ -49,22 +59,25 @@ class ListText:
     envelope: dict[str, Any]  # the list's own fields, "items" empty
     data: bytes
     spans: list[tuple[int, int]]  # where each item's text is
-    slices_only: bool  # a ResourceSliceList: every item is tried as a slice
+    item_kind: str | None  # a typed list's kind of item: each item is tried as one
 
     def __len__(self) -> int:
         return len(self.spans)
 
     def item(self, j: int) -> tuple[Any, msgspec.Raw]:
-        """Item ``j`` decoded (a JSONSlice when the Structs take it, else as a dict) and
-        its text; :class:`NotJSON` if msgspec cannot decode it."""
+        """Item ``j`` decoded (a JSONSlice or JSONClaim when the Structs take it, else
+        as a dict) and its text; :class:`NotJSON` if msgspec cannot decode it."""
         start, end = self.spans[j]
         text = msgspec.Raw(memoryview(self.data)[start:end])
         try:
-            if self.slices_only or self.data.find(_SLICE_KIND, start, end) >= 0:
-                try:
-                    return SLICE_DECODER.decode(text), text
-                except msgspec.ValidationError:  # not of the shape the Structs take
-                    pass
+            for kind, (marker, decoder) in _KINDS.items():
+                if self.item_kind == kind or (
+                    self.item_kind is None and self.data.find(marker, start, end) >= 0
+                ):
+                    try:
+                        return decoder.decode(text), text
+                    except msgspec.ValidationError:  # not of the shape the Structs take
+                        pass
             return msgspec.json.decode(text), text
         # DecodeError by name: it is a ValueError only from msgspec 0.21 on.
         except (msgspec.DecodeError, ValueError, RecursionError) as exc:
@@ -81,8 +94,8 @@ class ListText:
 
 
 def read_list(text: str | bytes, limits: Limits) -> ListText | None:
-    """A JSON ``List`` or ``ResourceSliceList`` text within ``limits``, taken apart;
-    None for any other text."""
+    """A JSON ``List``, ``ResourceSliceList`` or ``ResourceClaimList`` text within
+    ``limits``, taken apart; None for any other text."""
     if text[:64].lstrip()[:1] not in ("{", b"{"):
         return None
     if limits.max_depth > DEFAULT_MAX_DEPTH:
@@ -105,6 +118,6 @@ def read_list(text: str | bytes, limits: Limits) -> ListText | None:
     except (msgspec.DecodeError, ValueError, RecursionError):
         return None
     kind = envelope.get("kind") if type(envelope) is dict else None
-    if kind not in _SLICE_LISTS:
+    if type(kind) is not str or kind not in _LISTS:
         return None
-    return ListText(envelope, data, spans, kind == "ResourceSliceList")
+    return ListText(envelope, data, spans, _LISTS[kind])

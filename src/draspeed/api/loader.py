@@ -50,6 +50,7 @@ from typing import Any
 import msgspec
 
 from draspeed.api.bulk import ListText, NotJSON, read_list
+from draspeed.api.bulk_claims import ClaimBuilder, JSONClaim
 from draspeed.api.clients import to_plain
 from draspeed.api.clients import type_meta as model_type_meta
 from draspeed.api.context import Caches, DraspeedWarning, Pending, Validation, validation_mode
@@ -398,6 +399,8 @@ class _Loader:
             fields=self.mode,
         )
         slices = self.objects.slices
+        claims = self.objects.claims
+        build_claim = ClaimBuilder(self.caches.strings, self.validate).build
         for j in range(len(listed)):
             try:
                 item, text = listed.item(j)
@@ -420,6 +423,18 @@ class _Loader:
                                 slices.append(built)
                             continue
                     item = msgspec.json.decode(text)  # as the ordinary parse gives it
+                elif type(item) is JSONClaim:
+                    if item_kind is None:
+                        version, kind = item.apiVersion, item.kind
+                    else:
+                        version, kind = item.apiVersion or api_version, item.kind or item_kind
+                    if kind == "ResourceClaim" and type(version) is str:
+                        claim = build_claim(item, text, version)
+                        if claim is not None:
+                            if self.first(claim, where, j):
+                                claims.append(claim)
+                            continue
+                    item = msgspec.json.decode(text)
                 decoded = self.list_item(item, j, where, api_version, item_kind)
                 if type(decoded) is ResourceClaim and decoded.raw is item:
                     # The claim keeps its text, decoded again if ``raw`` is read: the
