@@ -14,7 +14,7 @@ pieces here let a version share almost everything with its parent:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -150,6 +150,33 @@ class Holds:
         # (driver, pool) -> device name -> counts, for the devices something holds.
         self._by_pool: PersistentMap[tuple[str, str], dict[str, Counts]] = PersistentMap()
 
+    @classmethod
+    def of_committed(
+        cls,
+        n: int,
+        holds: Sequence[tuple[DeviceID, int]],
+        devices_named: Callable[[Sequence[DeviceID]], tuple[np.ndarray, np.ndarray]],
+    ) -> Holds:
+        """What ``holds`` (of every committed claim) add up to, from nothing: what
+        :meth:`apply` makes of them one by one, counted for all devices at once.
+        ``devices_named(ids)`` gives (index into ids, device index) of every device
+        with one of those IDs."""
+        out = cls(n)
+        by_pool: dict[tuple[str, str], dict[str, Counts]] = {}
+        kinds = np.fromiter((kind for _, kind in holds), dtype=np.int8, count=len(holds))
+        for device_id, kind in holds:  # per committed result, not per device
+            held = by_pool.setdefault((device_id.driver, device_id.pool), {})
+            held[device_id.device] = _plus(held.get(device_id.device, _NOTHING), _DELTA[kind])
+        for key, held in by_pool.items():
+            out._by_pool[key] = held
+        at, g = devices_named([device_id for device_id, _ in holds])
+        kind_at = kinds[at]
+        for k, chosen in enumerate(
+            (kind_at == EXCLUSIVE, kind_at != EXCLUSIVE, kind_at == SHARE_WITH_CAPACITY)
+        ):
+            out._base[k][:] = np.bincount(g[chosen], minlength=n)[:n]
+        return out
+
     def derive(self, n: int | None = None) -> Holds:
         """A copy to change (for ``n`` devices: new devices hold nothing yet)."""
         out = Holds.__new__(Holds)
@@ -276,6 +303,10 @@ class Holds:
 
 
 _NO_HOLDS: dict[str, Counts] = {}
+
+
+# The counts one committed result of each kind adds.
+_DELTA: dict[int, Counts] = {EXCLUSIVE: (1, 0, 0), SHARE: (0, 1, 0), SHARE_WITH_CAPACITY: (0, 1, 1)}
 
 
 def _plus(a: Counts, b: Counts) -> Counts:

@@ -207,3 +207,51 @@ class SliceTable:
             hit = np.flatnonzero(d_name[lo : lo + int(count[s])] == name)
             out.extend(lo + int(i) for i in hit)
         return out
+
+    def devices_named_many(
+        self, ids: Sequence[DeviceID], n_slices: int, live: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every device of a live slice (``live``: a flag per slice, of the first
+        ``n_slices``) in the pool of one of ``ids`` and named like it: (index into
+        ``ids``, global device index) pairs, by index. One dict lookup per ID; the
+        devices are matched by sorting, in numpy."""
+        names = self.names
+        strings, pools = names.strings, names.pools
+        width = len(names.string_list) + 1
+        wanted = np.full(len(ids), -1, dtype=np.int64)
+        for i, device_id in enumerate(ids):
+            driver = strings.get(device_id.driver)
+            pool = strings.get(device_id.pool)
+            name = strings.get(device_id.device)
+            if driver is None or pool is None or name is None:
+                continue  # not in any slice: no device has this ID
+            pool_id = pools.get((driver, pool))
+            if pool_id is not None:
+                wanted[i] = pool_id * width + name
+        live_slices = np.flatnonzero(live[:n_slices])
+        lengths = self.column("s_ndev", n_slices)[live_slices].astype(np.int64)
+        starts = self.column("s_first", n_slices)[live_slices]
+        g = _ranges(starts, lengths)
+        keys = (
+            np.repeat(self.column("s_pool", n_slices)[live_slices].astype(np.int64), lengths)
+            * width
+            + self.column("d_name", self.n_devices)[g]
+        )
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        lo = np.searchsorted(keys, wanted, side="left")
+        hi = np.where(wanted < 0, lo, np.searchsorted(keys, wanted, side="right"))
+        matches = hi - lo
+        at = np.repeat(np.arange(len(ids), dtype=np.int64), matches)
+        return at, g[order[_ranges(lo, matches)]]
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``starts[i], starts[i] + 1, ..., starts[i] + lengths[i] - 1`` for each i, joined."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    before = np.cumsum(lengths) - lengths
+    return np.repeat(np.asarray(starts, dtype=np.int64) - before, lengths) + np.arange(
+        total, dtype=np.int64
+    )

@@ -658,12 +658,18 @@ class Snapshot:
         """How many committed claims hold each device, and how (built on first use)."""
         with self._lock, collector_paused():
             if self._holds is None:
-                holds = Holds(self.n_devices)
                 consumable = self.features.consumable_capacity
-                touched: set[int] = set()
-                for claim in self._claims.flat().values():
-                    holds.apply(claim_holds(claim, consumable), 1, self._devices_named, touched)
-                self._holds = holds
+                committed = [
+                    hold
+                    for claim in self._claims.flat().values()
+                    for hold in claim_holds(claim, consumable)
+                ]
+                live = self._live()
+                self._holds = Holds.of_committed(
+                    self.n_devices,
+                    committed,
+                    lambda ids: self.table.devices_named_many(ids, self._n_slices, live),
+                )
             return self._holds
 
     def _devices_named(self, device_id: DeviceID) -> list[int]:
