@@ -14,6 +14,7 @@ from draspeed.api import model
 
 from libc.stdint cimport int32_t, uint8_t
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
 
 from model_slots cimport (
@@ -106,7 +107,8 @@ cdef bint _intern_scan(list items, object key_of, object value_of, int32_t[::1] 
 
 def attributes(list devices, list drivers, str domain, str ident):
     """Each device's attribute ``domain/ident`` (a bare ``ident`` too when the domain is
-    the device's driver, as upstream looks it up), or None."""
+    the device's driver, as upstream looks it up), or None: for names
+    :func:`attribute_pass` does not file (a domain with a '/', of unchecked input)."""
     cdef Py_ssize_t n = len(devices), i
     cdef str qualified = domain + "/" + ident
     cdef list out = [None] * n
@@ -156,46 +158,140 @@ cdef enum:
     KINDS_REMEMBERED = 16  # distinct kind strings told apart by address (there are 8)
 
 
-def conversion_errors(list devices, frozenset risky_kinds, object detail_of):
-    """``(row, attribute name, detail)`` for each device with an attribute upstream
-    cannot convert to a CEL value (the first such attribute, in its order):
-    ``detail_of(attribute)`` is None when one converts, else the reason; it is asked
-    once per distinct attribute object, and only for kinds in ``risky_kinds``."""
-    cdef list out = []
-    # Kinds are a handful of strings the decoder shares between attributes: most
-    # attributes are told safe by the address of their kind alone, with no dictionary
-    # lookup and no Python call (a million devices carry ten million attributes).
+cdef class _AttributeColumns:
+    """The growing output of :func:`attribute_pass`: per attribute name, an int32 array
+    of object ids (0: absent, k: ``objects[k - 1]``), with its data pointer kept in C."""
+
+    cdef list arrays  # column index -> its numpy array
+    cdef dict index  # (domain, ident) -> column index
+    cdef int32_t **data
+    cdef Py_ssize_t n, cap
+
+    def __cinit__(self, Py_ssize_t n):
+        self.arrays = []
+        self.index = {}
+        self.n = n
+        self.cap = 16
+        self.data = <int32_t**>PyMem_Malloc(self.cap * sizeof(int32_t*))
+        if self.data == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    cdef Py_ssize_t column(self, tuple name) except -1:
+        """The index of the column of ``(domain, ident)`` (added, all absent, if new)."""
+        cdef int32_t **grown
+        cdef int32_t[::1] view
+        found = self.index.get(name)
+        if found is not None:
+            return <Py_ssize_t>found
+        k = len(self.arrays)
+        if k == self.cap:
+            grown = <int32_t**>PyMem_Realloc(self.data, 2 * self.cap * sizeof(int32_t*))
+            if grown == NULL:
+                raise MemoryError()
+            self.data = grown
+            self.cap *= 2
+        array = np.zeros(self.n, np.int32)
+        view = array
+        self.data[k] = &view[0] if self.n else NULL
+        self.arrays.append(array)
+        self.index[name] = k
+        return k
+
+
+def attribute_pass(list devices, list drivers, frozenset risky_kinds, object detail_of):
+    """One walk over every device's attributes, for everything a device table reads
+    of them: ``(errors, columns, objects)``.
+
+    ``errors``: ``(row, attribute name, detail)`` for each device with an attribute
+    upstream cannot convert to a CEL value (the first such attribute, in its order);
+    ``detail_of(attribute)`` is None when one converts, else the reason. It is asked
+    once per distinct attribute object, and only for kinds in ``risky_kinds``.
+
+    ``columns``: ``{(domain, ident): ids}`` for every attribute name some device has,
+    ``ids[row]`` the device's attribute object as an id into ``objects`` (0: absent,
+    k: ``objects[k - 1]``). A device's own driver's attribute may be named by its bare
+    identifier; the fully qualified name wins when a device has both, as upstream
+    looks attributes up.
+
+    Attribute names and kinds are strings the decoder shares, and attribute objects
+    are shared between devices wherever their values repeat, so most lookups here are
+    by address, in C; one pass replaces a pass per attribute a selector reads.
+    """
+    cdef Py_ssize_t n = len(devices)
+    cdef list out = [], reasons = [], keep = [], objects = []
     cdef PyObject *kinds[KINDS_REMEMBERED]
     cdef bint kind_risky[KINDS_REMEMBERED]
+    cdef _AttributeColumns columns = _AttributeColumns(n)
     # address of a DeviceAttribute -> 1 (converts) or 2 + the index of its reason
     cdef PtrMap seen
-    cdef list reasons = [], keep = []
-    if ptrmap_init(&seen, 64) < 0:
+    # address of a qualified attribute name -> its column + 1; -1: a bare name
+    cdef PtrMap name_column
+    # address of a DeviceAttribute -> its object id
+    cdef PtrMap object_id
+    if (ptrmap_init(&seen, 64) < 0 or ptrmap_init(&name_column, 64) < 0
+            or ptrmap_init(&object_id, 1024) < 0):
         ptrmap_free(&seen)
+        ptrmap_free(&name_column)
+        ptrmap_free(&object_id)
         raise MemoryError()
     try:
-        _conversion_scan(devices, risky_kinds, detail_of, &seen, kinds, kind_risky, out,
-                         reasons, keep)
+        _attribute_scan(devices, drivers, risky_kinds, detail_of, &seen, &name_column,
+                        &object_id, kinds, kind_risky, columns, out, reasons, keep, objects)
     finally:
         ptrmap_free(&seen)
-    return out
+        ptrmap_free(&name_column)
+        ptrmap_free(&object_id)
+    return out, {name: columns.arrays[k] for name, k in columns.index.items()}, objects
 
 
-cdef void _conversion_scan(list devices, frozenset risky_kinds, object detail_of,
-                           PtrMap *seen, PyObject **kinds, bint *kind_risky, list out,
-                           list reasons, list keep) except *:
+cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, object detail_of,
+                          PtrMap *seen, PtrMap *name_column, PtrMap *object_id,
+                          PyObject **kinds, bint *kind_risky, _AttributeColumns columns,
+                          list out, list reasons, list keep, list objects) except *:
     cdef Py_ssize_t n = len(devices), i, pos, j, n_kinds = 0
     cdef PyObject *key
     cdef PyObject *value
     cdef PyObject *kind
-    cdef bint risky
-    cdef int verdict
+    cdef bint risky, failed, bare
+    cdef int verdict, column, oid
     for i in range(n):
         attrs = _field(devices[i], _attributes_at, "attributes", _DEVICE)
         if type(attrs) is not dict:
             attrs = dict(attrs)
         pos = 0
+        failed = False
+        bare = False
         while PyDict_Next(attrs, &pos, &key, &value):
+            # The value's object id, in the column of its name.
+            oid = ptrmap_get(object_id, value, 0)
+            if oid == 0:
+                objects.append(<object>value)  # keeps the address unique while alive
+                oid = len(objects)
+                if ptrmap_put(object_id, value, oid) < 0:
+                    raise MemoryError()
+            column = ptrmap_get(name_column, key, 0)
+            if column == 0:
+                name = <object>key
+                if type(name) is not str:
+                    column = -2  # no selector reads it
+                elif "/" in name:
+                    domain, ident = (<str>name).split("/", 1)
+                    column = columns.column((domain, ident)) + 1
+                else:
+                    column = -1
+                if ptrmap_put(name_column, key, column) < 0:
+                    raise MemoryError()
+                keep.append(name)  # its address stays this name's
+            if column > 0:
+                columns.data[column - 1][i] = oid
+            elif column == -1:
+                bare = True
+            if failed:
+                continue
+            # Whether it converts to a CEL value (most are told by their kind's address).
             if Py_TYPE(<object>value) == _ATTRIBUTE:
                 kind = draspeed_get_slot(<object>value, _kind_at)
                 if kind != NULL:
@@ -225,7 +321,47 @@ cdef void _conversion_scan(list devices, frozenset risky_kinds, object detail_of
                     verdict = 1 + len(reasons)
                 if ptrmap_put(seen, value, verdict) < 0:
                     raise MemoryError()
-                keep.append(<object>value)  # its address stays unique while alive
             if verdict > 1:
                 out.append((i, <object>key, reasons[verdict - 2]))
-                break
+                failed = True
+        if bare:
+            _bare_names(attrs, <str>drivers[i], i, columns, object_id)
+
+
+cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, _AttributeColumns columns,
+                      PtrMap *object_id) except *:
+    """The attributes a device names by their bare identifier: its driver's, unless
+    the device also has the fully qualified name."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef Py_ssize_t k
+    while PyDict_Next(attrs, &pos, &key, &value):
+        name = <object>key
+        if type(name) is not str or "/" in name:
+            continue
+        k = columns.column((driver, name))
+        if (driver + "/" + name) not in attrs:
+            columns.data[k][i] = ptrmap_get(object_id, value, 0)
+
+
+def distinct_ids(const int32_t[::1] ids, Py_ssize_t n_objects):
+    """The distinct nonzero ids of ``ids`` (each below ``n_objects + 1``) in the order
+    they first occur, and whether 0 occurs."""
+    cdef Py_ssize_t n = ids.shape[0], i, k = 0
+    cdef int32_t v
+    cdef bint zero = False
+    seen_a = np.zeros(n_objects + 1, np.uint8)
+    out_a = np.empty(min(n, n_objects), np.int32)
+    cdef uint8_t[::1] seen = seen_a
+    cdef int32_t[::1] out = out_a
+    with nogil:
+        for i in range(n):
+            v = ids[i]
+            if v == 0:
+                zero = True
+            elif not seen[v]:
+                seen[v] = 1
+                out[k] = v
+                k += 1
+    return out_a[:k], zero

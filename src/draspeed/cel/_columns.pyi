@@ -21,8 +21,16 @@ def capacities(
     devices: list[Device], drivers: list[str], domain: str, ident: str
 ) -> list[Quantity | None]: ...
 def multi_flags(devices: list[Device]) -> list[bool]: ...
-def conversion_errors(
+def attribute_pass(
     devices: list[Device],
+    drivers: list[str],
     risky_kinds: frozenset[str | None],
     detail_of: Callable[[DeviceAttribute], str | None],
-) -> list[tuple[int, str, str]]: ...
+) -> tuple[
+    list[tuple[int, str, str]],
+    dict[tuple[str, str], npt.NDArray[np.int32]],
+    list[DeviceAttribute],
+]: ...
+def distinct_ids(
+    ids: npt.NDArray[np.int32], n_objects: int
+) -> tuple[npt.NDArray[np.int32], bool]: ...

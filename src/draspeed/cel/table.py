@@ -89,6 +89,40 @@ def _intern(
     The pass over the devices is compiled (draspeed.cel._columns); here the distinct
     values are put in their natural order."""
     local, values, absent = _columns.intern_rows(rows, key_of, value_of)
+    return _sorted_column(local, values, absent)
+
+
+def _intern_ids(
+    ids: np.ndarray,
+    objects: list[Any],
+    key_of: Callable[[Any], Hashable | None],
+    value_of: Callable[[Any], Any],
+) -> Column:
+    """:func:`_intern` of ``[objects[i - 1] if i else None for i in ids]``, asking
+    ``key_of``/``value_of`` once per distinct object, in the order they first occur."""
+    distinct, absent = _columns.distinct_ids(ids, len(objects))
+    code_of = np.zeros(len(objects) + 1, dtype=np.int32)
+    values: list[Any] = []
+    by_key: dict[Hashable, int] = {}
+    for oid in distinct.tolist():
+        item = objects[oid - 1]
+        key = None if item is None else key_of(item)
+        code = 0 if key is None else by_key.get(key)
+        if code is None:
+            value = value_of(item)
+            code = 0 if value is None else len(values) + 1
+            if value is not None:
+                values.append(value)
+            by_key[key] = code
+        if code == 0:
+            absent = True
+        code_of[oid] = code
+    return _sorted_column(code_of[ids], values, absent)
+
+
+def _sorted_column(local: np.ndarray, values: list[Any], absent: bool) -> Column:
+    """The column of ``local`` codes (0 absent, i + 1 ``values[i]``), its values put
+    in their natural order."""
 
     def by_value(i: int, j: int) -> int:
         return _sort_cmp(values[i], values[j])
@@ -152,6 +186,15 @@ def _same(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class _Attributes:
+    """What one pass over every device's attributes found (see ``attribute_pass``)."""
+
+    conversion: tuple[np.ndarray, dict[int, str]]  # error rows, and their messages
+    ids: dict[tuple[str, str], np.ndarray]  # (domain, ident) -> object id per row
+    objects: list[Any]  # object id - 1 -> the DeviceAttribute
+
+
 class DeviceTable:
     """Columns over ``(driver, device)`` pairs; build once, evaluate many selectors."""
 
@@ -185,7 +228,7 @@ class DeviceTable:
         self._columns: dict[tuple[str, ...], Column] = {}
         self._inputs: list[DeviceInput | None] = [None] * self.n
         self._cache: dict[Hashable, Any] = {}
-        self._conversion: tuple[np.ndarray, dict[int, str]] | None = None
+        self._attribute_pass: _Attributes | None = None
 
     @classmethod
     def build(
@@ -235,22 +278,34 @@ class DeviceTable:
         return self._conversion_errors()[1]
 
     def _conversion_errors(self) -> tuple[np.ndarray, dict[int, str]]:
-        with self._lock:
-            if self._conversion is None:
-                self._conversion = self._build_conversion_errors()
-            return self._conversion
+        return self._attributes().conversion
 
-    def _build_conversion_errors(self) -> tuple[np.ndarray, dict[int, str]]:
-        mask = np.zeros(self.n, dtype=bool)
-        messages: dict[int, str] = {}
-        for row, name, detail in _columns.conversion_errors(
-            self._devices, _RISKY_KINDS, _conversion_detail
-        ):
-            mask[row] = True
-            messages[row] = (
-                f"attribute {attribute_display_name(name, self._drivers[row])}: {detail}"
-            )
-        return mask, messages
+    def _attributes(self) -> _Attributes:
+        """Every device's attributes, read in one pass (on first use)."""
+        with self._lock:
+            if self._attribute_pass is None:
+                errors, ids, objects = _columns.attribute_pass(
+                    self._devices, self._drivers, _RISKY_KINDS, _conversion_detail
+                )
+                mask = np.zeros(self.n, dtype=bool)
+                messages: dict[int, str] = {}
+                for row, name, detail in errors:
+                    mask[row] = True
+                    messages[row] = (
+                        f"attribute {attribute_display_name(name, self._drivers[row])}: {detail}"
+                    )
+                self._attribute_pass = _Attributes((mask, messages), ids, objects)
+            return self._attribute_pass
+
+    def _attribute_column(self, domain: str, ident: str) -> Column:
+        if "/" in domain:  # a name the pass does not file (unchecked input)
+            attrs = _columns.attributes(self._devices, self._drivers, domain, ident)
+            return _intern(attrs, _attribute_key, _cel_attribute)
+        found = self._attributes()
+        ids = found.ids.get((domain, ident))
+        if ids is None:
+            return Column(np.zeros(self.n, dtype=np.int32), [], self.n > 0)
+        return _intern_ids(ids, found.objects, _attribute_key, _cel_attribute)
 
     # ---- lazily built columns ----------------------------------------------------
 
@@ -271,8 +326,7 @@ class DeviceTable:
             flags = _columns.multi_flags(self._devices) if self.consumable_capacity else [False] * n
             return _intern(flags, _same, _same)
         if kind == "attr":
-            attrs = _columns.attributes(self._devices, self._drivers, key[1], key[2])
-            return _intern(attrs, _attribute_key, _cel_attribute)
+            return self._attribute_column(key[1], key[2])
         if kind == "cap":
             caps = _columns.capacities(self._devices, self._drivers, key[1], key[2])
             return _intern(caps, _quantity_key, _same)

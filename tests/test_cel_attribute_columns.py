@@ -1,0 +1,113 @@
+"""The device table's one pass over attributes gives what a lookup per device gives.
+
+:class:`DeviceTable` reads every device's attributes once (``attribute_pass``): each
+attribute name's column and the conversion errors together. These tests check it
+against the rules written out per device: a fully qualified name first, then the bare
+identifier when the domain is the device's driver; the first attribute in a device's
+order that does not convert is its error. Devices are built directly (as a program
+would, unchecked), so bare names, both spellings at once, shared and broken
+attributes occur.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from draspeed.api.model import Device, DeviceAttribute
+from draspeed.cel.device import attribute_display_name
+from draspeed.cel.table import (
+    _RISKY_KINDS,
+    DeviceTable,
+    _attribute_key,
+    _cel_attribute,
+    _conversion_detail,
+)
+
+_DRIVERS = ("a.example.com", "b.example.com")
+_NAMES = (
+    "a.example.com/x",
+    "b.example.com/x",
+    "x",
+    "y",
+    "a.example.com/y",
+    "c.example.com/z",
+    "a.example.com/p/q",
+)
+_SHARED = [
+    DeviceAttribute("string", "s"),
+    DeviceAttribute("int", 7),
+    DeviceAttribute("version", "1.2.3"),
+    DeviceAttribute("version", "not-a-version"),
+    DeviceAttribute(None, None),
+]
+_attribute = st.one_of(
+    st.sampled_from(_SHARED),
+    st.builds(DeviceAttribute, st.just("int"), st.integers(-3, 3)),
+    st.builds(DeviceAttribute, st.just("string"), st.sampled_from(["s", "t"])),
+    st.builds(DeviceAttribute, st.just("version"), st.sampled_from(["1.0.0", "1.0", "2.0.0-rc.1"])),
+    st.builds(DeviceAttribute, st.just("bool"), st.booleans()),
+)
+_device = st.tuples(
+    st.sampled_from(_DRIVERS), st.dictionaries(st.sampled_from(_NAMES), _attribute, max_size=5)
+)
+_COLUMNS = [
+    ("a.example.com", "x"),
+    ("b.example.com", "x"),
+    ("a.example.com", "y"),
+    ("b.example.com", "y"),
+    ("c.example.com", "z"),
+    ("a.example.com", "p/q"),
+    ("a.example.com/p", "q"),
+    ("d.example.com", "x"),
+]
+
+
+def _expected(driver: str, attrs: dict[str, DeviceAttribute], domain: str, ident: str) -> Any:
+    found = attrs.get(f"{domain}/{ident}")
+    if found is None and driver == domain:
+        found = attrs.get(ident)
+    if found is None or _attribute_key(found) is None:
+        return None
+    value = _cel_attribute(found)
+    return None if value is None else (type(value).__name__, str(value))
+
+
+def _expected_error(driver: str, attrs: dict[str, DeviceAttribute]) -> str | None:
+    for name, attr in attrs.items():
+        if attr.kind not in _RISKY_KINDS:
+            continue
+        detail = _conversion_detail(attr)
+        if detail is not None:
+            return f"attribute {attribute_display_name(name, driver)}: {detail}"
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(devices=st.lists(_device, max_size=12))
+def test_columns_and_conversion_errors_as_looked_up_per_device(
+    devices: list[tuple[str, dict[str, DeviceAttribute]]],
+) -> None:
+    table = DeviceTable.build(
+        [
+            (driver, Device(name=f"d{i}", attributes=attrs))
+            for i, (driver, attrs) in enumerate(devices)
+        ]
+    )
+    for domain, ident in _COLUMNS:
+        column = table.column(("attr", domain, ident))
+        got = [
+            None if i == 0 else (type(column.values[i - 1]).__name__, str(column.values[i - 1]))
+            for i in column.ids1.tolist()
+        ]
+        assert got == [_expected(d, attrs, domain, ident) for d, attrs in devices]
+        assert column.has_absent == (None in got)
+    expected = {
+        row: message
+        for row, (driver, attrs) in enumerate(devices)
+        if (message := _expected_error(driver, attrs)) is not None
+    }
+    assert table.conversion_messages == expected
+    assert table.conversion_error.tolist() == [row in expected for row in range(len(devices))]
