@@ -58,7 +58,7 @@ from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
 
 from draspeed.api import limits, names
-from draspeed.api.common import metadata_maps_valid
+from draspeed.api.common import metadata_valid
 from draspeed.api.model import (
     Device,
     DeviceAttribute,
@@ -994,8 +994,11 @@ cdef class SliceBuilder:
         annotations = {} if annotations is None else annotations
         if type(labels) is not dict or type(annotations) is not dict:
             return None
-        if validate and (labels or annotations) and not metadata_maps_valid(labels, annotations):
-            return None  # the checked decoder words what the API server refuses
+        finalizers = meta.finalizers
+        finalizers = [] if finalizers is None else finalizers
+        if validate and (labels or annotations or finalizers or generation or meta.generateName):
+            if not metadata_valid(meta.generateName, generation, labels, annotations, finalizers):
+                return None  # the checked decoder words what the API server refuses
 
         driver = spec.driver
         if type(driver) is not str:

@@ -26,7 +26,7 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from draspeed.api import limits, names
-from draspeed.api.common import metadata_maps_valid
+from draspeed.api.common import metadata_valid
 from draspeed.api.model import (
     AllocationResult,
     DeviceAllocationResult,
@@ -52,8 +52,8 @@ _NULL = msgspec.Raw(b"null")
 
 
 class JSONClaimMetadata(Struct, gc=False, forbid_unknown_fields=True):
-    """ObjectMeta: the fields the model holds, typed; the others as text (the checked
-    decoder does not read them either)."""
+    """ObjectMeta: the fields the model holds or the API server checks, typed; the
+    others as text (the checked decoder does not read them either)."""
 
     name: str = ""
     namespace: str = ""
@@ -62,12 +62,12 @@ class JSONClaimMetadata(Struct, gc=False, forbid_unknown_fields=True):
     generation: int = 0
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
-    generateName: msgspec.Raw = _NULL
+    generateName: str = ""
     selfLink: msgspec.Raw = _NULL
     creationTimestamp: msgspec.Raw = _NULL
     deletionTimestamp: msgspec.Raw = _NULL
     deletionGracePeriodSeconds: msgspec.Raw = _NULL
-    finalizers: msgspec.Raw = _NULL
+    finalizers: list[str] | None = None
     ownerReferences: list[JSONOwnerReference] | None = None
     managedFields: list[JSONManagedFieldsEntry] | None = None
 
@@ -203,10 +203,9 @@ class ClaimBuilder:
             return None
         labels = {} if meta.labels is None else meta.labels
         annotations = {} if meta.annotations is None else meta.annotations
-        if (
-            self.validate
-            and (labels or annotations)
-            and not metadata_maps_valid(labels, annotations)
+        finalizers = [] if meta.finalizers is None else meta.finalizers
+        if self.validate and not metadata_valid(
+            meta.generateName, meta.generation, labels, annotations, finalizers
         ):
             return None
         return ObjectMeta(

@@ -110,16 +110,27 @@ def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: b
         result = _checked_metadata(ctx, obj, namespaced=namespaced)
     result.namespace = ctx.caches.strings.setdefault(result.namespace, result.namespace)
     if ctx.validate:
-        problem = names.check_object_name(result.name)
+        # In the API server's order (ValidateObjectMeta); owner references and managed
+        # fields are not checked.
+        raw = meta if isinstance(meta, Mapping) else {}
+        generate_name = ctx.string(raw, "generateName", "metadata")
+        if generate_name:
+            problem = names.check_generate_name(generate_name)
+            if problem is not None:
+                ctx.fail("metadata.generateName", problem)
+        # (The API server makes a name from generateName before it checks the name.)
+        problem = names.check_object_name(result.name) if result.name or not generate_name else None
         if problem is not None:
             ctx.fail("metadata.name", problem)
         if result.namespace:
             problem = names.check_dns_label(result.namespace)
             if problem is not None:
                 ctx.fail("metadata.namespace", problem)
-        if result.labels or result.annotations:
-            for path, problem in _map_problems(result.labels, result.annotations):
-                ctx.fail(path, problem)
+        finalizers = ctx.string_list(raw, "finalizers", "metadata")
+        for path, problem in _more_problems(
+            result.generation, result.labels, result.annotations, finalizers
+        ):
+            ctx.fail(path, problem)
     return result
 
 
@@ -150,10 +161,36 @@ def _map_problems(
         yield "metadata.annotations", too_long(TOTAL_ANNOTATION_SIZE_LIMIT)
 
 
-def metadata_maps_valid(labels: Mapping[str, str], annotations: Mapping[str, str]) -> bool:
-    """Whether the API server takes these labels and annotations (for the fast paths
-    of bulk decoding, which leave anything else to the checked decoder)."""
-    return next(_map_problems(labels, annotations), None) is None
+def _more_problems(
+    generation: int,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    finalizers: list[str],
+) -> Iterator[tuple[str, str]]:
+    """(field, message) of what the API server refuses in ObjectMeta after the name
+    and the namespace, in its order."""
+    if generation < 0:
+        yield "metadata.generation", invalid(generation, "must be greater than or equal to 0")
+    yield from _map_problems(labels, annotations)
+    for problem in names.finalizer_problems(finalizers):
+        yield "metadata.finalizers", problem
+
+
+def metadata_valid(
+    generate_name: str,
+    generation: int,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    finalizers: list[str],
+) -> bool:
+    """Whether the API server takes these fields of an ObjectMeta whose name (and
+    namespace) it takes: for the fast paths of bulk decoding, which leave anything
+    else to the checked decoder."""
+    if generate_name and names.check_generate_name(generate_name) is not None:
+        return False
+    if not (generation or labels or annotations or finalizers):
+        return True
+    return next(_more_problems(generation, labels, annotations, finalizers), None) is None
 
 
 def _checked_metadata(

@@ -181,6 +181,40 @@ def check_object_name(name: str) -> str | None:
     return check_dns_subdomain(name)
 
 
+def check_generate_name(prefix: str) -> str | None:
+    """``metadata.generateName``: a DNS subdomain once a suffix is appended. As
+    apimachinery checks it, a trailing '-' is masked first (the last two characters
+    become one 'a'); the error shows the prefix as given."""
+    masked = prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
+    problem = dns_subdomain_problem(masked)
+    return None if problem is None else invalid(prefix, problem)
+
+
+# Finalizers the API server takes without a domain (core's standard finalizer names).
+STANDARD_FINALIZERS = frozenset(("kubernetes", "orphan", "foregroundDeletion"))
+
+
+def finalizer_problems(finalizers: list[str]) -> list[str]:
+    """What the API server refuses in ``metadata.finalizers``, in its order: each name
+    must be a qualified name; "orphan" and "foregroundDeletion" exclude each other;
+    a name without a domain must be a standard one."""
+    out = []
+    for name in finalizers:
+        problem = label_key_problem(name)  # IsQualifiedName
+        if problem is not None:
+            out.append(invalid(name, problem))
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        out.append(
+            invalid(finalizers, "finalizer orphan and foregroundDeletion cannot be both set")
+        )
+    for name in finalizers:
+        if "/" not in name and name not in STANDARD_FINALIZERS:
+            out.append(
+                invalid(name, "name is neither a standard finalizer name nor is it fully qualified")
+            )
+    return out
+
+
 def check_driver_name(name: str) -> str | None:
     """A DRA driver name (same rules as a CSI driver name; also attribute domains)."""
     if not name:

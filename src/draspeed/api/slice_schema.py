@@ -104,9 +104,9 @@ class JSONManagedFieldsEntry(Struct, gc=False, forbid_unknown_fields=True):
 
 
 class JSONMetadata(Struct, gc=False, forbid_unknown_fields=True):
-    """The ObjectMeta fields the model holds (slices are cluster-scoped: no namespace),
-    and the others as text, so that an unknown field sends the slice to the checked
-    decoder, which reports it."""
+    """The ObjectMeta fields the model holds or the API server checks (slices are
+    cluster-scoped: no namespace), and the others as text, so that an unknown field
+    sends the slice to the checked decoder, which reports it."""
 
     name: str = ""
     uid: str = ""
@@ -114,13 +114,13 @@ class JSONMetadata(Struct, gc=False, forbid_unknown_fields=True):
     generation: int = 0
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
-    generateName: msgspec.Raw = _NULL
+    generateName: str = ""
     namespace: msgspec.Raw = _NULL
     selfLink: msgspec.Raw = _NULL
     creationTimestamp: msgspec.Raw = _NULL
     deletionTimestamp: msgspec.Raw = _NULL
     deletionGracePeriodSeconds: msgspec.Raw = _NULL
-    finalizers: msgspec.Raw = _NULL
+    finalizers: list[str] | None = None
     ownerReferences: list[JSONOwnerReference] | None = None
     managedFields: list[JSONManagedFieldsEntry] | None = None
 
