@@ -442,7 +442,9 @@ class _Builder:
             arg = args[0]
             if isinstance(arg, Select) and not arg.optional:
                 return Select(pos, arg.operand, arg.field, test_only=True)
-            self.errors.add(pos, "invalid argument to has() macro")
+            # Where cel-go places the argument: an operator's token, a call's '(', a
+            # literal's start.
+            self.errors.add(arg.pos, "invalid argument to has() macro")
             return Const(pos, "bool", False)
         return Call(pos, name, args)
 
