@@ -214,3 +214,13 @@ def test_compile_is_the_documented_entry_point() -> None:
     selector = cel.compile('device.driver == "a.example.com"')
     assert selector is cel.compile_selector('device.driver == "a.example.com"')  # cached
     assert selector.matches(device_input("a.example.com", Device(name="d")))
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["google.protobuf.Int64Value{value: 1} == 1", "list{} == []", "null_type{} == null"],
+)
+def test_well_known_messages_are_not_built(expression: str) -> None:
+    """cel-go builds these protobuf messages; draspeed says plainly that it does not."""
+    with pytest.raises(CELCompileError, match="unsupported message construction"):
+        compile_selector(expression)

@@ -35,7 +35,10 @@ lastIndexOf), regex (matches, find, findAll), Quantity, Semver, IP and CIDR, URL
 (approximate: parsed with urllib, not Go's net/url), the ``format`` named-format library
 (:mod:`draspeed.cel.formats`), the authorizer library's declarations (no value of its
 types exists in a selector) and DRA's ``includes``.
-Not provided: protobuf message construction (``google.protobuf.Int64Value{value: 1}``).
+Message construction (``Name{field: value}``) is judged as cel-go judges it where the
+name is no message type (an undeclared reference, or "not a message type"); protobuf's
+well-known messages that cel-go builds (``google.protobuf.Int64Value{value: 1}``,
+``list{}``, ``null_type{}``) are not provided: a compile error says so.
 :mod:`draspeed.cel.program` compiles expressions with other declared variables (the
 cel-spec conformance tests use it).
 """

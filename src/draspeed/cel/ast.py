@@ -8,6 +8,7 @@ generic comprehensions; the specialised forms here evaluate the same way, faster
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,15 @@ class MapLit(Node):
     """Entries are ``(key, value, optional)``."""
 
     entries: list[tuple[Node, Node, bool]]
+
+
+@dataclass(eq=False, slots=True)
+class CreateMessage(Node):
+    """``Name{field: value, ?field: value}``; ``pos`` is the '{'. No type of the DRA
+    environment is a message, so a checked expression never keeps one."""
+
+    type_name: str
+    fields: list[tuple[str, Node, bool, int]]  # (field, value, optional, where its ':' is)
 
 
 @dataclass(eq=False, slots=True)
@@ -160,7 +170,18 @@ def children(node: Node) -> list[Node]:
         return list(node.operands)
     if isinstance(node, Shared):
         return [node.path]
+    if isinstance(node, CreateMessage):
+        return [value for _, value, _, _ in node.fields]
     return []
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree, ``node`` first (iterative, as :func:`count_nodes`)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))
 
 
 def count_nodes(node: Node) -> int:

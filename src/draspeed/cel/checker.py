@@ -20,6 +20,7 @@ from draspeed.cel.ast import (
     Call,
     Comprehension,
     Const,
+    CreateMessage,
     Ident,
     Index,
     ListLit,
@@ -47,6 +48,11 @@ VARIABLES: dict[str, T.Type] = {"device": T.DEVICE}
 # optional_type (OptionalTypes) and the two types Kubernetes registers (IP and CIDR).
 # Not dyn, and not kubernetes.Quantity, Semver, URL or NamedFormat: upstream reports
 # "undeclared reference" for those.
+# Type names cel-go constructs as protobuf messages (the ones this environment names).
+_WELL_KNOWN_MESSAGES = frozenset(
+    {"list", "null_type", "google.protobuf.Timestamp", "google.protobuf.Duration"}
+)
+
 TYPE_IDENTS: dict[str, T.Type] = {
     "int": T.INT,
     "uint": T.UINT,
@@ -181,6 +187,8 @@ class Checker:
             return self._set(node, self._comprehension(node))
         if isinstance(node, Bind):
             return self._set(node, self._bind(node))
+        if isinstance(node, CreateMessage):
+            return self._set(node, self._create_message(node))
         raise TypeError(f"unknown CEL node {type(node).__name__}")
 
     # ---- names -------------------------------------------------------------------
@@ -209,6 +217,35 @@ class Checker:
             self.errors.add(node.pos, f"undeclared reference to '{node.name}' (in container '')")
             return T.ERROR
         return t
+
+    def _create_message(self, node: CreateMessage) -> T.Type:
+        """``Name{...}`` as cel-go checks it against the DRA environment, which has no
+        message types: an unknown name stops at the name (the fields are not checked);
+        a type that is not a message is said so, and then each field is unknown."""
+        name = node.type_name[1:] if node.type_name.startswith(".") else node.type_name
+        if name in _WELL_KNOWN_MESSAGES or name.startswith("google.protobuf."):
+            # cel-go builds these (wrapper types, list and null as protobuf values).
+            self.errors.add(node.pos, f"unsupported message construction: '{name}' (draspeed)")
+            return T.ERROR
+        if name not in TYPE_IDENTS or name.startswith("kubernetes."):
+            # (Kubernetes' authorizer types are no type names to cel-go's lookup here.)
+            self.errors.add(
+                node.pos, f"undeclared reference to '{node.type_name}' (in container '')"
+            )
+            return T.ERROR
+        self.errors.add(node.pos, f"'{name}' is not a message type")
+        for field_name, value, optional, at in node.fields:
+            value_type = self._check(value)
+            if "." in name:  # a library's opaque type: no struct type to look a field up in
+                self.errors.add(at, f"unexpected failed resolution of '{name}'")
+            else:
+                self.errors.add(at, f"undefined field '{field_name}'")
+            if optional and value_type.kind not in ("optional_type", "error"):
+                self.errors.add(
+                    value.pos,
+                    f"expected type 'optional_type({value_type})' but found '{value_type}'",
+                )
+        return T.ERROR
 
     # ---- selection ---------------------------------------------------------------
 

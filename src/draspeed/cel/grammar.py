@@ -3,7 +3,9 @@
 Derived from the cel-spec EBNF as adapted by cel-python (``celpy/cel.lark``,
 Apache-2.0), restructured after cel-go's ``CEL.g4`` precedence levels and extended with
 the optional syntax (``a.?b``, ``a[?b]``, ``[?x]``, ``{?k: v}``) and backquoted field
-names (``a.`b-c```). Signs are not part of number literals here: the tree builder folds
+names (``a.`b-c```) and message construction (``a.b.Msg{f: 1}``, which ANTLR reads as
+one qualified name: the syntax-error reader refuses any other member before '{').
+Signs are not part of number literals here: the tree builder folds
 a unary minus directly in front of a number into the literal, as cel-go's grammar does
 (also after "!": ``!-5`` is cel-go's "not" of the literal -5; ``!-x`` never gets here,
 since cel-go's syntax-error reader refuses it first).
@@ -44,6 +46,8 @@ start: expr
        | member DOT IDENT LPAR [exprlist] RPAR         -> member_call
        | member LSQB expr RSQB                         -> index
        | member LSQB QUESTION expr RSQB                -> opt_index
+       | member LBRACE [field_inits] RBRACE            -> create_message
+       | member LBRACE COMMA RBRACE                    -> create_message
 
 ?field: IDENT | ESC_IDENT
 
@@ -65,6 +69,10 @@ list_inits: opt_expr (COMMA opt_expr)* [COMMA]
 map_inits: opt_expr COLON expr (COMMA opt_expr COLON expr)* [COMMA]
 
 opt_expr: [QUESTION] expr
+
+field_inits: opt_field COLON expr (COMMA opt_field COLON expr)* [COMMA]
+
+opt_field: [QUESTION] field
 
 literal: INT | UINT | FLOAT | STRING | BYTES | TRUE | FALSE | NULL
 

@@ -18,6 +18,7 @@ from draspeed.cel.ast import (
     Call,
     Comprehension,
     Const,
+    CreateMessage,
     Ident,
     Index,
     ListLit,
@@ -146,8 +147,7 @@ def parse(source: str, *, macros: bool = True) -> Node:
     try:
         tree = _lalr_parser().parse(source)
     except (UnexpectedCharacter, UnexpectedToken) as exc:
-        # A form ANTLR reads but draspeed's grammar does not (message construction, which
-        # no DRA type allows), or one nested too deep for syntax_errors: where it stopped.
+        # A form nested too deep for syntax_errors: where it stopped.
         if isinstance(exc, UnexpectedCharacter):
             text = source[exc.pos]
             errors.add(exc.pos, f"Syntax error: token recognition error at: '{text}'")
@@ -180,6 +180,16 @@ def _check_literals(root: Node, errors: ErrorList) -> None:
             elif node.kind == "uint" and not 0 <= node.value <= UINT64_MAX:
                 errors.add(node.pos, "invalid uint literal")
         stack.extend(children(node))
+
+
+def _qualified_name(node: Node) -> str | None:
+    """``a.b.Msg`` of the identifiers and selections it was read as, else None."""
+    if isinstance(node, Ident):
+        return node.name
+    if isinstance(node, Select) and not (node.optional or node.test_only):
+        operand = _qualified_name(node.operand)
+        return None if operand is None else f"{operand}.{node.field}"
+    return None
 
 
 def _pos(tok: Token) -> int:
@@ -388,6 +398,27 @@ class _Builder:
             entries.append((self._node(key_tree.children[-1]), self._node(value), optional))
             i += 3
         return MapLit(_pos(ch[0]), entries)
+
+    def _create_message(self, ch: list[Any]) -> Node:
+        brace = ch[1]
+        name = _qualified_name(self._node(ch[0]))
+        if name is None:  # (ANTLR refuses any other member before '{' first)
+            self.errors.add(_pos(brace), "Syntax error: mismatched input '{'")
+            return Const(_pos(brace), "null", None)
+        fields: list[tuple[str, Node, bool, int]] = []
+        inits = ch[2]
+        if isinstance(inits, Tree):
+            parts = [
+                c
+                for c in inits.children
+                if c is not None and not (isinstance(c, Token) and c.type == "COMMA")
+            ]
+            for i in range(0, len(parts), 3):
+                field_tree, colon, value = parts[i], parts[i + 1], parts[i + 2]
+                optional = field_tree.children[0] is not None
+                field_name = self._field_name(field_tree.children[-1])
+                fields.append((field_name, self._node(value), optional, _pos(colon)))
+        return CreateMessage(_pos(brace), name, fields)
 
     # ---- literals ----------------------------------------------------------------
 

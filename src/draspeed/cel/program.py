@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from draspeed.cel import types as T
-from draspeed.cel.ast import Node
+from draspeed.cel.ast import CreateMessage, Node, walk
 from draspeed.cel.checker import TYPE_IDENTS, check
 from draspeed.cel.evaluator import COST_LIMIT, Compiler, PlanError, unbound_variable
 from draspeed.cel.parser import ErrorList, ParseError, parse
@@ -110,6 +110,9 @@ def compile_expression(
     except ParseError as exc:
         raise CELCompileError(f"compilation failed: {exc}") from None
     output: T.Type | None = None
+    if not check_types and any(isinstance(n, CreateMessage) for n in walk(ast)):
+        # Checking would refuse it; unchecked, nothing here can build a message.
+        raise CELCompileError("compilation failed: message construction is not supported")
     if check_types:
         errors = ErrorList(expression)
         try:
