@@ -392,6 +392,8 @@ _ADDOPS = frozenset({PLUS, MINUS})
 _ESCAPE_IDENT = frozenset({IDENTIFIER, ESC_IDENTIFIER})
 _EPSILON = 0  # in a follow set: the invoking rule may end there
 _RECOVERY_LIMIT = 30
+# cel-go's errorRecoveryTokenLookaheadLimit: tokens one recovery may consume.
+_LOOKAHEAD_LIMIT = 256
 _END = frozenset({_EPSILON})
 _RELATION_LOOP = _RELOPS | _END
 _CALC_LOOP = _MULOPS | _ADDOPS | _END
@@ -413,6 +415,10 @@ class _TooDeep(Exception):
 
 class _Stop(Exception):
     """cel-go gives up (too many recoveries, or too many errors reported)."""
+
+
+class _LookaheadLimit(Exception):
+    """cel-go's recovery skipped more tokens in one go than its lookahead limit."""
 
 
 _HELPERS = frozenset(
@@ -530,12 +536,23 @@ class _Parser:
         self.notify(failure.at, failure.message)
 
     def recover(self, state: str) -> None:
+        """ANTLR's Recover, through cel-go's consumer that counts what one recovery
+        consumes and stops the parse past _LOOKAHEAD_LIMIT tokens."""
         self.count_recovery()
+        consumed = 0
         if self.last_error_index == self.p and state in self.last_error_states:
-            self.consume()  # the same error again without progress: skip a token
+            consumed = self.counted_consume(consumed)  # the same error again: skip one
         self.last_error_index = self.p
         self.last_error_states.add(state)
-        self.consume_until(self.recovery_set())
+        stop = self.recovery_set()
+        while self.la() != EOF and self.la() not in stop:
+            consumed = self.counted_consume(consumed)
+
+    def counted_consume(self, consumed: int) -> int:
+        if consumed >= _LOOKAHEAD_LIMIT:
+            raise _LookaheadLimit
+        self.consume()
+        return consumed + 1
 
     def mismatch(self, expected: frozenset[int]) -> _Failed:
         return _Failed(
@@ -924,13 +941,17 @@ def syntax_errors(src: str) -> list[tuple[int, str]] | None:
         parser.rule("start", _END, parser.start)
     except _Stop:
         return found  # cel-go gives up before its visitor runs
-    except _TooDeep:
+    except (_TooDeep, _LookaheadLimit) as stopped:
         # The parse stops there: the errors reported so far stay (not those of characters
         # the lexer has not reached), and the visitor never runs.
         assert parser is not None
         reached = parser.lexed_up_to()
         kept = [e for e in found if not (e[1].startswith(_LEXER_ERROR) and e[0] >= reached)]
-        return [*kept, (NO_LOCATION, f"expression recursion limit exceeded: {RECURSION_LIMIT}")]
+        if isinstance(stopped, _LookaheadLimit):
+            reason = f"error recovery token lookahead limit exceeded: {_LOOKAHEAD_LIMIT}"
+        else:
+            reason = f"expression recursion limit exceeded: {RECURSION_LIMIT}"
+        return [*kept, (NO_LOCATION, reason)]
     except RecursionError:
         return None
     return found + parser.visitor_errors
