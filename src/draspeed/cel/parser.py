@@ -11,6 +11,7 @@ MapEntry, sortBy, cel.bind), bounds the nesting depth and reports errors in cel-
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from draspeed.cel.ast import (
@@ -179,6 +180,8 @@ def _check_literals(root: Node, errors: ErrorList) -> None:
                 errors.add(node.pos, "invalid int literal")
             elif node.kind == "uint" and not 0 <= node.value <= UINT64_MAX:
                 errors.add(node.pos, "invalid uint literal")
+            elif node.kind == "double" and math.isinf(node.value):
+                errors.add(node.pos, "invalid double literal")  # Go's ParseFloat: ErrRange
         stack.extend(children(node))
 
 

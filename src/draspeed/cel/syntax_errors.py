@@ -17,6 +17,7 @@ set in token-type order, literal names quoted.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -904,6 +905,11 @@ class _Parser:
             body = text[:-1]
             if int(body, 16 if body[:2] in ("0x", "0X") else 10) >= 2**64:
                 self.visitor_errors.append((token.start, "invalid uint literal"))
+        elif token.type == NUM_FLOAT and math.isinf(float(text)):
+            # Go's ParseFloat refuses a value beyond the largest double (Python rounds
+            # the same way, to infinity).
+            where = sign if sign is not None else token
+            self.visitor_errors.append((where.start, "invalid double literal"))
 
 
 # cel-go rewrites "no viable alternative" before a reserved word (its regexp's '.' is any
