@@ -48,6 +48,13 @@ from draspeed.rules.results import (
 )
 
 _OUT = _core.OUTCOME
+_OUTCOME_MIN = min(_OUT.values())
+# A search outcome (less _OUTCOME_MIN) -> the node's feasibility status.
+_STATUS_OF_OUTCOME = np.full(max(_OUT.values()) - _OUTCOME_MIN + 1, F_DOES_NOT_FIT, np.int8)
+_STATUS_OF_OUTCOME[_OUT["found"] - _OUTCOME_MIN] = F_FITS
+_STATUS_OF_OUTCOME[_OUT["deadline"] - _OUTCOME_MIN] = F_TIMEOUT
+for _outcome in ("selector_error", "constraint_error", "overflow"):
+    _STATUS_OF_OUTCOME[_OUT[_outcome] - _OUTCOME_MIN] = F_ERROR
 
 
 class Stats(NamedTuple):
@@ -197,7 +204,6 @@ class Allocator:
         codes = np.full(N, F_ERROR, dtype=np.int8)
         work = np.zeros(N, dtype=np.int64)
         errors = {n: render(e, claims) for n, e in arrays.node_errors.items()}
-        rows = np.full(N, -1, dtype=np.int64)
         out: dict[str, Any] = {}
         searched = arrays.searchable
         if layout.stale:  # nodes whose pools changed since the layout: asked one by one
@@ -207,24 +213,15 @@ class Allocator:
                 arrays.problem, deadline or 0.0, searched, _state(arrays, layout)
             )
             found = out["outcome"]
-            status = np.full(len(searched), F_DOES_NOT_FIT, dtype=np.int8)
-            status[found == _OUT["found"]] = F_FITS
-            status[found == _OUT["deadline"]] = F_TIMEOUT
-            failed = (found != _OUT["found"]) & (found != _OUT["deadline"])
-            status[failed & layout.any_invalid[searched]] = F_NODE_ERROR
-            erring = (
-                (found == _OUT["selector_error"])
-                | (found == _OUT["constraint_error"])
-                | (found == _OUT["overflow"])
-            )
-            status[erring] = F_ERROR
+            # One lookup per node: outcome -> status (an invalid pool's node that failed
+            # for want of devices is a node error).
+            status = _STATUS_OF_OUTCOME[found - _OUTCOME_MIN]
+            if layout.has_invalid:
+                status[(status == F_DOES_NOT_FIT) & layout.any_invalid[searched]] = F_NODE_ERROR
             codes[searched] = status
             work[searched] = out["work"]
-            rows[searched] = np.arange(len(searched))
             # Messages only where there is one to say (usually no node at all).
-            for j in np.flatnonzero(status != F_FITS).tolist():
-                if status[j] == F_DOES_NOT_FIT:
-                    continue
+            for j in np.flatnonzero(status > F_DOES_NOT_FIT).tolist():
                 n = int(searched[j])
                 error = _Outcome.from_row(arrays, claims, n, out, j).error()
                 errors[n] = str(error)
@@ -234,7 +231,11 @@ class Allocator:
         def results(n: int) -> list[AllocationResult]:
             if n in alone:
                 return [_copy_result(r, share_id) for r in alone[n]]
-            outcome = _Outcome.from_row(arrays, claims, n, out, int(rows[n]))
+            # The node's row among the searched (ascending), -1 if it was not searched.
+            row = int(np.searchsorted(searched, n))
+            if row == len(searched) or searched[row] != n:
+                row = -1
+            outcome = _Outcome.from_row(arrays, claims, n, out, row)
             return outcome.results(share_id)
 
         return Feasibility(layout.names, codes, work, errors, results)

@@ -145,6 +145,7 @@ class Layout:
         invalid = np.concatenate([[0], np.cumsum(self.pool_state == INVALID)])
         ptr = self.node_pool_ptr
         self.any_invalid = (invalid[ptr[1:]] - invalid[ptr[:-1]]) > 0
+        self.has_invalid = bool(self.any_invalid.any())
         self.errors = self._node_errors(out)
         table = snap.table
         flags = table.column("d_flags")[self.g] if self.L else np.zeros(0, np.uint8)

@@ -444,6 +444,9 @@ class Snapshot:
     def cluster_layout(self) -> Layout:
         """The layout of the known nodes (:attr:`nodes`), built once; a version made by
         an allocation or class change patches its parent's instead of laying it out anew."""
+        found = self._cluster
+        if found is not None:  # set once per version: no lock needed to read it then
+            return found
         with self._lock, collector_paused():
             found = self._cluster
             if found is None:
