@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from draspeed.cel import cost as C
+from draspeed.cel import types as T
 from draspeed.cel.ast import (
     Bind,
     Call,
@@ -55,7 +56,7 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.checker import TYPE_IDENTS, qualified_name
 from draspeed.cel.extensions import SUM_ZEROS
-from draspeed.cel.functions import FUNCTIONS, VARIADIC_OVERLOADS
+from draspeed.cel.functions import FUNCTIONS, VARIADIC_OVERLOADS, Function
 from draspeed.cel.meter import COST_LIMIT, Meter
 from draspeed.cel.stdlib import compare, contains_in, not_equal
 from draspeed.cel.values import (
@@ -74,6 +75,7 @@ from draspeed.cel.values import (
     map_insert,
     no_such_key,
     no_such_overload,
+    type_name,
 )
 from draspeed.errors import AllocationTimeout
 
@@ -371,6 +373,8 @@ class Compiler:
             return self._no_overload_call(plans)
         if name == "sum" and node.element_type in SUM_ZEROS:
             impl = functools.partial(impl, zero=SUM_ZEROS[node.element_type])
+        if func.guarded:
+            impl = _type_guarded(name, impl, _candidate_params(func, node, len(plans)))
         if name in _CONVERSIONS and len(plans) == 1 and self._is_const(plans[0]):
             # cel-go's optimizer folds conversions of constants when planning; one that
             # fails makes the program fail to build.
@@ -1058,6 +1062,51 @@ def _type_value_name(name: str) -> str:
 
 
 # ---- calls ---------------------------------------------------------------------------
+
+
+def _candidate_params(func: Function, node: Call, n: int) -> list[tuple[T.Type, ...]]:
+    """The signatures a call may take at run time: the overloads the checker found
+    (all of the function's, unchecked), of ``n`` arguments."""
+    wanted = set(node.overloads)
+    return [
+        o.params for o in func.overloads if len(o.params) == n and (not wanted or o.id in wanted)
+    ]
+
+
+def _runtime_match(t: T.Type, value: Any) -> bool:
+    """Whether a runtime value is of type ``t`` as cel-go's overload guards check it
+    (by kind: any list for a list type, any map for a map type)."""
+    kind = t.kind
+    if kind in ("dyn", "param"):
+        return True
+    if kind == "object":
+        return type_name(value) == t.name
+    if kind == "null":
+        return value is None
+    if type_name(value) != kind:
+        return False
+    # A list or map is judged by its first element, or entry (cel-go's runtime check).
+    if kind == "list" and t.params and len(value):
+        return _runtime_match(t.params[0], value[0])
+    if kind == "map" and len(t.params) == 2 and len(value):
+        key = next(iter(value))
+        return _runtime_match(t.params[0], key) and _runtime_match(t.params[1], value[key])
+    return True
+
+
+def _type_guarded(
+    name: str, impl: Callable[..., Any], candidates: list[tuple[T.Type, ...]]
+) -> Callable[..., Any]:
+    """``impl`` behind cel-go's runtime type guard: arguments that no candidate
+    signature takes fail with "no such overload: name(type, ...)"."""
+
+    def guarded(*args: Any) -> Any:
+        for params in candidates:
+            if all(_runtime_match(t, v) for t, v in zip(params, args, strict=False)):
+                return impl(*args)
+        raise EvalError(f"no such overload: {name}({', '.join(type_name(v) for v in args)})")
+
+    return guarded
 
 
 def _call(name: str, overload: str, impl: Callable[..., Any], fns: list[Fn], binary: bool) -> Fn:

@@ -17,7 +17,7 @@ from itertools import pairwise
 from typing import Any
 
 from draspeed.cel.formatting import format_string
-from draspeed.cel.functions import declare
+from draspeed.cel.functions import declare, register_guarded
 from draspeed.cel.gosort import sort_slice
 from draspeed.cel.meter import CHUNK, Ticker, current_meter, extend_ticking, ticking
 from draspeed.cel.regex import compile_regex, find_all
@@ -403,7 +403,9 @@ def _go_order(keys: list[Any]) -> list[int]:
 
 
 def list_sort(items: Any) -> list[Any]:
-    seq = list(_list(items))
+    if type(items) is not list and type(items) is not tuple:
+        raise no_such_overload("sort")  # bound once upstream: refused by name
+    seq = list(items)
     return sort_by_keys(seq, seq)
 
 
@@ -666,4 +668,5 @@ def _type_name(t: str) -> str:
     )
 
 
-_register()
+# The regex library's find and findAll, and lists' distinct, check nothing first.
+register_guarded(_register, unguarded=frozenset({"find", "findAll", "distinct"}))

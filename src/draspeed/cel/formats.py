@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from draspeed.cel.functions import declare
+from draspeed.cel.functions import declare, register_guarded
 from draspeed.cel.timestamps import _days_in
 from draspeed.cel.values import OPTIONAL_NONE, Optional, no_such_overload, register_opaque
 from draspeed.golang import go_quote
@@ -427,4 +427,4 @@ def _register() -> None:
     declare("m NamedFormat validate(string) -> opt(list(string))", validate)
 
 
-_register()
+register_guarded(_register)

@@ -33,6 +33,10 @@ class Function:
     overloads: list[Overload] = field(default_factory=list)
     impl: Callable[..., Any] | None = None  # global call style
     member_impl: Callable[..., Any] | None = None  # receiver call style (receiver first)
+    # Declared as cel-go's extension and Kubernetes libraries declare theirs: each
+    # overload checks its arguments' runtime types first, and a call none takes fails
+    # with "no such overload: name(type, ...)" (see draspeed.cel.evaluator).
+    guarded: bool = False
 
     @property
     def singleton(self) -> bool:
@@ -111,6 +115,17 @@ def declare(signatures: str, impl: Callable[..., Any] | None = None) -> None:
                 fn.member_impl = impl
             else:
                 fn.impl = impl
+
+
+def register_guarded(register: Callable[[], None], unguarded: frozenset[str] = frozenset()) -> None:
+    """Run a library's ``register`` and mark the functions it declares as guarded,
+    but singletons (bound once, refused by name) and ``unguarded`` (functions upstream
+    binds without type guards: their implementations answer wrong arguments)."""
+    before = set(FUNCTIONS)
+    register()
+    for name in FUNCTIONS.keys() - before:
+        if name not in SINGLETONS and name not in unguarded:
+            FUNCTIONS[name].guarded = True
 
 
 def _split_receiver(text: str) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from draspeed.cel.cost import UNIT_EQUALITY_TYPES
-from draspeed.cel.functions import declare
+from draspeed.cel.functions import declare, register_guarded
 from draspeed.cel.stdlib import CONVERSION_HOOKS
 from draspeed.cel.values import (
     EvalError,
@@ -566,4 +566,4 @@ def _no_authorizer(name: str) -> Any:
 # The apiserver charges 1 for == on its own value types.
 UNIT_EQUALITY_TYPES.update((Quantity, SemVer, IP, CIDR, URL))
 
-_register()
+register_guarded(_register)

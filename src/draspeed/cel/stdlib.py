@@ -288,7 +288,8 @@ def size(v: Any) -> int:
     t = type(v)
     if t is str or t is bytes or t is list or t is tuple or isinstance(v, dict):
         return len(v)
-    raise no_such_overload()
+    # cel-go's size is bound once, for values with a size: others are refused by name.
+    raise no_such_overload("size")
 
 
 def _strs(a: Any, b: Any) -> None:

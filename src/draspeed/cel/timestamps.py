@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from draspeed.cel.extensions import SUM_ZEROS
-from draspeed.cel.functions import declare
+from draspeed.cel.functions import declare, register_guarded
 from draspeed.cel.stdlib import (
     ADD_HOOKS,
     CONVERSION_HOOKS,
@@ -37,7 +37,7 @@ from draspeed.cel.stdlib import (
     SUB_HOOKS,
     conversion_error,
 )
-from draspeed.cel.values import INT64_MAX, INT64_MIN, EvalError, no_such_overload
+from draspeed.cel.values import INT64_MAX, INT64_MIN, EvalError, no_such_overload, type_name
 
 SECOND = 1_000_000_000
 MINUTE = 60 * SECOND
@@ -400,7 +400,7 @@ def to_timestamp(v: Any) -> Timestamp:
         if not MIN_UNIX <= v <= MAX_UNIX:
             raise EvalError(_TIMESTAMP_OVERFLOW)
         return Timestamp(v * SECOND)
-    raise no_such_overload()
+    raise no_such_overload(f"timestamp({type_name(v)})")
 
 
 def to_duration(v: Any) -> Duration:
@@ -415,7 +415,7 @@ def to_duration(v: Any) -> Duration:
     if t is int:
         # Declared (int64_to_duration) but cel-go's Int has no conversion to Duration.
         raise conversion_error(v, DURATION_TYPE)
-    raise no_such_overload()
+    raise no_such_overload(f"duration({type_name(v)})")
 
 
 def _timestamp_to_int(t: Timestamp) -> int:
@@ -643,4 +643,4 @@ def _register() -> None:
         )
 
 
-_register()
+register_guarded(_register)
