@@ -13,7 +13,9 @@ import ipaddress
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from draspeed.cel import netip
 from draspeed.cel.cost import UNIT_EQUALITY_TYPES
+from draspeed.cel.formats import parse_request_uri_error
 from draspeed.cel.functions import declare, register_guarded
 from draspeed.cel.stdlib import CONVERSION_HOOKS
 from draspeed.cel.values import (
@@ -220,15 +222,14 @@ register_opaque(CIDR, lambda a, b: a.addr == b.addr and a.prefix == b.prefix)
 
 
 def _parse_addr(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    if "%" in s:
-        raise EvalError(f"IP address {go_quote(s)} with zone value is not allowed")
     try:
-        addr = ipaddress.ip_address(s)
-    except ValueError:
+        addr, zone = netip.parse_addr(s)
+    except netip.NetipError as exc:
         raise EvalError(
-            f"IP Address {go_quote(s)} parse error during conversion from string: "
-            f"ParseAddr({go_quote(s)}): unable to parse IP"
+            f"IP Address {go_quote(s)} parse error during conversion from string: {exc}"
         ) from None
+    if zone:
+        raise EvalError(f"IP address {go_quote(s)} with zone value is not allowed")
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         raise EvalError(f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
     return addr
@@ -294,22 +295,19 @@ def ip_is_global_unicast(v: Any) -> bool:
     return not (a.version == 4 and a == ipaddress.IPv4Address("255.255.255.255"))
 
 
+# The library wraps netip's error in this, and then again when it makes the CEL error.
+_CIDR_ERROR = "network address parse error during conversion from string: "
+
+
 def cidr(s: Any) -> CIDR:
     if type(s) is not str:
         raise no_such_overload()
-    addr_text, sep, bits = s.partition("/")
-    if not sep or not bits.isdigit() or (len(bits) > 1 and bits[0] == "0"):
-        raise EvalError(
-            "network address parse error during conversion from string: "
-            f"netip.ParsePrefix({s!r}): bad bits"
-        )
-    addr = _parse_addr(addr_text)
-    prefix = int(bits)
-    if prefix > addr.max_prefixlen:
-        raise EvalError(
-            "network address parse error during conversion from string: "
-            f"netip.ParsePrefix({s!r}): prefix length out of range"
-        )
+    try:
+        addr, prefix = netip.parse_prefix(s)
+    except netip.NetipError as exc:
+        raise EvalError(f"{_CIDR_ERROR}{_CIDR_ERROR}{exc}") from None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        raise EvalError(f"{_CIDR_ERROR}IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
     return CIDR(addr, prefix)
 
 
@@ -382,10 +380,9 @@ register_opaque(URL, lambda a, b: a.text == b.text)
 def url(s: Any) -> URL:
     if type(s) is not str:
         raise no_such_overload()
-    if not s or not (s.startswith("/") or ":" in s.split("/", 1)[0]) or " " in s:
-        raise EvalError(
-            f"URL parse error during conversion from string: parse {s!r}: invalid URI for request"
-        )
+    problem = parse_request_uri_error(s)  # the library parses with url.ParseRequestURI
+    if problem is not None:
+        raise EvalError(f"URL parse error during conversion from string: {problem}")
     return URL(s)
 
 
