@@ -375,6 +375,8 @@ class Compiler:
             impl = functools.partial(impl, zero=SUM_ZEROS[node.element_type])
         if func.guarded:
             impl = _type_guarded(name, impl, _candidate_params(func, node, len(plans)))
+        if name == "matches" and len(plans) == 2 and not self._is_const(plans[1]):
+            impl = _matches_by_trait(impl)
         if name in _CONVERSIONS and len(plans) == 1 and self._is_const(plans[0]):
             # cel-go's optimizer folds conversions of constants when planning; one that
             # fails makes the program fail to build.
@@ -1062,6 +1064,19 @@ def _type_value_name(name: str) -> str:
 
 
 # ---- calls ---------------------------------------------------------------------------
+
+
+def _matches_by_trait(impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``matches`` as cel-go binds it once for values that can match (strings): another
+    receiver is refused by name. (A constant pattern is precompiled upstream into a
+    function that refuses without the name: ``impl`` as it is.)"""
+
+    def matches(s: Any, pattern: Any) -> Any:
+        if type(s) is not str:
+            raise no_such_overload("matches")
+        return impl(s, pattern)
+
+    return matches
 
 
 def _candidate_params(func: Function, node: Call, n: int) -> list[tuple[T.Type, ...]]:
