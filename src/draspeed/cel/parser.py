@@ -100,14 +100,24 @@ class ParseError(Exception):
     """One or more parse errors, already formatted like cel-go's issues."""
 
 
+# cel-go's maxErrorsToReport: errors past it are counted, not kept.
+MAX_ERRORS = 100
+
+
 class ErrorList:
     """Collects ``(offset, message)`` issues and renders them like cel-go's Errors."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.items: list[tuple[int, str]] = []
+        self.dropped = 0  # reported past cel-go's limit: counted, not kept
 
     def add(self, offset: int, message: str) -> None:
+        # cel-go keeps the first MAX_ERRORS errors reported (in report order, before
+        # sorting them by place) and counts the rest.
+        if len(self.items) >= MAX_ERRORS:
+            self.dropped += 1
+            return
         self.items.append((offset, message))
 
     def render(self) -> str:
@@ -125,6 +135,8 @@ class ErrorList:
             caret += "\uff3e" if col < len(snippet) and ord(snippet[col]) > 0x7F else "^"
             text += "\n | " + snippet + "\n | " + caret
             out.append(text)
+        if self.dropped:
+            out.append(f"{self.dropped} more errors were truncated")
         return "\n".join(out)
 
 
