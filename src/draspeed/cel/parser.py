@@ -28,7 +28,6 @@ from draspeed.cel.ast import (
     Node,
     Select,
     Ternary,
-    children,
 )
 from draspeed.cel.lalr import Token, Tree, UnexpectedCharacter, UnexpectedToken
 from draspeed.cel.lalr import parser as _lalr_parser
@@ -175,26 +174,21 @@ def parse(source: str, *, macros: bool = True) -> Node:
         # cel-go's visitor counts its nesting of compound nodes (_NESTING_RULES).
         errors.items = [(NO_LOCATION, "max recursion depth exceeded")]
         raise ParseError(errors.render()) from None
-    if not errors.items:
-        _check_literals(node, errors)
     if errors.items:
         raise ParseError(errors.render())
     return node
 
 
-def _check_literals(root: Node, errors: ErrorList) -> None:
-    """Range-check int and uint literals (after sign folding)."""
-    stack: list[Node] = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Const):
-            if node.kind == "int" and not INT64_MIN <= node.value <= INT64_MAX:
-                errors.add(node.pos, "invalid int literal")
-            elif node.kind == "uint" and not 0 <= node.value <= UINT64_MAX:
-                errors.add(node.pos, "invalid uint literal")
-            elif node.kind == "double" and math.isinf(node.value):
-                errors.add(node.pos, "invalid double literal")  # Go's ParseFloat: ErrRange
-        stack.extend(children(node))
+def _literal_problem(node: Const) -> str | None:
+    """A number literal out of its type's range (after sign folding), as cel-go's
+    visitor reports it whatever else it reports (a macro's argument included)."""
+    if node.kind == "int" and not INT64_MIN <= node.value <= INT64_MAX:
+        return "invalid int literal"
+    if node.kind == "uint" and not 0 <= node.value <= UINT64_MAX:
+        return "invalid uint literal"
+    if node.kind == "double" and math.isinf(node.value):
+        return "invalid double literal"  # Go's ParseFloat: a range error
+    return None
 
 
 def _qualified_name(node: Node) -> str | None:
@@ -445,14 +439,12 @@ class _Builder:
         sign = self._signed.pop(id(tok), None)  # a '-' taken into the number (_neg_chain)
         if sign is not None:
             pos = _pos(sign)
-        if kind == "INT":
-            value = int(text, 16) if text.startswith("0x") else int(text)
-            return Const(pos, "int", -value if sign is not None else value)
-        if kind == "UINT":
-            body = text[:-1]
-            return Const(pos, "uint", int(body, 16) if body.startswith("0x") else int(body))
-        if kind == "FLOAT":
-            return Const(pos, "double", -float(text) if sign is not None else float(text))
+        if kind in ("INT", "UINT", "FLOAT"):
+            number = self._number(kind, text, pos, sign is not None)
+            problem = _literal_problem(number)
+            if problem is not None:
+                self.errors.add(pos, problem)
+            return number
         if kind == "TRUE":
             return Const(pos, "bool", True)
         if kind == "FALSE":
@@ -466,6 +458,16 @@ class _Builder:
             raw = self._unquote(text[1:], pos, as_bytes=True)
             return Const(pos, "bytes", raw)
         raise AssertionError(kind)
+
+    @staticmethod
+    def _number(kind: str, text: str, pos: int, negative: bool) -> Const:
+        if kind == "INT":
+            value = int(text, 16) if text.startswith("0x") else int(text)
+            return Const(pos, "int", -value if negative else value)
+        if kind == "UINT":
+            body = text[:-1]
+            return Const(pos, "uint", int(body, 16) if body.startswith("0x") else int(body))
+        return Const(pos, "double", -float(text) if negative else float(text))
 
     def _unquote(self, text: str, pos: int, *, as_bytes: bool) -> Any:
         raw = text[0] in "rR"

@@ -960,4 +960,6 @@ def syntax_errors(src: str) -> list[tuple[int, str]] | None:
         return [*kept, (NO_LOCATION, reason)]
     except RecursionError:
         return None
-    return found + parser.visitor_errors
+    # Without a syntax error the tree is whole: the tree builder reports what cel-go's
+    # visitor does (literals out of range among the rest).
+    return found + parser.visitor_errors if found else []
