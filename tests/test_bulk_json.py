@@ -267,6 +267,23 @@ def _v1beta1(s: dict[str, Any], pick: Any) -> None:
     ]
 
 
+# ObjectMeta fields the API server checks besides name, namespace, labels and annotations:
+# the same edits of slices and of claims.
+_METADATA_EDITS: dict[str, Edit] = {
+    "generateName": _set(("metadata", "generateName"), "node-1-gpu-"),
+    "bad generateName": _set(("metadata", "generateName"), "Node_1-"),
+    "null generateName": _set(("metadata", "generateName"), None),
+    "finalizers": _set(("metadata", "finalizers"), ["example.com/keep", "kubernetes"]),
+    "unqualified finalizer": _set(("metadata", "finalizers"), ["keep"]),
+    "bad finalizer": _set(("metadata", "finalizers"), ["example.com/a b"]),
+    "orphan and foreground finalizers": _set(
+        ("metadata", "finalizers"), ["orphan", "foregroundDeletion"]
+    ),
+    "finalizers as text": _set(("metadata", "finalizers"), "x"),
+    "negative generation": _set(("metadata", "generation"), -1),
+}
+
+
 _EDITS: dict[str, Edit] = {
     # fields the Structs do not know, and nulls
     "unknown top field": _set(("status",), {"x": 1}),
@@ -288,17 +305,7 @@ _EDITS: dict[str, Edit] = {
     "upper-case annotation key": _set(("metadata", "annotations"), {"Example.COM/Key": "y"}),
     "annotations too big": _set(("metadata", "annotations"), {"a": "z" * (256 * 1024)}),
     # other ObjectMeta fields the API server checks
-    "generateName": _set(("metadata", "generateName"), "node-1-gpu-"),
-    "bad generateName": _set(("metadata", "generateName"), "Node_1-"),
-    "null generateName": _set(("metadata", "generateName"), None),
-    "finalizers": _set(("metadata", "finalizers"), ["example.com/keep", "kubernetes"]),
-    "unqualified finalizer": _set(("metadata", "finalizers"), ["keep"]),
-    "bad finalizer": _set(("metadata", "finalizers"), ["example.com/a b"]),
-    "orphan and foreground finalizers": _set(
-        ("metadata", "finalizers"), ["orphan", "foregroundDeletion"]
-    ),
-    "finalizers as text": _set(("metadata", "finalizers"), "x"),
-    "negative generation": _set(("metadata", "generation"), -1),
+    **_METADATA_EDITS,
     "null nodeName": _set(("spec", "nodeName"), None),
     "null devices": _set(("spec", "devices"), None),
     "no devices": _set(("spec", "devices"), []),
@@ -570,17 +577,7 @@ _CLAIM_EDITS: dict[str, Edit] = {
     "bad claim label": _set(("metadata", "labels"), {"bad key!": "b"}),
     "bad claim annotation": _set(("metadata", "annotations"), {"Bad Key!": "b"}),
     "claim generation too big": _set(("metadata", "generation"), 2**63),
-    "claim generateName": _set(("metadata", "generateName"), "node-1-gpu-"),
-    "claim bad generateName": _set(("metadata", "generateName"), "Node_1-"),
-    "claim null generateName": _set(("metadata", "generateName"), None),
-    "claim finalizers": _set(("metadata", "finalizers"), ["example.com/keep", "kubernetes"]),
-    "claim unqualified finalizer": _set(("metadata", "finalizers"), ["keep"]),
-    "claim bad finalizer": _set(("metadata", "finalizers"), ["example.com/a b"]),
-    "claim orphan and foreground finalizers": _set(
-        ("metadata", "finalizers"), ["orphan", "foregroundDeletion"]
-    ),
-    "claim finalizers as text": _set(("metadata", "finalizers"), "x"),
-    "claim negative generation": _set(("metadata", "generation"), -1),
+    **{f"claim {name}": edit for name, edit in _METADATA_EDITS.items()},
     "null uid": _set(("metadata", "uid"), None),
     "bad request name": _set(("spec", "devices", "requests", 0, "name"), "Req_0"),
     "two requests": _two_requests(same_name=False),

@@ -20,13 +20,14 @@ same model from it; ``tests/test_bulk_json.py`` compares the two on edited claim
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from draspeed.api import limits, names
 from draspeed.api.common import metadata_valid
+from draspeed.api.context import Caches
 from draspeed.api.model import (
     AllocationResult,
     DeviceAllocationResult,
@@ -43,33 +44,16 @@ from draspeed.api.model import (
     ResourceClaimSpec,
     ResourceClaimStatus,
 )
-from draspeed.api.slice_schema import JSONManagedFieldsEntry, JSONOwnerReference
+from draspeed.api.slice_schema import JSONMetaFields
 
 # The versions whose ResourceClaim layout this knows (v1beta2 is v1's).
 CLAIM_API_VERSIONS = frozenset(("resource.k8s.io/v1", "resource.k8s.io/v1beta2"))
 
-_NULL = msgspec.Raw(b"null")
 
+class JSONClaimMetadata(JSONMetaFields):
+    """A claim's: claims are namespaced."""
 
-class JSONClaimMetadata(Struct, gc=False, forbid_unknown_fields=True):
-    """ObjectMeta: the fields the model holds or the API server checks, typed; the
-    others as text (the checked decoder does not read them either)."""
-
-    name: str = ""
     namespace: str = ""
-    uid: str = ""
-    resourceVersion: str = ""
-    generation: int = 0
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    generateName: str = ""
-    selfLink: msgspec.Raw = _NULL
-    creationTimestamp: msgspec.Raw = _NULL
-    deletionTimestamp: msgspec.Raw = _NULL
-    deletionGracePeriodSeconds: msgspec.Raw = _NULL
-    finalizers: list[str] | None = None
-    ownerReferences: list[JSONOwnerReference] | None = None
-    managedFields: list[JSONManagedFieldsEntry] | None = None
 
 
 class JSONExactRequest(Struct, gc=False, forbid_unknown_fields=True):
@@ -143,28 +127,28 @@ class JSONClaim(Struct, gc=False, forbid_unknown_fields=True):
 
 CLAIM_DECODER = msgspec.json.Decoder(JSONClaim)
 
-_API_VERSION_NAMES = {v: v for v in CLAIM_API_VERSIONS}
-
 
 def _int64(value: int) -> bool:
     return limits.INT64_MIN <= value <= limits.INT64_MAX
 
 
 class ClaimBuilder:
-    """Builds the claims of one load; remembers which names passed their checks."""
+    """Builds the claims of one load, with the load's caches: its shared strings and
+    the name checks that passed (shared with the checked decoders, by the same kinds)."""
 
-    def __init__(self, strings: dict[str, str], validate: bool) -> None:
-        self.strings = strings  # the load's shared strings (Caches.strings)
+    def __init__(self, caches: Caches, validate: bool) -> None:
+        self.strings = caches.strings
+        self.checked = caches.checked
         self.validate = validate
-        # (check, value) pairs that passed: each distinct name is checked once.
-        self._valid: set[tuple[str, str]] = set()
 
-    def _ok(self, check: str, value: str) -> bool:
-        if not self.validate or (check, value) in self._valid:
+    def _ok(self, kind: str, value: str, checker: Callable[[str], str | None]) -> bool:
+        """Whether ``value`` passes ``checker`` (each distinct value checked once)."""
+        key = (kind, value)
+        if not self.validate or key in self.checked:
             return True
-        if _CHECKS[check](value) is not None:
+        if checker(value) is not None:
             return False
-        self._valid.add((check, value))
+        self.checked.add(key)
         return True
 
     def build(self, item: JSONClaim, raw: msgspec.Raw, api_version: str) -> ResourceClaim | None:
@@ -189,7 +173,7 @@ class ClaimBuilder:
             metadata=metadata,
             spec=ResourceClaimSpec(devices=DeviceClaim(requests=requests)),
             status=claim_status,
-            api_version=_API_VERSION_NAMES[api_version],
+            api_version=self.strings.setdefault(api_version, api_version),
         )
         del claim.raw  # read from the text on demand (see ResourceClaim)
         claim.raw_text = raw
@@ -199,7 +183,9 @@ class ClaimBuilder:
         name, namespace = meta.name, meta.namespace
         if not _int64(meta.generation) or not name:
             return None
-        if not self._ok("object", name) or (namespace and not self._ok("label", namespace)):
+        if not self._ok("object", name, names.check_object_name) or (
+            namespace and not self._ok("label", namespace, names.check_dns_label)
+        ):
             return None
         labels = {} if meta.labels is None else meta.labels
         annotations = {} if meta.annotations is None else meta.annotations
@@ -235,7 +221,9 @@ class ClaimBuilder:
                 count = count or 1
             elif mode != "All" or count != 0:
                 return None  # the checked decoder words it, or keeps an unknown mode
-            if not self._ok("label", r.name) or not self._ok("subdomain", exact.deviceClassName):
+            if not self._ok("label", r.name, names.check_dns_label) or not self._ok(
+                "dns-subdomain", exact.deviceClassName, names.check_dns_subdomain
+            ):
                 return None
             requests.append(
                 DeviceRequest(
@@ -285,9 +273,9 @@ class ClaimBuilder:
             if self.validate and r.request not in known:
                 return None  # a request or subrequest name, or none: checked
             if not (
-                self._ok("driver", r.driver)
-                and self._ok("pool", r.pool)
-                and self._ok("label", r.device)
+                self._ok("driver", r.driver, names.check_driver_name)
+                and self._ok("pool", r.pool, names.check_pool_name)
+                and self._ok("label", r.device, names.check_dns_label)
             ):
                 return None
             built.append(
@@ -317,7 +305,7 @@ class ClaimBuilder:
                 if req.key != "metadata.name" or req.operator != "In" or len(req.values) != 1:
                     return None
                 node = req.values[0]
-                if not self._ok("subdomain", node):
+                if not self._ok("node", node, names.check_dns_subdomain):
                     return None
                 fields.append(
                     NodeSelectorRequirement(
@@ -332,12 +320,3 @@ class ClaimBuilder:
         if not terms:
             return None
         return NodeSelector(node_selector_terms=terms)
-
-
-_CHECKS: dict[str, Any] = {
-    "object": names.check_object_name,
-    "label": names.check_dns_label,
-    "subdomain": names.check_dns_subdomain,
-    "driver": names.check_driver_name,
-    "pool": names.check_pool_name,
-}

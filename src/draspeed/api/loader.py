@@ -400,7 +400,7 @@ class _Loader:
         )
         slices = self.objects.slices
         claims = self.objects.claims
-        build_claim = ClaimBuilder(self.caches.strings, self.validate).build
+        build_claim = ClaimBuilder(self.caches, self.validate).build
         for j in range(len(listed)):
             try:
                 item, text = listed.item(j)

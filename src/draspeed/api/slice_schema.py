@@ -103,10 +103,10 @@ class JSONManagedFieldsEntry(Struct, gc=False, forbid_unknown_fields=True):
     subresource: msgspec.Raw = _NULL
 
 
-class JSONMetadata(Struct, gc=False, forbid_unknown_fields=True):
-    """The ObjectMeta fields the model holds or the API server checks (slices are
-    cluster-scoped: no namespace), and the others as text, so that an unknown field
-    sends the slice to the checked decoder, which reports it."""
+class JSONMetaFields(Struct, gc=False, forbid_unknown_fields=True):
+    """The ObjectMeta fields but the namespace: those the model holds or the API server
+    checks typed, the others as text, so that an unknown field sends the object to the
+    checked decoder, which reports it (also the claims' Structs, draspeed.api.bulk_claims)."""
 
     name: str = ""
     uid: str = ""
@@ -115,7 +115,6 @@ class JSONMetadata(Struct, gc=False, forbid_unknown_fields=True):
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     generateName: str = ""
-    namespace: msgspec.Raw = _NULL
     selfLink: msgspec.Raw = _NULL
     creationTimestamp: msgspec.Raw = _NULL
     deletionTimestamp: msgspec.Raw = _NULL
@@ -123,6 +122,12 @@ class JSONMetadata(Struct, gc=False, forbid_unknown_fields=True):
     finalizers: list[str] | None = None
     ownerReferences: list[JSONOwnerReference] | None = None
     managedFields: list[JSONManagedFieldsEntry] | None = None
+
+
+class JSONMetadata(JSONMetaFields):
+    """A slice's: slices are cluster-scoped, a namespace is kept as text (ignored)."""
+
+    namespace: msgspec.Raw = _NULL
 
 
 class JSONSlice(Struct, gc=False, forbid_unknown_fields=True):

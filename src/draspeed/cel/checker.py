@@ -48,11 +48,6 @@ VARIABLES: dict[str, T.Type] = {"device": T.DEVICE}
 # optional_type (OptionalTypes) and the two types Kubernetes registers (IP and CIDR).
 # Not dyn, and not kubernetes.Quantity, Semver, URL or NamedFormat: upstream reports
 # "undeclared reference" for those.
-# Type names cel-go constructs as protobuf messages (the ones this environment names).
-_WELL_KNOWN_MESSAGES = frozenset(
-    {"list", "null_type", "google.protobuf.Timestamp", "google.protobuf.Duration"}
-)
-
 TYPE_IDENTS: dict[str, T.Type] = {
     "int": T.INT,
     "uint": T.UINT,
@@ -75,6 +70,9 @@ TYPE_IDENTS: dict[str, T.Type] = {
     "kubernetes.authorization.ResourceCheck": T.RESOURCE_CHECK,
     "kubernetes.authorization.Decision": T.DECISION,
 }
+
+# Type names cel-go constructs as protobuf messages, besides google.protobuf's own.
+_WELL_KNOWN_MESSAGES = frozenset({"list", "null_type"})
 
 _CONST_TYPES = {
     "int": T.INT,

@@ -231,10 +231,8 @@ class Holds:
         """Add (sign 1) or remove (sign -1) holds; every device index touched is recorded."""
         pools: dict[tuple[str, str], dict[str, Counts]] = {}
         for device_id, kind in holds:
-            if kind == EXCLUSIVE:
-                delta = (sign, 0, 0)
-            else:
-                delta = (0, sign, sign if kind == SHARE_WITH_CAPACITY else 0)
+            one = _DELTA[kind]
+            delta = one if sign == 1 else (-one[0], -one[1], -one[2])
             key = (device_id.driver, device_id.pool)
             held = pools.get(key)
             if held is None:  # copied once per pool and call: the old dict is shared
