@@ -267,6 +267,15 @@ def _v1beta1(s: dict[str, Any], pick: Any) -> None:
     ]
 
 
+_OWNER = {"apiVersion": "v1", "kind": "Node", "name": "node-1", "uid": "u1", "controller": True}
+_MANAGED = {
+    "manager": "kubelet",
+    "operation": "Update",
+    "apiVersion": "resource.k8s.io/v1",
+    "time": "2026-01-02T03:04:05Z",
+    "fieldsType": "FieldsV1",
+    "fieldsV1": {"f:spec": {"f:devices": {}}},
+}
 # ObjectMeta fields the API server checks besides name, namespace, labels and annotations:
 # the same edits of slices and of claims.
 _METADATA_EDITS: dict[str, Edit] = {
@@ -281,6 +290,65 @@ _METADATA_EDITS: dict[str, Edit] = {
     ),
     "finalizers as text": _set(("metadata", "finalizers"), "x"),
     "negative generation": _set(("metadata", "generation"), -1),
+    # the fields the model does not keep: typed always, owner references and managed
+    # fields checked as ValidateObjectMeta checks them
+    "creationTimestamp": _set(("metadata", "creationTimestamp"), "2026-02-28T10:00:00Z"),
+    "leap day": _set(("metadata", "creationTimestamp"), "2024-02-29T23:59:59.5+01:00"),
+    "not a day": _set(("metadata", "creationTimestamp"), "2026-02-29T10:00:00Z"),
+    "timestamp as number": _set(("metadata", "creationTimestamp"), 1700000000),
+    "null deletionTimestamp": _set(("metadata", "deletionTimestamp"), None),
+    "bad deletionTimestamp": _set(("metadata", "deletionTimestamp"), "2026-01-01 10:00:00"),
+    "grace period": _set(("metadata", "deletionGracePeriodSeconds"), 30),
+    "grace period as text": _set(("metadata", "deletionGracePeriodSeconds"), "30"),
+    "grace period too big": _set(("metadata", "deletionGracePeriodSeconds"), 2**63),
+    "selfLink as number": _set(("metadata", "selfLink"), 1),
+    "owner": _set(("metadata", "ownerReferences"), [_OWNER]),
+    "owner without uid": _set(("metadata", "ownerReferences"), [{**_OWNER, "uid": ""}]),
+    "owner without anything": _set(("metadata", "ownerReferences"), [{}]),
+    "null owner": _set(("metadata", "ownerReferences"), [None]),
+    "owner uid as number": _set(("metadata", "ownerReferences"), [{**_OWNER, "uid": 7}]),
+    "owner controller as text": _set(
+        ("metadata", "ownerReferences"), [{**_OWNER, "controller": "true"}]
+    ),
+    "owner unknown field": _set(("metadata", "ownerReferences"), [{**_OWNER, "future": 1}]),
+    "owner version with two slashes": _set(
+        ("metadata", "ownerReferences"), [{**_OWNER, "apiVersion": "a/b/c"}]
+    ),
+    "owner group without version": _set(
+        ("metadata", "ownerReferences"), [{**_OWNER, "apiVersion": "apps/"}]
+    ),
+    "event owner": _set(
+        ("metadata", "ownerReferences"), [{**_OWNER, "kind": "Event", "name": "<e>&"}]
+    ),
+    "event owner of another group": _set(
+        ("metadata", "ownerReferences"),
+        [{**_OWNER, "apiVersion": "events.k8s.io/v1", "kind": "Event"}],
+    ),
+    "two controllers": _set(
+        ("metadata", "ownerReferences"), [_OWNER, {**_OWNER, "name": "node-2", "uid": "u2"}]
+    ),
+    "one controller, one not": _set(
+        ("metadata", "ownerReferences"),
+        [_OWNER, {**_OWNER, "name": "node-2", "controller": False, "blockOwnerDeletion": True}],
+    ),
+    "owners as text": _set(("metadata", "ownerReferences"), "node-1"),
+    "managed fields": _set(("metadata", "managedFields"), [_MANAGED]),
+    "managed without operation": _set(
+        ("metadata", "managedFields"), [{**_MANAGED, "operation": ""}]
+    ),
+    "managed unknown operation": _set(
+        ("metadata", "managedFields"), [{**_MANAGED, "operation": "Patch"}]
+    ),
+    "managed fieldsType": _set(("metadata", "managedFields"), [{**_MANAGED, "fieldsType": "V2"}]),
+    "manager too long": _set(("metadata", "managedFields"), [{**_MANAGED, "manager": "m" * 129}]),
+    "manager not printable": _set(
+        ("metadata", "managedFields"), [{**_MANAGED, "manager": "kübe\u2028let\t"}]
+    ),
+    "managed subresource too long": _set(
+        ("metadata", "managedFields"), [{**_MANAGED, "subresource": "s" * 257}]
+    ),
+    "managed time": _set(("metadata", "managedFields"), [{**_MANAGED, "time": "yesterday"}]),
+    "managed fieldsV1 anything": _set(("metadata", "managedFields"), [{**_MANAGED, "fieldsV1": 5}]),
 }
 
 
@@ -502,7 +570,9 @@ def _claims() -> list[dict[str, Any]]:
             creationTimestamp="2026-01-01T00:00:00Z",
             generateName="pod-gpu-",
             finalizers=["resource.kubernetes.io/delete-protection"],
-            ownerReferences=[{"kind": "Pod"}],
+            ownerReferences=[
+                {"apiVersion": "v1", "kind": "Pod", "name": "pod", "uid": "u-1", "controller": True}
+            ],
         )
         claims[2]["spec"]["devices"]["requests"][0]["exactly"].update(
             allocationMode="ExactCount", count=1

@@ -59,6 +59,7 @@ from libc.string cimport memcmp, memcpy
 
 from draspeed.api import limits, names
 from draspeed.api.common import metadata_valid
+from draspeed.api.meta_extras import structs_valid
 from draspeed.api.model import (
     Device,
     DeviceAttribute,
@@ -999,6 +1000,8 @@ cdef class SliceBuilder:
         if validate and (labels or annotations or finalizers or generation or meta.generateName):
             if not metadata_valid(meta.generateName, generation, labels, annotations, finalizers):
                 return None  # the checked decoder words what the API server refuses
+        if not structs_valid(meta, validate):
+            return None
 
         driver = spec.driver
         if type(driver) is not str:

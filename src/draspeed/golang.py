@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 # strconv.Quote's single-character escapes (CEL's strings.quote uses the same table).
@@ -33,6 +34,25 @@ def go_quote(text: str) -> str:
         else:
             out.append(f"\\U{ord(c):08x}")
     return '"' + "".join(out) + '"'
+
+
+def go_json(value: object) -> str:
+    """Compact JSON as Go's ``json.Marshal`` writes it: HTML characters and the two
+    line separators escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for c, escaped in _JSON_ESCAPES:
+        if c in text:
+            text = text.replace(c, escaped)
+    return text
+
+
+_JSON_ESCAPES: Final = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
 
 
 # time.ParseDuration's units, in nanoseconds.

@@ -28,6 +28,7 @@ from msgspec import UNSET, Struct, UnsetType
 from draspeed.api import limits, names
 from draspeed.api.common import metadata_valid
 from draspeed.api.context import Caches
+from draspeed.api.meta_extras import structs_valid
 from draspeed.api.model import (
     AllocationResult,
     DeviceAllocationResult,
@@ -193,6 +194,8 @@ class ClaimBuilder:
         if self.validate and not metadata_valid(
             meta.generateName, meta.generation, labels, annotations, finalizers
         ):
+            return None
+        if not structs_valid(meta, self.validate):
             return None
         return ObjectMeta(
             name=name,

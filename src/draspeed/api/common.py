@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from draspeed.api import limits, names
+from draspeed.api import limits, meta_extras, names
 from draspeed.api.context import DecodeContext, child
 from draspeed.api.messages import (
     duplicate,
@@ -109,10 +109,10 @@ def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: b
     if result is None:
         result = _checked_metadata(ctx, obj, namespaced=namespaced)
     result.namespace = ctx.caches.strings.setdefault(result.namespace, result.namespace)
+    raw = meta if isinstance(meta, Mapping) else {}
+    extras = meta_extras.read(ctx, raw)  # decoded (typed) whatever validate says
     if ctx.validate:
-        # In the API server's order (ValidateObjectMeta); owner references and managed
-        # fields are not checked.
-        raw = meta if isinstance(meta, Mapping) else {}
+        # In the API server's order (ValidateObjectMeta).
         generate_name = ctx.string(raw, "generateName", "metadata")
         if generate_name:
             problem = names.check_generate_name(generate_name)
@@ -128,7 +128,7 @@ def decode_metadata(ctx: DecodeContext, obj: Mapping[str, Any], *, namespaced: b
                 ctx.fail("metadata.namespace", problem)
         finalizers = ctx.string_list(raw, "finalizers", "metadata")
         for path, problem in _more_problems(
-            result.generation, result.labels, result.annotations, finalizers
+            result.generation, result.labels, result.annotations, finalizers, extras
         ):
             ctx.fail(path, problem)
     return result
@@ -166,14 +166,17 @@ def _more_problems(
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
     finalizers: list[str],
+    extras: meta_extras.Extras,
 ) -> Iterator[tuple[str, str]]:
     """(field, message) of what the API server refuses in ObjectMeta after the name
     and the namespace, in its order."""
     if generation < 0:
         yield "metadata.generation", invalid(generation, "must be greater than or equal to 0")
     yield from _map_problems(labels, annotations)
+    yield from meta_extras.owner_reference_problems(extras.owner_references)
     for problem in names.finalizer_problems(finalizers):
         yield "metadata.finalizers", problem
+    yield from meta_extras.managed_fields_problems(extras.managed_fields)
 
 
 def metadata_valid(
@@ -185,12 +188,14 @@ def metadata_valid(
 ) -> bool:
     """Whether the API server takes these fields of an ObjectMeta whose name (and
     namespace) it takes: for the fast paths of bulk decoding, which leave anything
-    else to the checked decoder."""
+    else to the checked decoder (the fields the model does not keep:
+    :func:`draspeed.api.meta_extras.structs_valid`)."""
     if generate_name and names.check_generate_name(generate_name) is not None:
         return False
     if not (generation or labels or annotations or finalizers):
         return True
-    return next(_more_problems(generation, labels, annotations, finalizers), None) is None
+    problems = _more_problems(generation, labels, annotations, finalizers, meta_extras.NO_EXTRAS)
+    return next(problems, None) is None
 
 
 def _checked_metadata(

@@ -6,22 +6,23 @@ knows ``kubectl apply`` errors recognises them (``Required value``, ``Too many: 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
+from draspeed.golang import go_json, go_quote
+
 
 def show(value: Any) -> str:
-    """A value as the API server prints it in errors: strings quoted, numbers bare,
-    anything else as compact JSON (Go's ``json.Marshal``)."""
+    """A value as the API server prints it in errors: strings as Go's ``%q`` quotes
+    them, numbers bare, anything else as compact JSON (Go's ``json.Marshal``)."""
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return go_quote(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return go_json(value)
     return str(value)
 
 

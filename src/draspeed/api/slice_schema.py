@@ -25,8 +25,9 @@ So the types only need to be right for what they accept:
   answer for every later device with the same bytes.
 
 Object metadata has many fields the model does not hold (``managedFields`` is the
-biggest part of most slices): :class:`JSONMetadata` keeps them as text (``msgspec.Raw``,
-only checked to be JSON), and they stay in the slice's ``raw`` text.
+biggest part of most slices): :class:`JSONMetadata` decodes them typed, as the API
+server does, for :mod:`draspeed.api.meta_extras` to check; only ``fieldsV1`` (free-form)
+stays text. They stay in the slice's ``raw`` text.
 
 msgspec checks less in what it skips or keeps as text than in what it decodes (UTF-8,
 numbers out of range): :func:`draspeed.api._jsontext.json_list_spans` refuses texts where
@@ -85,28 +86,28 @@ class JSONSpec(Struct, gc=False, forbid_unknown_fields=True):
 
 
 class JSONOwnerReference(Struct, gc=False, forbid_unknown_fields=True):
-    apiVersion: msgspec.Raw = _NULL
-    kind: msgspec.Raw = _NULL
-    name: msgspec.Raw = _NULL
-    uid: msgspec.Raw = _NULL
-    controller: msgspec.Raw = _NULL
-    blockOwnerDeletion: msgspec.Raw = _NULL
+    apiVersion: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+    blockOwnerDeletion: bool | None = None
 
 
 class JSONManagedFieldsEntry(Struct, gc=False, forbid_unknown_fields=True):
-    manager: msgspec.Raw = _NULL
-    operation: msgspec.Raw = _NULL
-    apiVersion: msgspec.Raw = _NULL
-    time: msgspec.Raw = _NULL
-    fieldsType: msgspec.Raw = _NULL
+    manager: str = ""
+    operation: str = ""
+    apiVersion: str = ""
+    time: str | None = None
+    fieldsType: str = ""
     fieldsV1: msgspec.Raw = _NULL  # free-form
-    subresource: msgspec.Raw = _NULL
+    subresource: str = ""
 
 
 class JSONMetaFields(Struct, gc=False, forbid_unknown_fields=True):
-    """The ObjectMeta fields but the namespace: those the model holds or the API server
-    checks typed, the others as text, so that an unknown field sends the object to the
-    checked decoder, which reports it (also the claims' Structs, draspeed.api.bulk_claims)."""
+    """The ObjectMeta fields but the namespace, typed as the API server decodes them, so
+    that an unknown field or a wrong type sends the object to the checked decoder, which
+    reports it (also the claims' Structs, draspeed.api.bulk_claims)."""
 
     name: str = ""
     uid: str = ""
@@ -115,10 +116,10 @@ class JSONMetaFields(Struct, gc=False, forbid_unknown_fields=True):
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     generateName: str = ""
-    selfLink: msgspec.Raw = _NULL
-    creationTimestamp: msgspec.Raw = _NULL
-    deletionTimestamp: msgspec.Raw = _NULL
-    deletionGracePeriodSeconds: msgspec.Raw = _NULL
+    selfLink: str | None = None
+    creationTimestamp: str | None = None
+    deletionTimestamp: str | None = None
+    deletionGracePeriodSeconds: int | None = None
     finalizers: list[str] | None = None
     ownerReferences: list[JSONOwnerReference] | None = None
     managedFields: list[JSONManagedFieldsEntry] | None = None
