@@ -447,8 +447,10 @@ class Checker:
             self._assign(T.DYN, range_t)
             var_t, var2_t = T.DYN, T.DYN
         else:
+            # sortBy's comprehension ranges over its bound input, placed at the call.
+            where = node.pos if node.kind == "sortBy" else node.range.pos
             self.errors.add(
-                node.range.pos,
+                where,
                 f"expression of type '{T.format_cel_type(range_t)}' cannot be range of a "
                 "comprehension (must be list, map, or dynamic)",
             )

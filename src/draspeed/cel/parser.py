@@ -152,7 +152,7 @@ def parse(source: str, *, macros: bool = True) -> Node:
     errors = ErrorList(source)
     # cel-go's ANTLR parser decides what is a syntax error, and what it says: every
     # error, with the tokens it expected.
-    reported = syntax_errors(source)
+    reported = syntax_errors(source, _Builder(ErrorList(source), macros))
     if reported:
         errors.items = reported
         raise ParseError(errors.render())
@@ -209,6 +209,12 @@ def _pos(tok: Token) -> int:
 # relation, calc, select, member call and index nodes. Parentheses, literals and calls
 # of global functions open parse rules instead, which its parse listener bounds
 # (syntax_errors).
+# cel-go's accumulator names (the hidden one and the classic): no iteration variable's.
+_ACCUMULATORS = ("@result", "__result__")
+# What sortBy may sort: in cel-go, a list, select, identifier, comprehension or call
+# (operators, indexes and optional selects are calls there; cel.bind a comprehension).
+_SORTABLE = (ListLit, Select, Ident, Comprehension, Bind, Call, Index, Logical, Ternary)
+
 _NESTING_RULES = frozenset(
     {"ternary", "binary", "select", "opt_select", "member_call", "index", "opt_index"}
 )
@@ -243,6 +249,9 @@ class _Builder:
         self.too_deep = False
         # id of an INT or FLOAT token -> the '-' that cel-go's literal rule gives it.
         self._signed: dict[int, Token] = {}
+        # id of a Logical node -> the offsets of its chain's operators (cel-go places
+        # the chain at its middle operator: it builds a balanced tree of them).
+        self._chain: dict[int, list[int]] = {}
 
     def build(self, tree: Tree) -> Node:
         return self._node(tree.children[0])
@@ -284,7 +293,11 @@ class _Builder:
                 operands.extend(side.operands)
             else:
                 operands.append(side)
-        return Logical(_pos(ch[1]), op, operands)
+        chained = isinstance(left, Logical) and left.op == op
+        ops = [*(self._chain.pop(id(left), ()) if chained else ()), _pos(ch[1])]
+        node = Logical(ops[len(ops) // 2], op, operands)
+        self._chain[id(node)] = ops
+        return node
 
     def _binary(self, ch: list[Any]) -> Node:
         op = ch[1]
@@ -352,26 +365,45 @@ class _Builder:
 
     def _ident(self, ch: list[Any]) -> Node:
         tok = ch[-1]
-        name = str(tok)
-        if len(ch) == 2:
-            name = "." + name
-        if name in RESERVED:
-            self.errors.add(_pos(tok), f"reserved identifier: {name}")
-        return Ident(_pos(tok), name)
+        return self.ident(_pos(ch[0]), _pos(tok), str(tok), len(ch) == 2)
 
     def _global_call(self, ch: list[Any]) -> Node:
         leading_dot = isinstance(ch[0], Token) and ch[0].type == "DOT"
         name_tok = ch[1] if leading_dot else ch[0]
-        name = ("." if leading_dot else "") + str(name_tok)
         lpar = ch[2] if leading_dot else ch[1]
         args = self._args(ch[3] if leading_dot else ch[2])
-        if str(name_tok) in RESERVED:
-            start = _pos(ch[0]) if leading_dot else _pos(name_tok)
-            self.errors.add(start, f"reserved identifier: {name_tok}")
-        return self._global_call_or_macro(_pos(lpar), name, args)
+        return self.global_call(_pos(ch[0]), _pos(lpar), str(name_tok), leading_dot, args)
+
+    # What cel-go's visitor makes of identifiers and calls, here and (through
+    # syntax_errors.TreeVisitor) on the tree ANTLR recovered after a syntax error.
+
+    def ident(self, start: int, at: int, name: str, leading_dot: bool) -> Node:
+        """``name`` or ``.name`` at ``at``; a reserved word is an error at the start, and
+        the expression made of it is then no identifier (a macro refuses it)."""
+        if name in RESERVED:
+            self.errors.add(start, f"reserved identifier: {name}")
+            return Node(start)
+        return Ident(at, "." + name if leading_dot else name)
+
+    def global_call(
+        self, start: int, paren: int, name: str, leading_dot: bool, args: list[Node]
+    ) -> Node:
+        if name in RESERVED:
+            self.errors.add(start, f"reserved identifier: {name}")
+            return Node(start)
+        return self._global_call_or_macro(paren, "." + name if leading_dot else name, args)
+
+    def receiver_call(self, paren: int, name: str, target: Node, args: list[Node]) -> Node:
+        return self._receiver_call_or_macro(paren, name, target, args)
+
+    @property
+    def problems(self) -> list[tuple[int, str]]:
+        return self.errors.items
 
     def _paren(self, ch: list[Any]) -> Node:
-        return self._node(ch[1])
+        node = self._node(ch[1])
+        self._chain.pop(id(node), None)  # a chain in parentheses is a chain of its own
+        return node
 
     def _opt_entries(self, item: Any) -> list[tuple[bool, Node]]:
         out: list[tuple[bool, Node]] = []
@@ -492,8 +524,7 @@ class _Builder:
                 return Select(pos, arg.operand, arg.field, test_only=True)
             # Where cel-go places the argument: an operator's token, a call's '(', a
             # literal's start.
-            self.errors.add(arg.pos, "invalid argument to has() macro")
-            return Const(pos, "bool", False)
+            return self._macro_error(arg.pos, "invalid argument to has() macro")
         return Call(pos, name, args)
 
     def _simple_name(self, node: Node) -> str | None:
@@ -508,8 +539,9 @@ class _Builder:
         if name == "bind" and n == 3 and isinstance(target, Ident) and target.name == "cel":
             var = self._simple_name(args[0])
             if var is None:
-                self.errors.add(args[0].pos, "cel.bind() variable names must be simple identifiers")
-                return Const(pos, "bool", False)
+                return self._macro_error(
+                    args[0].pos, "cel.bind() variable names must be simple identifiers"
+                )
             return Bind(pos, var, args[1], args[2])
         one_var = {"all": "all", "exists": "exists", "exists_one": "exists_one"}
         if name in one_var and n == 2:
@@ -529,6 +561,12 @@ class _Builder:
         if name in two_var and n == 3:
             return self._comprehension(pos, two_var[name], target, args[0], args[1], args[2], None)
         if name == "sortBy" and n == 2:
+            if not isinstance(target, _SORTABLE):
+                return self._macro_error(
+                    target.pos,
+                    "sortBy can only be applied to a list, identifier, comprehension, call "
+                    "or select expression",
+                )
             return self._comprehension(pos, "sortBy", target, args[0], None, None, args[1])
         if name in ("optMap", "optFlatMap") and n == 2:
             return self._opt_map(pos, name, target, args[0], args[1])
@@ -543,8 +581,9 @@ class _Builder:
         (optFlatMap without the optional.of); the target is evaluated twice, as there."""
         var = self._simple_name(var_node)
         if var is None:
-            self.errors.add(var_node.pos, f"{name}() variable name must be a simple identifier")
-            return Const(pos, "bool", False)
+            return self._macro_error(
+                var_node.pos, f"{name}() variable name must be a simple identifier"
+            )
         value = Call(pos, "value", [], copy.deepcopy(target))
         bound: Node = Bind(pos, var, value, body)
         if name == "optMap":
@@ -568,21 +607,29 @@ class _Builder:
     ) -> Node:
         var = self._simple_name(var_node)
         if var is None:
-            self.errors.add(var_node.pos, "argument must be a simple name")
-            return Const(pos, "bool", False)
+            # cel-go's map and filter (and sortBy, made of map) word it otherwise.
+            if kind in ("map", "filter", "sortBy"):
+                return self._macro_error(var_node.pos, "argument is not an identifier")
+            return self._macro_error(var_node.pos, "argument must be a simple name")
         var2: str | None = None
         if var2_node is not None:
             var2 = self._simple_name(var2_node)
             if var2 is None:
-                self.errors.add(var2_node.pos, "argument must be a simple name")
-                return Const(pos, "bool", False)
+                return self._macro_error(var2_node.pos, "argument must be a simple name")
             if var2 == var:
-                self.errors.add(var2_node.pos, f"duplicate variable name: {var}")
-                return Const(pos, "bool", False)
+                return self._macro_error(var2_node.pos, f"duplicate variable name: {var}")
         for name, node in ((var, var_node), (var2, var2_node)):
-            if name == "@result" and node is not None:
-                self.errors.add(node.pos, "iteration variable overwrites accumulator variable")
+            if name in _ACCUMULATORS and node is not None:
+                return self._macro_error(
+                    node.pos, "iteration variable overwrites accumulator variable"
+                )
         return Comprehension(pos, kind, target, var, var2, predicate, transform)
+
+    def _macro_error(self, at: int, message: str) -> Node:
+        """A macro whose arguments are not well-formed: the error, and the expression
+        cel-go's visitor makes in its place (at the error, an expression of no kind)."""
+        self.errors.add(at, message)
+        return Node(at)
 
 
 def _unescape(body: str, as_bytes: bool) -> Any:

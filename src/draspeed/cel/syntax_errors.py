@@ -22,8 +22,11 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["syntax_errors"]
+from draspeed.cel.ast import Call, Const, CreateMessage, Ident, ListLit, MapLit, Node, Select
+
+__all__ = ["TreeVisitor", "syntax_errors"]
 
 # ---- tokens ----------------------------------------------------------------------------
 
@@ -439,11 +442,83 @@ def _state_of(failure: _Failed, site: str) -> str:
     return where
 
 
+class TreeVisitor(Protocol):
+    """What cel-go's visitor makes of identifiers and calls (reserved words, macros), for
+    reading the tree ANTLR recovered: the parser module's expression builder. Each
+    method returns the expression made; ``problems`` collects what it reports."""
+
+    @property
+    def problems(self) -> list[tuple[int, str]]: ...
+
+    def ident(self, start: int, at: int, name: str, leading_dot: bool) -> Node: ...
+
+    def global_call(
+        self, start: int, paren: int, name: str, leading_dot: bool, args: list[Node]
+    ) -> Node: ...
+
+    def receiver_call(self, paren: int, name: str, target: Node, args: list[Node]) -> Node: ...
+
+
+class _Plain:
+    """A visitor that reports nothing: identifiers are identifiers, calls calls."""
+
+    def __init__(self) -> None:
+        self.problems: list[tuple[int, str]] = []
+
+    def ident(self, start: int, at: int, name: str, leading_dot: bool) -> Node:
+        return Ident(at, "." + name if leading_dot else name)
+
+    def global_call(
+        self, start: int, paren: int, name: str, leading_dot: bool, args: list[Node]
+    ) -> Node:
+        return Node(paren)
+
+    def receiver_call(self, paren: int, name: str, target: Node, args: list[Node]) -> Node:
+        return Node(paren)
+
+
+class _Made:
+    """The expression the visitor makes of one rule's part of the tree (none yet: an
+    expression placed nowhere, as the visitor makes for a missing part), and how deep
+    the visitor nests to read it (it counts conditionals, relations, arithmetic,
+    selects, member calls and indexes, and stops past RECURSION_LIMIT)."""
+
+    __slots__ = ("depth", "node")
+
+    def __init__(self) -> None:
+        self.node = Node(NO_LOCATION)
+        self.depth = 0
+
+    def become(self, part: _Made) -> None:
+        """This expression is ``part`` (unnested)."""
+        self.node, self.depth = part.node, part.depth
+
+    def counted(self, at: int, node: Node | None = None) -> None:
+        """A nesting node (an operator's call unless given) at ``at`` over what was made
+        so far."""
+        self.node = _operator(at) if node is None else node
+        self.depth += 1
+
+    def holds(self, part: _Made, nesting: bool = True) -> None:
+        """``part`` is read inside this expression (one level deeper if it nests)."""
+        self.depth = max(self.depth, part.depth + nesting)
+
+
+# A field name the rule could not read (the select is then an expression of no kind).
+_UNREAD = Node(-1)
+
+
+def _operator(at: int) -> Node:
+    """An operator's expression (in cel-go a call) placed at its token."""
+    return Call(at, "", [])
+
+
 class _Parser:
     """cel-go's generated CELParser with ANTLR's DefaultErrorStrategy, rule by rule."""
 
-    def __init__(self, src: str, report: Callable[[int, str], None]) -> None:
+    def __init__(self, src: str, report: Callable[[int, str], None], visitor: TreeVisitor) -> None:
         self.report_at = report
+        self.visitor = visitor
         self.buffer = _lex(src, report)
         self.visible = [t for t in self.buffer if t.type not in _HIDDEN]
         self.types = [t.type for t in self.visible]
@@ -624,19 +699,23 @@ class _Parser:
             )
         return _Failed(f"no viable alternative at input '{_display(text)}'", offending)
 
-    def rule(self, site: str, follow: frozenset[int], body: Callable[[], None]) -> None:
-        """Invoke a rule from ``site``, ``follow`` being what may follow it there."""
+    def rule(self, site: str, follow: frozenset[int], body: Callable[[_Made], None]) -> _Made:
+        """Invoke a rule from ``site``, ``follow`` being what may follow it there; the
+        expression cel-go's visitor makes of what the rule read (also when it failed:
+        the visitor reads the tree ANTLR recovered)."""
         name = getattr(body, "func", body).__name__  # the rule (a partial for calc)
         self.enter(name)
         self.follows.append(follow)
+        made = _Made()
         try:
-            body()
+            body(made)
         except _Failed as failure:
             self.report_error(failure)
             self.recover(_state_of(failure, site))
         finally:
             self.follows.pop()
             self.rule_depth[name] -= 1
+        return made
 
     def enter(self, name: str) -> None:
         """Rule ``name`` entered once more, as cel-go's recursion listener counts it
@@ -648,48 +727,57 @@ class _Parser:
 
     # -- rules -------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self.rule("start.expr", frozenset({EOF}), self.expr)
+    def start(self, made: _Made) -> None:
+        made.become(self.rule("start.expr", frozenset({EOF}), self.expr))
         self.match(EOF, frozenset())
 
-    def expr(self) -> None:
-        self.rule("expr.or", frozenset({QUESTIONMARK, _EPSILON}), self.conditional_or)
+    def expr(self, made: _Made) -> None:
+        made.become(self.rule("expr.or", frozenset({QUESTIONMARK, _EPSILON}), self.conditional_or))
         if self.la() == QUESTIONMARK:
+            made.counted(self.lt().start)  # the conditional, at its '?'
             self.match(QUESTIONMARK, _EXPR_FIRST)
-            self.rule("expr.then", frozenset({COLON}), self.conditional_or)
+            made.holds(self.rule("expr.then", frozenset({COLON}), self.conditional_or))
             self.match(COLON, _EXPR_FIRST)
-            self.rule("expr.else", _END, self.expr)
+            made.holds(self.rule("expr.else", _END, self.expr))
 
-    def conditional_or(self) -> None:
-        self.separated("or.and", LOGICAL_OR, self.conditional_and)
+    def conditional_or(self, made: _Made) -> None:
+        self.separated(made, "or.and", LOGICAL_OR, self.conditional_and)
 
-    def conditional_and(self) -> None:
-        self.separated("and.relation", LOGICAL_AND, self.relation)
+    def conditional_and(self, made: _Made) -> None:
+        self.separated(made, "and.relation", LOGICAL_AND, self.relation)
 
-    def separated(self, site: str, separator: int, operand: Callable[[], None]) -> None:
+    def separated(
+        self, made: _Made, site: str, separator: int, operand: Callable[[_Made], None]
+    ) -> None:
         """``operand (separator operand)*``; every operand starts an expression."""
         follow = frozenset({separator, _EPSILON})
-        self.rule(site, follow, operand)
+        made.become(self.rule(site, follow, operand))
+        ops: list[int] = []
         while self.la() == separator:
+            ops.append(self.lt().start)
+            # cel-go balances a chain of one operator: its root is the middle one; the
+            # visitor does not count logical operators as nesting.
+            made.node = _operator(ops[len(ops) // 2])
             self.match(separator, _EXPR_FIRST)
-            self.rule(site, follow, operand)
+            made.holds(self.rule(site, follow, operand), nesting=False)
 
-    def relation(self) -> None:
+    def relation(self, made: _Made) -> None:
         operand = functools.partial(self.calc, 0)
-        self.rule("relation.calc", _RELATION_LOOP, operand)
+        made.become(self.rule("relation.calc", _RELATION_LOOP, operand))
         while self.la() in _RELOPS:
+            made.counted(self.lt().start)
             self.matched()
             self.consume()
             # ANTLR reads the right operand as a relation of its own (that then reads a
             # calc): the relation rule is entered once more, which its listener counts.
             self.enter("relation")
             try:
-                self.rule("relation.calc", _RELATION_LOOP, operand)
+                made.holds(self.rule("relation.calc", _RELATION_LOOP, operand))
             finally:
                 self.rule_depth["relation"] -= 1
 
-    def calc(self, precedence: int) -> None:
-        self.rule("calc.unary", _CALC_LOOP, self.unary)
+    def calc(self, precedence: int, made: _Made) -> None:
+        made.become(self.rule("calc.unary", _CALC_LOOP, self.unary))
         while True:
             if self.la() in _MULOPS and precedence <= 2:
                 right = 3
@@ -697,15 +785,20 @@ class _Parser:
                 right = 2
             else:
                 return
+            made.counted(self.lt().start)
             self.matched()
             self.consume()
-            self.rule("calc.calc", _CALC_LOOP, functools.partial(self.calc, right))
+            made.holds(self.rule("calc.calc", _CALC_LOOP, functools.partial(self.calc, right)))
 
-    def unary(self) -> None:
+    def unary(self, made: _Made) -> None:
+        # No alternative taken: the visitor makes an error literal at the start.
+        made.node = Const(self.lt().start, "string", "<<error>>")
         self.sync(_EXPR_FIRST)
         first = self.la()
+        ops: list[int] = []
         if first == EXCLAM:
             while True:
+                ops.append(self.lt().start)
                 self.match(EXCLAM, _EXPR_FIRST)
                 self.sync_loop_back(_EXPR_FIRST)
                 if self.la() != EXCLAM:
@@ -716,49 +809,72 @@ class _Parser:
             while True:
                 if self.la(2) not in _PRIMARY_FIRST:
                     raise self.no_viable(self.lt(), self.lt(2))
+                ops.append(self.lt().start)
                 self.match(MINUS, _PRIMARY_FIRST)
                 self.sync_loop_back(_PRIMARY_FIRST)
                 if self.la() != MINUS:
                     break
         elif first not in _PRIMARY_FIRST:
             raise self.no_viable(self.lt(), self.lt())
-        self.rule("unary.member", _END, self.member)
+        made.become(self.rule("unary.member", _END, self.member))
+        if len(ops) % 2:  # an even number of '!' or '-' cancels out
+            made.node = _operator(ops[0])
 
-    def member(self) -> None:
-        self.rule("member.primary", _MEMBER_LOOP, self.primary)
+    def member(self, made: _Made) -> None:
+        start = self.lt().start  # where an expression the visitor cannot read is placed
+        made.become(self.rule("member.primary", _MEMBER_LOOP, self.primary))
         while True:
             if self.la() == LBRACKET:
+                made.counted(self.lt().start)
                 self.match(LBRACKET, _OPT_EXPR_FIRST)
                 self.sync(_OPT_EXPR_FIRST)
                 if self.la() == QUESTIONMARK:
                     self.match(QUESTIONMARK, _EXPR_FIRST)
-                self.rule("member.index", frozenset({RBRACKET}), self.expr)
+                made.holds(self.rule("member.index", frozenset({RBRACKET}), self.expr))
                 self.match(RBRACKET, _MEMBER_LOOP)
             elif self.la() == DOT:
                 second = self.la(2)
                 if second == IDENTIFIER and self.la(3) == LPAREN:
+                    target = made.node
+                    made.counted(start, Node(start))
                     self.match(DOT, frozenset({IDENTIFIER}))
+                    name = self.lt().text
                     self.match(IDENTIFIER, frozenset({LPAREN}))
-                    self.call_arguments("member.args", _MEMBER_LOOP)
+                    paren = self.lt().start
+                    args: list[_Made] = []
+                    try:
+                        self.call_arguments("member.args", _MEMBER_LOOP, args)
+                    finally:
+                        for arg in args:
+                            made.holds(arg)
+                        nodes = [arg.node for arg in args]
+                        made.node = self.visitor.receiver_call(paren, name, target, nodes)
                 elif second in (QUESTIONMARK, IDENTIFIER, ESC_IDENTIFIER):
+                    target = made.node
+                    made.counted(start, Node(start))  # no field name: of no kind
+                    dot = self.lt().start
                     self.match(DOT, _ESCAPE_IDENT | {QUESTIONMARK})
                     self.sync(_ESCAPE_IDENT | {QUESTIONMARK})
-                    if self.la() == QUESTIONMARK:
+                    optional = self.la() == QUESTIONMARK
+                    if optional:
                         self.match(QUESTIONMARK, _ESCAPE_IDENT)
-                    self.rule("member.field", _MEMBER_LOOP, self.escape_ident)
+                    field = self.lt().text
+                    read = self.rule("member.field", _MEMBER_LOOP, self.escape_ident)
+                    if read.node is not _UNREAD:
+                        made.node = Select(dot, target, field, optional=optional)
                 else:
                     raise self.no_viable(self.lt(), self.lt(2))
             else:
                 return
 
-    def call_arguments(self, site: str, after: frozenset[int]) -> None:
+    def call_arguments(self, site: str, after: frozenset[int], args: list[_Made]) -> None:
         self.match(LPAREN, _EXPR_FIRST | {RPAREN})
         self.sync(_EXPR_FIRST | {RPAREN})
         if self.la() in _EXPR_FIRST:
-            self.rule(site, frozenset({RPAREN}), self.expr_list)
+            self.rule(site, frozenset({RPAREN}), functools.partial(self.expr_list, args))
         self.match(RPAREN, after)
 
-    def primary(self) -> None:
+    def primary(self, made: _Made) -> None:
         self.sync(_PRIMARY_FIRST)
         first = self.la()
         if first in (DOT, IDENTIFIER):
@@ -771,99 +887,133 @@ class _Parser:
                 j += 2
             call = self.la(k + 1) == LPAREN
             message = not call and self.la(j) == LBRACE
+            start = self.lt().start
             if first == DOT:
                 self.match(DOT, frozenset({IDENTIFIER}))
+            name = self.lt()
             if call:
                 self.match(IDENTIFIER, frozenset({LPAREN}))
-                self.call_arguments("primary.args", _END)
+                paren = self.lt().start
+                args: list[_Made] = []
+                try:
+                    self.call_arguments("primary.args", _END, args)
+                finally:
+                    for arg in args:
+                        made.holds(arg, nesting=False)
+                    nodes = [arg.node for arg in args]
+                    made.node = self.visitor.global_call(
+                        start, paren, name.text, first == DOT, nodes
+                    )
             elif message:
                 self.match(IDENTIFIER, frozenset({DOT, LBRACE}))
                 while self.la() == DOT:
                     self.match(DOT, frozenset({IDENTIFIER}))
                     self.match(IDENTIFIER, frozenset({DOT, LBRACE}))
+                made.node = CreateMessage(self.lt().start, "", [])  # at its '{'
                 self.braced(
-                    "primary.fields", frozenset({QUESTIONMARK}) | _ESCAPE_IDENT, self.field_inits
+                    made,
+                    "primary.fields",
+                    frozenset({QUESTIONMARK}) | _ESCAPE_IDENT,
+                    self.field_inits,
                 )
             else:
+                made.node = self.visitor.ident(start, name.start, name.text, first == DOT)
                 self.match(IDENTIFIER, _END)
         elif first == LPAREN:
             self.match(LPAREN, _EXPR_FIRST)
-            self.rule("primary.nested", frozenset({RPAREN}), self.expr)
+            made.become(self.rule("primary.nested", frozenset({RPAREN}), self.expr))
             self.match(RPAREN, _END)
         elif first == LBRACKET:
+            made.node = ListLit(self.lt().start, [])
             self.match(LBRACKET, _OPT_EXPR_FIRST | {COMMA, RBRACKET})
             self.sync(_OPT_EXPR_FIRST | {COMMA, RBRACKET})
             if self.la() in _OPT_EXPR_FIRST:
-                self.rule("primary.list", frozenset({COMMA, RBRACKET}), self.list_init)
+                elements = self.rule("primary.list", frozenset({COMMA, RBRACKET}), self.list_init)
+                made.holds(elements, nesting=False)
             self.sync(frozenset({COMMA, RBRACKET}))
             if self.la() == COMMA:
                 self.match(COMMA, frozenset({RBRACKET}))
             self.match(RBRACKET, _END)
         elif first == LBRACE:
-            self.braced("primary.map", _OPT_EXPR_FIRST, self.map_inits)
+            made.node = MapLit(self.lt().start, [])
+            self.braced(made, "primary.map", _OPT_EXPR_FIRST, self.map_inits)
         elif first in _LITERAL_FIRST:
-            self.rule("primary.literal", _END, self.literal)
+            made.become(self.rule("primary.literal", _END, self.literal))
         else:
             raise self.no_viable(self.lt(), self.lt())
 
-    def braced(self, site: str, entry_first: frozenset[int], entries: Callable[[], None]) -> None:
+    def braced(
+        self,
+        made: _Made,
+        site: str,
+        entry_first: frozenset[int],
+        entries: Callable[[_Made], None],
+    ) -> None:
         """``'{' entries? ','? '}'`` of a map or a message."""
         self.match(LBRACE, entry_first | {COMMA, RBRACE})
         self.sync(entry_first | {COMMA, RBRACE})
         if self.la() in entry_first:
-            self.rule(site, frozenset({COMMA, RBRACE}), entries)
+            made.holds(self.rule(site, frozenset({COMMA, RBRACE}), entries), nesting=False)
         self.sync(frozenset({COMMA, RBRACE}))
         if self.la() == COMMA:
             self.match(COMMA, frozenset({RBRACE}))
         self.match(RBRACE, _END)
 
-    def expr_list(self) -> None:
-        self.separated("exprlist.expr", COMMA, self.expr)
+    def expr_list(self, args: list[_Made], made: _Made) -> None:
+        """``expr (',' expr)*``: each argument as the visitor makes it, into ``args``."""
+        follow = frozenset({COMMA, _EPSILON})
+        args.append(self.rule("exprlist.expr", follow, self.expr))
+        while self.la() == COMMA:
+            self.match(COMMA, _EXPR_FIRST)
+            args.append(self.rule("exprlist.expr", follow, self.expr))
 
-    def list_init(self) -> None:
-        self.rule("list.elem", _LIST_LOOP, self.opt_expr)
+    def list_init(self, made: _Made) -> None:
+        made.holds(self.rule("list.elem", _LIST_LOOP, self.opt_expr), nesting=False)
         # ',' then no element: the trailing comma of the list, not another element.
         while self.la() == COMMA and self.la(2) in _OPT_EXPR_FIRST:
             self.match(COMMA, _OPT_EXPR_FIRST)
-            self.rule("list.elem", _LIST_LOOP, self.opt_expr)
+            made.holds(self.rule("list.elem", _LIST_LOOP, self.opt_expr), nesting=False)
 
-    def map_inits(self) -> None:
-        self.entries("map", self.opt_expr, _OPT_EXPR_FIRST)
+    def map_inits(self, made: _Made) -> None:
+        self.entries(made, "map", self.opt_expr, _OPT_EXPR_FIRST)
 
-    def field_inits(self) -> None:
-        self.entries("fields", self.opt_field, _ESCAPE_IDENT | {QUESTIONMARK})
+    def field_inits(self, made: _Made) -> None:
+        self.entries(made, "fields", self.opt_field, _ESCAPE_IDENT | {QUESTIONMARK})
 
-    def entries(self, site: str, key: Callable[[], None], key_first: frozenset[int]) -> None:
+    def entries(
+        self, made: _Made, site: str, key: Callable[[_Made], None], key_first: frozenset[int]
+    ) -> None:
         """``key ':' expr (',' key ':' expr)*`` of a map or a message."""
         while True:
             # cel-go's visitor reads an entry only once its ':' and value are there:
             # what it would have said of a key without them is not said.
             said = len(self.visitor_errors)
-            self.rule(f"{site}.key", frozenset({COLON}), key)
+            made.holds(self.rule(f"{site}.key", frozenset({COLON}), key), nesting=False)
             try:
                 self.match(COLON, _EXPR_FIRST)
             except _Failed:
                 del self.visitor_errors[said:]
                 raise
-            self.rule(f"{site}.value", _LIST_LOOP, self.expr)
+            made.holds(self.rule(f"{site}.value", _LIST_LOOP, self.expr), nesting=False)
             if not (self.la() == COMMA and self.la(2) in key_first):
                 return
             self.match(COMMA, key_first)
 
-    def opt_field(self) -> None:
+    def opt_field(self, made: _Made) -> None:
         self.sync(_ESCAPE_IDENT | {QUESTIONMARK})
         if self.la() == QUESTIONMARK:
             self.match(QUESTIONMARK, _ESCAPE_IDENT)
         self.rule("field.ident", _END, self.escape_ident)
 
-    def opt_expr(self) -> None:
+    def opt_expr(self, made: _Made) -> None:
         self.sync(_OPT_EXPR_FIRST)
         if self.la() == QUESTIONMARK:
             self.match(QUESTIONMARK, _EXPR_FIRST)
-        self.rule("optexpr.expr", _END, self.expr)
+        made.become(self.rule("optexpr.expr", _END, self.expr))
 
-    def escape_ident(self) -> None:
+    def escape_ident(self, made: _Made) -> None:
         start = self.lt()
+        made.node = _UNREAD
         try:
             self.sync(_ESCAPE_IDENT)
             if self.la() not in _ESCAPE_IDENT:
@@ -873,10 +1023,12 @@ class _Parser:
             # recovered tree, meets a field name of no known kind there.
             self.visitor_errors.append((start.start, "unsupported ident kind"))
             raise
+        made.node = Node(self.lt().start)
         self.match(self.la(), _END)
 
-    def literal(self) -> None:
+    def literal(self, made: _Made) -> None:
         self.sync(_LITERAL_FIRST)
+        made.node = Const(self.lt().start, "null", None)
         if self.la() == MINUS:
             second = self.la(2)
             if second not in (NUM_INT, NUM_FLOAT):
@@ -925,11 +1077,14 @@ NO_LOCATION = -1
 _FRAMES_NEEDED = 40 * RECURSION_LIMIT
 
 
-def syntax_errors(src: str) -> list[tuple[int, str]] | None:
-    """(offset, message) of each syntax error cel-go reports for ``src``, in report order;
-    empty if its parser takes ``src``; None if nested too deep to read here (the rules
-    recurse as ANTLR's do; cel-go stops such expressions at its recursion limit)."""
+def syntax_errors(src: str, visitor: TreeVisitor | None = None) -> list[tuple[int, str]] | None:
+    """(offset, message) of each syntax error cel-go reports for ``src``, in report order,
+    then what its visitor reports of the tree ANTLR recovered (``visitor``: identifiers
+    and calls; none by default); empty if its parser takes ``src``; None if nested too
+    deep to read here (the rules recurse as ANTLR's do; cel-go stops such expressions at
+    its recursion limit)."""
     found: list[tuple[int, str]] = []
+    visitor = _Plain() if visitor is None else visitor
 
     def report(offset: int, message: str) -> None:
         message = _RESERVED.sub(r"mismatched input '\1' expecting IDENTIFIER", message)
@@ -943,8 +1098,8 @@ def syntax_errors(src: str) -> list[tuple[int, str]] | None:
         sys.setrecursionlimit(_FRAMES_NEEDED)  # process-wide: only ever raised
     parser: _Parser | None = None
     try:
-        parser = _Parser(src, report)
-        parser.rule("start", _END, parser.start)
+        parser = _Parser(src, report, visitor)
+        tree = parser.rule("start", _END, parser.start)
     except _Stop:
         return found  # cel-go gives up before its visitor runs
     except (_TooDeep, _LookaheadLimit) as stopped:
@@ -962,4 +1117,10 @@ def syntax_errors(src: str) -> list[tuple[int, str]] | None:
         return None
     # Without a syntax error the tree is whole: the tree builder reports what cel-go's
     # visitor does (literals out of range among the rest).
-    return found + parser.visitor_errors if found else []
+    if not found:
+        return []
+    if tree.depth > RECURSION_LIMIT:
+        # The visitor stops where it nests too deep (what it said of the rest is not
+        # kept, as for a tree without syntax errors).
+        return [*found, (NO_LOCATION, "max recursion depth exceeded")]
+    return found + parser.visitor_errors + visitor.problems
