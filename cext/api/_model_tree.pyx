@@ -121,6 +121,10 @@ cdef object _copy(object o):
     cdef PyObject *t = <PyObject*>Py_TYPE(o)
     cdef Py_ssize_t i, k
     cdef PyObject *value
+    # Most values of a result are strings, None, numbers and flags: shared at once,
+    # without looking for their class among the model's.
+    if t == <PyObject*>str or o is None or t == <PyObject*>bool or t == <PyObject*>int:
+        return o
     if t == <PyObject*>list:
         if not <list>o:
             return []

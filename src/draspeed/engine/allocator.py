@@ -75,6 +75,12 @@ class Stats(NamedTuple):
 
 
 _NO_WORK = Stats()
+# The counters of small searches, made once (a call makes one, and most take few steps).
+_FEW_STEPS = tuple(Stats(k) for k in range(1024))
+
+
+def _stats(work: int) -> Stats:
+    return _FEW_STEPS[work] if work < 1024 else Stats(work)
 
 
 class Allocator:
@@ -144,7 +150,7 @@ class Allocator:
             code, work, picks, chosen, err_alt, err_pos = _core.search_node(
                 arrays.problem, n, deadline or 0.0, _state(arrays, layout)
             )
-            self.last_stats = Stats(work)
+            self.last_stats = _stats(work)
             if code == _FOUND:  # the common answer, usually asked before: copy and go
                 found = _remembered(arrays, (n, picks, chosen), self.share_id)
                 if found is not None:
@@ -310,7 +316,8 @@ class PreparedClaims:
             return []
         allocator = self.allocator
         target = node if type(node) is Node else allocator._nodes([node], "node")[0]
-        deadline = arguments.deadline(deadline)
+        if deadline is not None:
+            deadline = arguments.deadline(deadline)
         try:
             return allocator._allocate(self.claims, self.key, target, deadline)
         finally:
@@ -466,7 +473,9 @@ class _Outcome:
         picks = [[(a, offset + p) for a, p in claim] for claim in self.picks]
         templates = _build_results(self.arrays, self.claims, self.n, picks, list(self.chosen_sub))
         self.arrays.results[key] = templates
-        return [_copy_result(t, share_id) for t in templates]
+        if any(r.share_id is not None for t in templates for r in t.devices.results):
+            self.arrays.shared_results.add(id(templates))  # kept alive by ``results``
+        return _remembered(self.arrays, key, share_id) or []
 
 
 def _remembered(
@@ -476,7 +485,10 @@ def _remembered(
     templates = arrays.results.get(key)
     if templates is None:
         return None
-    return [_copy_result(t, share_id) for t in templates]
+    copies: list[AllocationResult] = clone(templates)  # the list and every result in it
+    if id(templates) in arrays.shared_results:
+        _fresh_share_ids(copies, share_id)
+    return copies
 
 
 def _build_results(
@@ -540,8 +552,13 @@ def _build_results(
 def _copy_result(template: AllocationResult, share_id: Callable[[], str]) -> AllocationResult:
     """A result the caller may change freely (a compiled deep copy of the remembered
     one), with a fresh shareID per shared device."""
-    result = clone(template)
-    for r in result.devices.results:
-        if r.share_id is not None:
-            r.share_id = share_id()
+    result: AllocationResult = clone(template)
+    _fresh_share_ids([result], share_id)
     return result
+
+
+def _fresh_share_ids(results: list[AllocationResult], share_id: Callable[[], str]) -> None:
+    for result in results:
+        for r in result.devices.results:
+            if r.share_id is not None:
+                r.share_id = share_id()

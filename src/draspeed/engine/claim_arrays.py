@@ -201,6 +201,8 @@ class ClaimArrays:
         self.node_errors = {n: e for n, e in enumerate(node_error) if e is not None}
         self.searchable = np.asarray([n for n in range(N) if node_error[n] is None], dtype=np.int32)
         self.results: dict[Any, list[AllocationResult]] = {}
+        # ids of the ``results`` lists that hold a shared device (a fresh shareID a copy)
+        self.shared_results: set[int] = set()
         # (claim, subrequests taken) -> merged configs (node-independent).
         self.configs: dict[Any, list[DeviceAllocationConfiguration]] = {}
         self.share_use: dict[tuple[int, int], dict[str, Quantity]] = {}

@@ -1,0 +1,84 @@
+"""An answer asked again is a fresh copy: remembered results are never handed out
+themselves, and every copy of a shared device's allocation has a shareID of its own."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import draspeed
+from draspeed.cluster import Cluster, split_claims
+from draspeed.engine.allocator import Allocator
+from draspeed.engine.snapshot import Snapshot
+
+
+def _docs(shared: bool) -> list[dict[str, Any]]:
+    device: dict[str, Any] = {"name": "dev-0", "capacity": {"bytes": {"value": "10Gi"}}}
+    request: dict[str, Any] = {"deviceClassName": "cls"}
+    if shared:
+        device["allowMultipleAllocations"] = True
+        request["capacity"] = {"requests": {"bytes": "1Gi"}}
+    return [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "cls"},
+            "spec": {},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "slice"},
+            "spec": {
+                "driver": "drv.example.com",
+                "nodeName": "node-1",
+                "pool": {"name": "pool", "generation": 1, "resourceSliceCount": 1},
+                "devices": [device],
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "claim", "namespace": "ns"},
+            "spec": {"devices": {"requests": [{"name": "req", "exactly": request}]}},
+        },
+    ]
+
+
+def _asked_three_times(shared: bool) -> list[Any]:
+    objs = draspeed.load(_docs(shared))
+    allocated, pending = split_claims(objs.claims)
+    node = Cluster.from_objects(objs).node("node-1")
+    ids = (f"share-{k}" for k in itertools.count(1))
+    allocator = Allocator(
+        Snapshot.build(objs.slices, objs.classes, allocated), share_id=lambda: next(ids)
+    )
+    pod = allocator.prepare(pending)
+    answers = [allocator.allocate(pending, node), pod.allocate(node), pod.allocate(node)]
+    assert all(a is not None for a in answers)
+    return answers
+
+
+def test_a_shared_device_gets_a_fresh_share_id_per_answer() -> None:
+    answers = _asked_three_times(shared=True)
+    share_ids = [a[0].devices.results[0].share_id for a in answers]
+    assert share_ids == ["share-1", "share-2", "share-3"]
+    for a in answers[1:]:
+        a[0].devices.results[0].share_id = answers[0][0].devices.results[0].share_id
+        assert a == answers[0]
+
+
+def test_answers_share_no_mutable_object() -> None:
+    for shared in (False, True):
+        first, second, third = _asked_three_times(shared)
+        assert first == second == third or shared
+        result = first[0]
+        result.devices.results[0].device = "changed"
+        result.node_selector.node_selector_terms.clear()
+        first.append(result)
+        assert second[0].devices.results[0].device == "dev-0"
+        assert second[0].node_selector.node_selector_terms
+        assert len(second) == len(third) == 1
+        if not shared:
+            assert second[0].devices.results[0].share_id is None
