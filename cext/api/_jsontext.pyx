@@ -114,8 +114,35 @@ cdef extern from *:
         while (i < n && p[i] != 0x22 && p[i] != 0x5C) i++;
         return i;
     }
+
+    /* The index of the first byte in p[i:n] that is not JSON whitespace, or n: runs of
+       spaces (indentation is most of a pretty-printed text) sixteen at a time. */
+    static inline Py_ssize_t jsontext_space_end(
+            const unsigned char *p, Py_ssize_t i, Py_ssize_t n) {
+        for (;;) {
+    #if (defined(__SSE2__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+            const __m128i space = _mm_set1_epi8(0x20);
+            while (i + 16 <= n) {
+                int same = _mm_movemask_epi8(
+                    _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + i)), space));
+                if (same != 0xFFFF) {
+                    i += __builtin_ctz((unsigned int)~same);
+                    break;
+                }
+                i += 16;
+            }
+    #endif
+            while (i < n && p[i] == 0x20) i++;
+            if (i < n && (p[i] == 0x0A || p[i] == 0x0D || p[i] == 0x09)) {
+                i++;
+                continue;
+            }
+            return i;
+        }
+    }
     """
     Py_ssize_t jsontext_quote_or_backslash(const unsigned char *p, Py_ssize_t i, Py_ssize_t n) nogil
+    Py_ssize_t jsontext_space_end(const unsigned char *p, Py_ssize_t i, Py_ssize_t n) nogil
 
 
 cdef inline Py_ssize_t _string_end(const unsigned char *p, Py_ssize_t i, Py_ssize_t n,
@@ -512,7 +539,10 @@ cdef class _Scanner:
                     if i < 0:
                         return NOT_A_LIST
                     continue
-            elif list_mode and in_items and depth == 2 and kind != K_SPACE:
+            elif kind == K_SPACE:
+                i = jsontext_space_end(p, i + 1, n)
+                continue
+            elif list_mode and in_items and depth == 2:
                 return NOT_A_LIST  # a literal item
             i += 1
         if depth != 0:
