@@ -71,6 +71,11 @@ TYPE_IDENTS: dict[str, T.Type] = {
     "kubernetes.authorization.Decision": T.DECISION,
 }
 
+# Two more names cel-go's checker takes as types (its type provider knows them by these
+# short names too) but its planner cannot find: an expression that uses one as a value
+# passes the checker and then fails to build ("reference to undefined type: duration").
+UNPLANNED_TYPE_IDENTS: dict[str, T.Type] = {"timestamp": T.TIMESTAMP, "duration": T.DURATION}
+
 # Type names cel-go constructs as protobuf messages, besides google.protobuf's own.
 _WELL_KNOWN_MESSAGES = frozenset({"list", "null_type"})
 
@@ -123,6 +128,8 @@ class CheckResult:
 
     output: T.Type
     types: dict[int, T.Type] = field(default_factory=dict)
+    # Identifiers that name an UNPLANNED_TYPE_IDENTS type, in the order checked.
+    undefined_types: list[str] = field(default_factory=list)
 
 
 # Object types of Kubernetes' CEL libraries that have no fields (measured with the
@@ -141,6 +148,7 @@ class Checker:
         self._scopes: list[dict[str, T.Type]] = []
         self._var_count = 0
         self._sums: list[Call] = []
+        self._undefined_types: list[str] = []
 
     def _new_var(self) -> T.Type:
         self._var_count += 1
@@ -156,7 +164,7 @@ class Checker:
             receiver = final.get(id(call.target), T.DYN)
             if receiver.kind == "list":
                 call.element_type = str(receiver.params[0])
-        return CheckResult(T.substitute(self.mapping, out, True), final)
+        return CheckResult(T.substitute(self.mapping, out, True), final, self._undefined_types)
 
     def _set(self, node: Node, t: T.Type) -> T.Type:
         self.types[id(node)] = t
@@ -207,6 +215,9 @@ class Checker:
             return self.variables[name]
         if name in TYPE_IDENTS:
             return T.type_of(TYPE_IDENTS[name])
+        if name in UNPLANNED_TYPE_IDENTS:
+            self._undefined_types.append(name)
+            return T.type_of(UNPLANNED_TYPE_IDENTS[name])
         return None
 
     def _ident(self, node: Ident) -> T.Type:

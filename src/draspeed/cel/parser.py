@@ -371,8 +371,10 @@ class _Builder:
         leading_dot = isinstance(ch[0], Token) and ch[0].type == "DOT"
         name_tok = ch[1] if leading_dot else ch[0]
         lpar = ch[2] if leading_dot else ch[1]
-        args = self._args(ch[3] if leading_dot else ch[2])
-        return self.global_call(_pos(ch[0]), _pos(lpar), str(name_tok), leading_dot, args)
+        name = str(name_tok)
+        # cel-go's visitor stops at a reserved name: the arguments are never read.
+        args = self._args(ch[3] if leading_dot else ch[2]) if self.reads_arguments(name) else []
+        return self.global_call(_pos(ch[0]), _pos(lpar), name, leading_dot, args)
 
     # What cel-go's visitor makes of identifiers and calls, here and (through
     # syntax_errors.TreeVisitor) on the tree ANTLR recovered after a syntax error.
@@ -395,6 +397,9 @@ class _Builder:
 
     def receiver_call(self, paren: int, name: str, target: Node, args: list[Node]) -> Node:
         return self._receiver_call_or_macro(paren, name, target, args)
+
+    def reads_arguments(self, name: str) -> bool:
+        return name not in RESERVED
 
     @property
     def problems(self) -> list[tuple[int, str]]:

@@ -13,7 +13,7 @@ failure.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draspeed.cel.ast import (
     Bind,
@@ -38,6 +38,9 @@ from draspeed.cel.values import (
     make_map,
 )
 
+if TYPE_CHECKING:
+    from draspeed.cel.checker import CheckResult
+
 _CONVERSIONS = frozenset(
     {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}
 )
@@ -51,6 +54,17 @@ _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 
 class ConstantFoldingError(Exception):
     """A constant conversion or pattern that fails (cel-go's text)."""
+
+
+class UndefinedTypeError(ConstantFoldingError):
+    """A type the checker took by a name the planner does not know (cel-go's text)."""
+
+
+def undefined_type(result: CheckResult) -> None:
+    """cel-go's planner cannot resolve a type the checker took by a name only the
+    checker knows (:data:`~draspeed.cel.checker.UNPLANNED_TYPE_IDENTS`)."""
+    if result.undefined_types:
+        raise UndefinedTypeError(f"reference to undefined type: {result.undefined_types[0]}")
 
 
 def check_constant_folding(root: Node, type_names: frozenset[str]) -> None:

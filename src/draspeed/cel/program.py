@@ -18,7 +18,7 @@ from draspeed.cel.ast import CreateMessage, Node, walk
 from draspeed.cel.checker import TYPE_IDENTS, check
 from draspeed.cel.evaluator import COST_LIMIT, Compiler, PlanError, unbound_variable
 from draspeed.cel.parser import ErrorList, ParseError, parse
-from draspeed.cel.planning import ConstantFoldingError, check_constant_folding
+from draspeed.cel.planning import ConstantFoldingError, check_constant_folding, undefined_type
 from draspeed.cel.selector import _RECURSION_LIMIT, TYPE_NAMES, run_bound_program
 from draspeed.cel.validators import validate
 from draspeed.errors import CELCompileError
@@ -125,6 +125,8 @@ def compile_expression(
             raise CELCompileError(f"compilation failed: {errors.render()}")
         output = result.output
     try:
+        if check_types:
+            undefined_type(result)
         if optimize:
             check_constant_folding(ast, TYPE_NAMES)
         return Program(expression, ast, output, tuple(declared))

@@ -24,7 +24,7 @@ from draspeed.cel.estimate import estimate_cost
 from draspeed.cel.evaluator import COST_LIMIT, Activation, Compiler, PlanError
 from draspeed.cel.meter import swap_meter
 from draspeed.cel.parser import ErrorList, ParseError, parse
-from draspeed.cel.planning import ConstantFoldingError, check_constant_folding
+from draspeed.cel.planning import ConstantFoldingError, check_constant_folding, undefined_type
 from draspeed.cel.runtime_errors import runtime_error
 from draspeed.cel.types import Type
 from draspeed.cel.validators import validate
@@ -192,6 +192,7 @@ def _compile(expression: str) -> Selector:
         raise CELCompileError(f"must evaluate to bool or the unknown type, not {out}")
     max_cost = estimate_cost(result, ast).max
     try:
+        undefined_type(result)
         check_constant_folding(ast, TYPE_NAMES)
         return Selector(expression, ast, out, max_cost)
     except (ConstantFoldingError, PlanError) as exc:

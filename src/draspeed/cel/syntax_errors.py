@@ -458,6 +458,11 @@ class TreeVisitor(Protocol):
 
     def receiver_call(self, paren: int, name: str, target: Node, args: list[Node]) -> Node: ...
 
+    def reads_arguments(self, name: str) -> bool:
+        """False where the visitor stops at a global call's name (a reserved word) and
+        never reads its arguments."""
+        ...
+
 
 class _Plain:
     """A visitor that reports nothing: identifiers are identifiers, calls calls."""
@@ -475,6 +480,9 @@ class _Plain:
 
     def receiver_call(self, paren: int, name: str, target: Node, args: list[Node]) -> Node:
         return Node(paren)
+
+    def reads_arguments(self, name: str) -> bool:
+        return True
 
 
 class _Made:
@@ -537,6 +545,16 @@ class _Parser:
         # when any one rule is entered more than RECURSION_LIMIT times over.
         self.rule_depth: dict[str, int] = {}
         self.fetched = 0  # the furthest visible token looked at
+
+    # -- what the visitor said ----------------------------------------------------------
+
+    def said(self) -> tuple[int, int]:
+        """How much the visitor has reported so far (to take back what it would not read)."""
+        return len(self.visitor_errors), len(self.visitor.problems)
+
+    def unsay(self, said: tuple[int, int]) -> None:
+        del self.visitor_errors[said[0] :]
+        del self.visitor.problems[said[1] :]
 
     # -- tokens ----------------------------------------------------------------------
 
@@ -859,7 +877,9 @@ class _Parser:
                     if optional:
                         self.match(QUESTIONMARK, _ESCAPE_IDENT)
                     field = self.lt().text
-                    read = self.rule("member.field", _MEMBER_LOOP, self.escape_ident)
+                    read = self.rule(
+                        "member.field", _MEMBER_LOOP, functools.partial(self.escape_ident, None)
+                    )
                     if read.node is not _UNREAD:
                         made.node = Select(dot, target, field, optional=optional)
                 else:
@@ -895,9 +915,12 @@ class _Parser:
                 self.match(IDENTIFIER, frozenset({LPAREN}))
                 paren = self.lt().start
                 args: list[_Made] = []
+                said = self.said()
                 try:
                     self.call_arguments("primary.args", _END, args)
                 finally:
+                    if not self.visitor.reads_arguments(name.text):
+                        self.unsay(said)
                     for arg in args:
                         made.holds(arg, nesting=False)
                     nodes = [arg.node for arg in args]
@@ -978,7 +1001,9 @@ class _Parser:
         self.entries(made, "map", self.opt_expr, _OPT_EXPR_FIRST)
 
     def field_inits(self, made: _Made) -> None:
-        self.entries(made, "fields", self.opt_field, _ESCAPE_IDENT | {QUESTIONMARK})
+        # A field name of no known kind is reported at the list's start.
+        key = functools.partial(self.opt_field, self.lt().start)
+        self.entries(made, "fields", key, _ESCAPE_IDENT | {QUESTIONMARK})
 
     def entries(
         self, made: _Made, site: str, key: Callable[[_Made], None], key_first: frozenset[int]
@@ -987,23 +1012,23 @@ class _Parser:
         while True:
             # cel-go's visitor reads an entry only once its ':' and value are there:
             # what it would have said of a key without them is not said.
-            said = len(self.visitor_errors)
+            said = self.said()
             made.holds(self.rule(f"{site}.key", frozenset({COLON}), key), nesting=False)
             try:
                 self.match(COLON, _EXPR_FIRST)
             except _Failed:
-                del self.visitor_errors[said:]
+                self.unsay(said)
                 raise
             made.holds(self.rule(f"{site}.value", _LIST_LOOP, self.expr), nesting=False)
             if not (self.la() == COMMA and self.la(2) in key_first):
                 return
             self.match(COMMA, key_first)
 
-    def opt_field(self, made: _Made) -> None:
+    def opt_field(self, fields_start: int, made: _Made) -> None:
         self.sync(_ESCAPE_IDENT | {QUESTIONMARK})
         if self.la() == QUESTIONMARK:
             self.match(QUESTIONMARK, _ESCAPE_IDENT)
-        self.rule("field.ident", _END, self.escape_ident)
+        self.rule("field.ident", _END, functools.partial(self.escape_ident, fields_start))
 
     def opt_expr(self, made: _Made) -> None:
         self.sync(_OPT_EXPR_FIRST)
@@ -1011,7 +1036,9 @@ class _Parser:
             self.match(QUESTIONMARK, _EXPR_FIRST)
         made.become(self.rule("optexpr.expr", _END, self.expr))
 
-    def escape_ident(self, made: _Made) -> None:
+    def escape_ident(self, at: int | None, made: _Made) -> None:
+        """A field name; ``at``: where the visitor reports one of no known kind (a
+        select's own start when None)."""
         start = self.lt()
         made.node = _UNREAD
         try:
@@ -1021,7 +1048,9 @@ class _Parser:
         except _Failed:
             # No identifier alternative was entered: cel-go's visitor, reading the
             # recovered tree, meets a field name of no known kind there.
-            self.visitor_errors.append((start.start, "unsupported ident kind"))
+            self.visitor_errors.append(
+                (start.start if at is None else at, "unsupported ident kind")
+            )
             raise
         made.node = Node(self.lt().start)
         self.match(self.la(), _END)
