@@ -62,19 +62,37 @@ TYPE_IDENTS: dict[str, T.Type] = {
     "optional_type": T.optional_of(T.DYN),
     "google.protobuf.Timestamp": T.TIMESTAMP,
     "google.protobuf.Duration": T.DURATION,
+    "google.protobuf.Empty": T.Type("object", name="google.protobuf.Empty"),
     "net.IP": T.IP,
     "net.CIDR": T.CIDR,
-    "kubernetes.authorization.Authorizer": T.AUTHORIZER,
-    "kubernetes.authorization.PathCheck": T.PATH_CHECK,
-    "kubernetes.authorization.GroupCheck": T.GROUP_CHECK,
-    "kubernetes.authorization.ResourceCheck": T.RESOURCE_CHECK,
-    "kubernetes.authorization.Decision": T.DECISION,
 }
 
 # Two more names cel-go's checker takes as types (its type provider knows them by these
 # short names too) but its planner cannot find: an expression that uses one as a value
 # passes the checker and then fails to build ("reference to undefined type: duration").
-UNPLANNED_TYPE_IDENTS: dict[str, T.Type] = {"timestamp": T.TIMESTAMP, "duration": T.DURATION}
+# So are google.protobuf's Any, JSON and wrapper types (named in full when refused).
+UNPLANNED_TYPE_IDENTS: dict[str, T.Type] = {
+    "timestamp": T.TIMESTAMP,
+    "duration": T.DURATION,
+    "google.protobuf.Any": T.Type("any"),
+    "google.protobuf.Value": T.DYN,
+    "google.protobuf.Struct": T.map_of(T.STRING, T.DYN),
+    "google.protobuf.ListValue": T.list_of(T.DYN),
+    **{
+        f"google.protobuf.{name}Value": T.Type("wrapper", (value,))
+        for name, value in (
+            ("Bool", T.BOOL),
+            ("Bytes", T.BYTES),
+            ("Double", T.DOUBLE),
+            ("Float", T.DOUBLE),
+            ("Int32", T.INT),
+            ("Int64", T.INT),
+            ("String", T.STRING),
+            ("UInt32", T.UINT),
+            ("UInt64", T.UINT),
+        )
+    },
+}
 
 # Type names cel-go constructs as protobuf messages, besides google.protobuf's own.
 _WELL_KNOWN_MESSAGES = frozenset({"list", "null_type"})
@@ -213,6 +231,10 @@ class Checker:
                     return scope[name]
         if name in self.variables:
             return self.variables[name]
+        return self._type_name(name)
+
+    def _type_name(self, name: str) -> T.Type | None:
+        """The type of a type name used as a value, or None."""
         if name in TYPE_IDENTS:
             return T.type_of(TYPE_IDENTS[name])
         if name in UNPLANNED_TYPE_IDENTS:
@@ -236,8 +258,7 @@ class Checker:
             # cel-go builds these (wrapper types, list and null as protobuf values).
             self.errors.add(node.pos, f"unsupported message construction: '{name}' (draspeed)")
             return T.ERROR
-        if name not in TYPE_IDENTS or name.startswith("kubernetes."):
-            # (Kubernetes' authorizer types are no type names to cel-go's lookup here.)
+        if name not in TYPE_IDENTS:
             self.errors.add(
                 node.pos, f"undeclared reference to '{node.type_name}' (in container '')"
             )
@@ -265,8 +286,9 @@ class Checker:
                 name = qualified.lstrip(".")
                 if name in self.variables:
                     return self.variables[name]
-                if name in TYPE_IDENTS:
-                    return T.type_of(TYPE_IDENTS[name])
+                found = self._type_name(name)
+                if found is not None:
+                    return found
         result = self._select_field(node, node.operand, node.field, node.optional)
         if node.test_only:
             return T.BOOL
