@@ -1013,13 +1013,17 @@ class _Parser:
             # cel-go's visitor reads an entry only once its ':' and value are there:
             # what it would have said of a key without them is not said.
             said = self.said()
-            made.holds(self.rule(f"{site}.key", frozenset({COLON}), key), nesting=False)
+            read = self.rule(f"{site}.key", frozenset({COLON}), key)
+            made.holds(read, nesting=False)
             try:
                 self.match(COLON, _EXPR_FIRST)
             except _Failed:
                 self.unsay(said)
                 raise
+            said = self.said()
             made.holds(self.rule(f"{site}.value", _LIST_LOOP, self.expr), nesting=False)
+            if read.node is _UNREAD:
+                self.unsay(said)  # a field of no name: the visitor skips its value
             if not (self.la() == COMMA and self.la(2) in key_first):
                 return
             self.match(COMMA, key_first)
@@ -1028,7 +1032,9 @@ class _Parser:
         self.sync(_ESCAPE_IDENT | {QUESTIONMARK})
         if self.la() == QUESTIONMARK:
             self.match(QUESTIONMARK, _ESCAPE_IDENT)
-        self.rule("field.ident", _END, functools.partial(self.escape_ident, fields_start))
+        made.node = _UNREAD  # until the name is read
+        read = self.rule("field.ident", _END, functools.partial(self.escape_ident, fields_start))
+        made.node = read.node
 
     def opt_expr(self, made: _Made) -> None:
         self.sync(_OPT_EXPR_FIRST)
