@@ -459,11 +459,17 @@ class _Builder:
                 for c in inits.children
                 if c is not None and not (isinstance(c, Token) and c.type == "COMMA")
             ]
+            first = parts[0].children[0] or parts[0].children[-1]  # where the list starts
             for i in range(0, len(parts), 3):
                 field_tree, colon, value = parts[i], parts[i + 1], parts[i + 2]
                 optional = field_tree.children[0] is not None
-                field_name = self._field_name(field_tree.children[-1])
-                fields.append((field_name, self._node(value), optional, _pos(colon)))
+                name_tok = field_tree.children[-1]
+                if name_tok.type == "ESC_IDENT":
+                    # cel-go reports an escaped field name at the list and skips the
+                    # field, value and all (Kubernetes does not enable the syntax).
+                    self.errors.add(_pos(first), "unsupported syntax: '`'")
+                    continue
+                fields.append((str(name_tok), self._node(value), optional, _pos(colon)))
         return CreateMessage(_pos(brace), name, fields)
 
     # ---- literals ----------------------------------------------------------------

@@ -740,6 +740,7 @@ class _Parser:
         (the caller counts it down again when the rule ends)."""
         depth = self.rule_depth.get(name, 0) + 1
         if depth > RECURSION_LIMIT:
+            self.la()  # the rule is entered with its first token already read
             raise _TooDeep
         self.rule_depth[name] = depth
 
@@ -1058,7 +1059,16 @@ class _Parser:
                 (start.start if at is None else at, "unsupported ident kind")
             )
             raise
-        made.node = Node(self.lt().start)
+        token = self.lt()
+        made.node = Node(token.start)
+        if token.type == ESC_IDENTIFIER:
+            # Kubernetes does not enable escaped names: said at a select's name, or at
+            # the field list (whose field the visitor then skips, value and all).
+            self.visitor_errors.append(
+                (token.start if at is None else at, "unsupported syntax: '`'")
+            )
+            if at is not None:
+                made.node = _UNREAD
         self.match(self.la(), _END)
 
     def literal(self, made: _Made) -> None:
