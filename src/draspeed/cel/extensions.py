@@ -550,16 +550,18 @@ def find_all_fn(s: Any, pattern: Any, n: Any = -1) -> list[str]:
 
 def _register() -> None:
     declare("m string charAt(int) -> string = string_char_at_int", char_at)
+    # Kubernetes' list library is declared before cel-go's strings extension: a receiver
+    # whose type is still free binds to list(A) first (measured with the oracle).
     declare(
+        "m list(A) indexOf(A) -> int = list_a_index_of_int\n"
         "m string indexOf(string) -> int = string_index_of_string\n"
-        "m string indexOf(string, int) -> int = string_index_of_string_int\n"
-        "m list(A) indexOf(A) -> int = list_a_index_of_int",
+        "m string indexOf(string, int) -> int = string_index_of_string_int",
         index_of,
     )
     declare(
+        "m list(A) lastIndexOf(A) -> int = list_a_last_index_of_int\n"
         "m string lastIndexOf(string) -> int = string_last_index_of_string\n"
-        "m string lastIndexOf(string, int) -> int = string_last_index_of_string_int\n"
-        "m list(A) lastIndexOf(A) -> int = list_a_last_index_of_int",
+        "m string lastIndexOf(string, int) -> int = string_last_index_of_string_int",
         last_index_of,
     )
     declare("m string lowerAscii() -> string = string_lower_ascii", lower_ascii)

@@ -464,62 +464,64 @@ CONVERSION_HOOKS: dict[tuple[type, str], Any] = {}
 
 # ---- declarations ----------------------------------------------------------------
 
+# Overloads are declared in cel-go's order (common/stdlib/standard.go): a type variable
+# still free when an overload is resolved ({}[k] - x, say) is bound by the first match.
 _NUMERIC_ORDER = """
-g {op}(int, int) -> bool
-g {op}(uint, uint) -> bool
-g {op}(double, double) -> bool
-g {op}(string, string) -> bool = {name}_string
-g {op}(bytes, bytes) -> bool = {name}_bytes
 g {op}(bool, bool) -> bool
-g {op}(timestamp, timestamp) -> bool
-g {op}(duration, duration) -> bool
-g {op}(int, uint) -> bool
+g {op}(int, int) -> bool
 g {op}(int, double) -> bool
-g {op}(uint, int) -> bool
+g {op}(int, uint) -> bool
+g {op}(uint, uint) -> bool
 g {op}(uint, double) -> bool
+g {op}(uint, int) -> bool
+g {op}(double, double) -> bool
 g {op}(double, int) -> bool
 g {op}(double, uint) -> bool
+g {op}(string, string) -> bool = {name}_string
+g {op}(bytes, bytes) -> bool = {name}_bytes
+g {op}(timestamp, timestamp) -> bool
+g {op}(duration, duration) -> bool
 """
 
 
 def _register() -> None:
     declare(
         """
-        g _+_(int, int) -> int
-        g _+_(uint, uint) -> uint
-        g _+_(double, double) -> double
-        g _+_(string, string) -> string = add_string
         g _+_(bytes, bytes) -> bytes = add_bytes
-        g _+_(list(A), list(A)) -> list(A) = add_list
-        g _+_(timestamp, duration) -> timestamp
-        g _+_(duration, timestamp) -> timestamp
+        g _+_(double, double) -> double
         g _+_(duration, duration) -> duration
+        g _+_(duration, timestamp) -> timestamp
+        g _+_(timestamp, duration) -> timestamp
+        g _+_(int, int) -> int
+        g _+_(list(A), list(A)) -> list(A) = add_list
+        g _+_(string, string) -> string = add_string
+        g _+_(uint, uint) -> uint
         """,
         add,
     )
     declare(
         """
-        g _-_(int, int) -> int
-        g _-_(uint, uint) -> uint
         g _-_(double, double) -> double
-        g _-_(timestamp, timestamp) -> duration
-        g _-_(timestamp, duration) -> timestamp
         g _-_(duration, duration) -> duration
+        g _-_(int, int) -> int
+        g _-_(timestamp, duration) -> timestamp
+        g _-_(timestamp, timestamp) -> duration
+        g _-_(uint, uint) -> uint
         """,
         sub,
     )
     for op, impl in (("_*_", mul), ("_/_", div)):
         declare(
             f"""
+            g {op}(double, double) -> double
             g {op}(int, int) -> int
             g {op}(uint, uint) -> uint
-            g {op}(double, double) -> double
             """,
             impl,
         )
     declare("g _%_(int, int) -> int\ng _%_(uint, uint) -> uint", mod)
     # No -_(duration) overload in cel-go; a dyn duration still negates at run time.
-    declare("g -_(int) -> int\ng -_(double) -> double", neg)
+    declare("g -_(double) -> double\ng -_(int) -> int", neg)
     declare("g !_(bool) -> bool", logical_not)
     for op, name, impl in (
         ("_<_", "less", less),
@@ -535,14 +537,14 @@ def _register() -> None:
     )
     declare(
         """
-        g size(string) -> int
         g size(bytes) -> int
         g size(list(A)) -> int
         g size(map(A, B)) -> int
-        m string size() -> int
+        g size(string) -> int
         m bytes size() -> int
         m list(A) size() -> int
         m map(A, B) size() -> int
+        m string size() -> int
         """,
         size,
     )
@@ -557,16 +559,16 @@ def _register() -> None:
     declare(
         """
         g int(int) -> int
-        g int(uint) -> int
         g int(double) -> int
+        g int(duration) -> int
         g int(string) -> int
         g int(timestamp) -> int
-        g int(duration) -> int
+        g int(uint) -> int
         """,
         to_int,
     )
     declare(
-        "g uint(uint) -> uint\ng uint(int) -> uint\ng uint(double) -> uint\ng uint(string) -> uint",
+        "g uint(uint) -> uint\ng uint(double) -> uint\ng uint(int) -> uint\ng uint(string) -> uint",
         to_uint,
     )
     declare(
@@ -577,13 +579,13 @@ def _register() -> None:
     declare(
         """
         g string(string) -> string
-        g string(int) -> string
-        g string(uint) -> string
-        g string(double) -> string
         g string(bool) -> string
         g string(bytes) -> string = bytes_to_string
-        g string(timestamp) -> string
+        g string(double) -> string
         g string(duration) -> string
+        g string(int) -> string
+        g string(timestamp) -> string
+        g string(uint) -> string
         """,
         to_string,
     )
