@@ -57,6 +57,9 @@ def _asked_three_times(shared: bool) -> list[Any]:
     pod = allocator.prepare(pending)
     answers = [allocator.allocate(pending, node), pod.allocate(node), pod.allocate(node)]
     assert all(a is not None for a in answers)
+    # The work counter of an answer given again is the search's, as if searched again.
+    assert pod.last_stats == allocator.last_stats
+    assert pod.last_stats.search_steps > 0
     return answers
 
 
@@ -82,3 +85,18 @@ def test_answers_share_no_mutable_object() -> None:
         assert len(second) == len(third) == 1
         if not shared:
             assert second[0].devices.results[0].share_id is None
+
+
+def test_a_node_that_does_not_fit_is_asked_again_the_same() -> None:
+    objs = draspeed.load(_docs(shared=False))
+    allocated, pending = split_claims(objs.claims)
+    exactly = pending[0].spec.devices.requests[0].exactly
+    assert exactly is not None
+    exactly.count = 2  # one device on the node
+    node = Cluster.from_objects(objs).node("node-1")
+    pod = Allocator(Snapshot.build(objs.slices, objs.classes, allocated)).prepare(pending)
+    steps = []
+    for _ in range(3):
+        assert pod.allocate(node) is None
+        steps.append(pod.last_stats.search_steps)
+    assert steps[0] > 0 and len(set(steps)) == 1

@@ -203,6 +203,8 @@ class ClaimArrays:
         self.results: dict[Any, list[AllocationResult]] = {}
         # ids of the ``results`` lists that hold a shared device (a fresh shareID a copy)
         self.shared_results: set[int] = set()
+        # node -> (work, results) of a node that fitted, searched with these arrays' state
+        self.answers: dict[int, tuple[int, list[AllocationResult]]] = {}
         # (claim, subrequests taken) -> merged configs (node-independent).
         self.configs: dict[Any, list[DeviceAllocationConfiguration]] = {}
         self.share_use: dict[tuple[int, int], dict[str, Quantity]] = {}

@@ -99,6 +99,11 @@ class Layout:
         self.named: dict[str, list[int]] = {}
         for n, name in enumerate(self.names):
             self.named.setdefault(name, []).append(n)
+        # The given Node objects by identity (the first place of each): a caller that
+        # passes them back is placed without reading a name.
+        self.position: dict[int, int] = {}
+        for n, node in enumerate(self.nodes):
+            self.position.setdefault(id(node), n)
         self._lock = threading.RLock()
         # Nodes whose rows are out of date (their pools changed in a later version):
         # searched on their own, never through these arrays.

@@ -423,6 +423,10 @@ class Snapshot:
         """Where to search ``node``: the known nodes' layout if it is one of them (so
         claim-level work is shared by every node asked), else a layout of its own."""
         cluster = self._cluster  # once set, never replaced: read without the lock
+        if cluster is not None:
+            n = cluster.position.get(id(node), -1)
+            if n >= 0 and cluster.nodes[n] is node and n not in cluster.stale:
+                return cluster, n
         if cluster is None and node.name in self._known_name_set():
             cluster = self.cluster_layout()
         if cluster is not None:
