@@ -13,6 +13,7 @@ output type; the caller checks it is bool or dyn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from draspeed.cel import types as T
 from draspeed.cel.ast import (
@@ -157,6 +158,36 @@ _FIELDLESS_OBJECTS = frozenset(
 )
 
 
+class _Implicit(NamedTuple):
+    """Type variables cel-go's checker makes while checking the parts of a macro's
+    expansion draspeed does not build, by where they fall among the user's parts:
+    an empty accumulator literal (one for a list, two for a map), the loop step's
+    operators (``+`` and ``_?_:_`` one each, ``cel.@mapInsert`` four: every overload
+    is instantiated), exists_one's final ``==``; sortBy is a bind over an empty list."""
+
+    before_range: int = 0
+    accumulator: int = 0
+    step: int = 0
+    result: int = 0
+
+
+# (kind, with a filter predicate) -> implicit variables; all and exists make none.
+_IMPLICIT_VARS: dict[tuple[str, bool], _Implicit] = {
+    **{(k, p): _Implicit() for k in ("all", "exists", "all2", "exists2") for p in (False, True)},
+    **{(k, True): _Implicit(step=2, result=1) for k in ("exists_one", "exists_one2")},
+    ("map", False): _Implicit(accumulator=1, step=1),
+    ("map", True): _Implicit(accumulator=1, step=2),
+    ("filter", True): _Implicit(accumulator=1, step=2),
+    ("transformList", False): _Implicit(accumulator=1, step=1),
+    ("transformList", True): _Implicit(accumulator=1, step=2),
+    ("transformMap", False): _Implicit(accumulator=2, step=4),
+    ("transformMap", True): _Implicit(accumulator=2, step=5),
+    ("transformMapEntry", False): _Implicit(accumulator=2, step=4),
+    ("transformMapEntry", True): _Implicit(accumulator=2, step=5),
+    ("sortBy", False): _Implicit(before_range=1, accumulator=1, step=1),
+}
+
+
 class Checker:
     def __init__(self, errors: ErrorList, variables: dict[str, T.Type] | None = None) -> None:
         self.errors = errors
@@ -167,6 +198,11 @@ class Checker:
         self._var_count = 0
         self._sums: list[Call] = []
         self._undefined_types: list[str] = []
+
+    def _skip_vars(self, count: int) -> None:
+        """Type variables cel-go makes for parts of a macro's expansion that draspeed
+        does not build: later free variables are named after the count (``_var5``)."""
+        self._var_count += count
 
     def _new_var(self) -> T.Type:
         self._var_count += 1
@@ -470,7 +506,10 @@ class Checker:
     # ---- comprehensions and bindings ---------------------------------------------
 
     def _comprehension(self, node: Comprehension) -> T.Type:
+        implicit = _IMPLICIT_VARS[node.kind, node.predicate is not None]
+        self._skip_vars(implicit.before_range)
         range_t = T.substitute(self.mapping, self._check(node.range), False)
+        self._skip_vars(implicit.accumulator)
         two = node.var2 is not None
         if range_t.kind == "list":
             var_t, var2_t = (T.INT, range_t.params[0]) if two else (range_t.params[0], T.DYN)
@@ -499,6 +538,7 @@ class Checker:
             trans_t = self._check(node.transform) if node.transform is not None else None
         finally:
             self._scopes.pop()
+        self._skip_vars(implicit.step + implicit.result)
         kind = node.kind
         if pred_t is not None and node.predicate is not None:
             self._check_predicate(node, pred_t, trans_t, var_t, range_t)
@@ -559,6 +599,7 @@ class Checker:
         self._no_overload(node, "_?_:_", [pred_t, *branches], False)
 
     def _bind(self, node: Bind) -> T.Type:
+        self._skip_vars(1)  # cel-go's bind ranges over an empty list literal
         init_t = self._check(node.init)
         self._scopes.append({node.var: init_t})
         try:
