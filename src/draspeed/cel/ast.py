@@ -107,6 +107,7 @@ class Comprehension(Node):
     predicate: Node | None = None
     transform: Node | None = None
     overloads: tuple[str, ...] = ()  # sortBy: its @sortByAssociatedKeys call's overloads
+    var_pos: int = -1  # where the (first) variable is written
 
 
 @dataclass(eq=False, slots=True)

@@ -538,6 +538,12 @@ class Checker:
             trans_t = self._check(node.transform) if node.transform is not None else None
         finally:
             self._scopes.pop()
+        if node.var.startswith(".") and node.kind in ("filter", "transformMap"):
+            # The loop step reads the variable back by name (filter the user's own
+            # identifier, transformMap a new one at the call): a leading '.' skips the
+            # locals, so it is an undeclared reference.
+            where = node.var_pos if node.kind == "filter" else node.pos
+            self.errors.add(where, f"undeclared reference to '{node.var}' (in container '')")
         self._skip_vars(implicit.step + implicit.result)
         kind = node.kind
         if pred_t is not None and node.predicate is not None:
@@ -601,6 +607,10 @@ class Checker:
     def _bind(self, node: Bind) -> T.Type:
         self._skip_vars(1)  # cel-go's bind ranges over an empty list literal
         init_t = self._check(node.init)
+        if node.var.startswith("."):
+            # cel-go's loop step reads the variable back by name: a leading '.' skips
+            # the locals, so the name is an undeclared reference (at the call).
+            self.errors.add(node.pos, f"undeclared reference to '{node.var}' (in container '')")
         self._scopes.append({node.var: init_t})
         try:
             return self._check(node.body)

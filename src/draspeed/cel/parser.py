@@ -539,7 +539,9 @@ class _Builder:
         return Call(pos, name, args)
 
     def _simple_name(self, node: Node) -> str | None:
-        if isinstance(node, Ident) and not node.name.startswith("."):
+        """A macro variable's name: any identifier, a leading '.' included (cel-go then
+        binds ``.x``, which no reference can reach: ``.x`` skips the locals)."""
+        if isinstance(node, Ident):
             return node.name
         return None
 
@@ -634,7 +636,9 @@ class _Builder:
                 return self._macro_error(
                     node.pos, "iteration variable overwrites accumulator variable"
                 )
-        return Comprehension(pos, kind, target, var, var2, predicate, transform)
+        return Comprehension(
+            pos, kind, target, var, var2, predicate, transform, var_pos=var_node.pos
+        )
 
     def _macro_error(self, at: int, message: str) -> Node:
         """A macro whose arguments are not well-formed: the error, and the expression
