@@ -4,6 +4,7 @@ themselves, and every copy of a shared device's allocation has a shareID of its 
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import draspeed
@@ -100,3 +101,16 @@ def test_a_node_that_does_not_fit_is_asked_again_the_same() -> None:
         assert pod.allocate(node) is None
         steps.append(pod.last_stats.search_steps)
     assert steps[0] > 0 and len(set(steps)) == 1
+
+
+def test_feasible_nodes_asked_again_answers_the_same() -> None:
+    objs = draspeed.load(_docs(shared=False))
+    allocated, pending = split_claims(objs.claims)
+    allocator = Allocator(Snapshot.build(objs.slices, objs.classes, allocated, nodes=objs.nodes))
+    first = allocator.feasible_nodes(pending)
+    second = allocator.feasible_nodes(pending)
+    assert first.to_dict() == second.to_dict()
+    assert first.to_dict()["nodes"][0]["status"] == "fits"
+    # A deadline that has passed is a timeout on every node, remembered answer or not.
+    late = allocator.feasible_nodes(pending, deadline=time.monotonic() - 1)
+    assert late.to_dict()["nodes"][0]["status"] == "timeout"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -224,9 +225,18 @@ class Allocator:
         if layout.stale:  # nodes whose pools changed since the layout: asked one by one
             searched = searched[~np.isin(searched, list(layout.stale))]
         if arrays.problem is not None and len(searched):
-            out = _core.search_nodes(
-                arrays.problem, deadline or 0.0, searched, _state(arrays, layout)
-            )
+            state = _state(arrays, layout)
+            # Searched with the arrays' own state over all their searchable nodes, the
+            # answer is the same every time (as for one node): remembered once complete.
+            whole = state is None and not layout.stale
+            passed = deadline is not None and time.monotonic() >= deadline
+            remembered = arrays.searched if whole and not passed else None
+            if remembered is not None:
+                out = remembered
+            else:
+                out = _core.search_nodes(arrays.problem, deadline or 0.0, searched, state)
+                if whole and not (out["outcome"] == _DEADLINE).any():
+                    arrays.searched = out
             found = out["outcome"]
             # One lookup per node: outcome -> status (an invalid pool's node that failed
             # for want of devices is a node error).

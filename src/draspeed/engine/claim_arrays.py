@@ -205,6 +205,8 @@ class ClaimArrays:
         self.shared_results: set[int] = set()
         # node -> (work, results) of a node that fitted, searched with these arrays' state
         self.answers: dict[int, tuple[int, list[AllocationResult]]] = {}
+        # search_nodes' answer over ``searchable`` with these arrays' state (read only)
+        self.searched: dict[str, Any] | None = None
         # (claim, subrequests taken) -> merged configs (node-independent).
         self.configs: dict[Any, list[DeviceAllocationConfiguration]] = {}
         self.share_use: dict[tuple[int, int], dict[str, Quantity]] = {}
