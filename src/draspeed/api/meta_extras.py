@@ -246,10 +246,9 @@ def structs_valid(meta: Any, validate: bool) -> bool:
     if grace is not None and not limits.INT64_MIN <= grace <= limits.INT64_MAX:
         return False
     owners, managed = meta.ownerReferences, meta.managedFields
-    if managed:
-        for entry in managed:
-            if entry.time is not None and not time_valid(entry.time):
-                return False
+    for entry in managed or ():
+        if entry.time is not None and not time_valid(entry.time):
+            return False
     if not validate or not (owners or managed):
         return True
     refs = [

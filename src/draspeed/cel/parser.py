@@ -380,20 +380,25 @@ class _Builder:
     # syntax_errors.TreeVisitor) on the tree ANTLR recovered after a syntax error.
 
     def ident(self, start: int, at: int, name: str, leading_dot: bool) -> Node:
-        """``name`` or ``.name`` at ``at``; a reserved word is an error at the start, and
-        the expression made of it is then no identifier (a macro refuses it)."""
-        if name in RESERVED:
-            self.errors.add(start, f"reserved identifier: {name}")
-            return Node(start)
-        return Ident(at, "." + name if leading_dot else name)
+        """``name`` or ``.name`` at ``at``."""
+        refused = self._reserved(start, name)
+        return refused or Ident(at, "." + name if leading_dot else name)
 
     def global_call(
         self, start: int, paren: int, name: str, leading_dot: bool, args: list[Node]
     ) -> Node:
-        if name in RESERVED:
-            self.errors.add(start, f"reserved identifier: {name}")
-            return Node(start)
-        return self._global_call_or_macro(paren, "." + name if leading_dot else name, args)
+        refused = self._reserved(start, name)
+        return refused or self._global_call_or_macro(
+            paren, "." + name if leading_dot else name, args
+        )
+
+    def _reserved(self, start: int, name: str) -> Node | None:
+        """A reserved word is an error at the start, and the expression made of it is
+        then no identifier (a macro refuses it); None for any other name."""
+        if name not in RESERVED:
+            return None
+        self.errors.add(start, f"reserved identifier: {name}")
+        return Node(start)
 
     def receiver_call(self, paren: int, name: str, target: Node, args: list[Node]) -> Node:
         return self._receiver_call_or_macro(paren, name, target, args)

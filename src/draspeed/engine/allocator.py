@@ -146,7 +146,7 @@ class Allocator:
             assert arrays.problem is not None
             if deadline is not None:
                 check_deadline(deadline)
-            state = None if arrays.layout is layout else layout.state
+            state = _state(arrays, layout)
             # The search is a function of the arrays and the node alone (with the arrays'
             # own state): a node that fitted before fits the same way, with the same work.
             known = arrays.answers.get(n) if state is None else None
@@ -161,10 +161,7 @@ class Allocator:
                     arrays.answers[n] = (work, templates)
             self.last_stats = _FEW_STEPS[work] if work < len(_FEW_STEPS) else Stats(work)
             if templates is not None:  # the common answer, usually asked before: copy and go
-                copies: list[AllocationResult] = clone(templates)
-                if id(templates) in arrays.shared_results:
-                    _fresh_share_ids(copies, self.share_id)
-                return copies
+                return _copies(arrays, templates, self.share_id)
             outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
             try:
                 return outcome.raise_or_results(self.share_id)
@@ -494,7 +491,7 @@ class _Outcome:
         self.arrays.results[key] = templates
         if any(r.share_id is not None for t in templates for r in t.devices.results):
             self.arrays.shared_results.add(id(templates))  # kept alive by ``results``
-        return _remembered(self.arrays, key, share_id) or []
+        return _copies(self.arrays, templates, share_id)
 
 
 def _remembered(
@@ -502,9 +499,15 @@ def _remembered(
 ) -> list[AllocationResult] | None:
     """Copies of the results remembered for (node, picks, subrequests), or None."""
     templates = arrays.results.get(key)
-    if templates is None:
-        return None
-    copies: list[AllocationResult] = clone(templates)  # the list and every result in it
+    return None if templates is None else _copies(arrays, templates, share_id)
+
+
+def _copies(
+    arrays: ClaimArrays, templates: list[AllocationResult], share_id: Callable[[], str]
+) -> list[AllocationResult]:
+    """Remembered results as the caller may change them: the list and every result in
+    it copied in compiled code, with fresh shareIDs where a device is shared."""
+    copies: list[AllocationResult] = clone(templates)
     if id(templates) in arrays.shared_results:
         _fresh_share_ids(copies, share_id)
     return copies
