@@ -7,6 +7,8 @@ import itertools
 import time
 from typing import Any
 
+import pytest
+
 import draspeed
 from draspeed.cluster import Cluster, split_claims
 from draspeed.engine.allocator import Allocator
@@ -114,3 +116,44 @@ def test_feasible_nodes_asked_again_answers_the_same() -> None:
     # A deadline that has passed is a timeout on every node, remembered answer or not.
     late = allocator.feasible_nodes(pending, deadline=time.monotonic() - 1)
     assert late.to_dict()["nodes"][0]["status"] == "timeout"
+
+
+def test_a_prepared_pod_on_the_snapshots_own_nodes_answers_fresh_copies() -> None:
+    # The snapshot knows the node (the usual scheduler case): answers asked again come
+    # from the claim arrays' memo by the shortest way; they must be as fresh as ever.
+    objs = draspeed.load(_docs(shared=True))
+    allocated, pending = split_claims(objs.claims)
+    ids = (f"share-{k}" for k in itertools.count(1))
+    snapshot = Snapshot.build(objs.slices, objs.classes, allocated, nodes=objs.nodes)
+    allocator = Allocator(snapshot, share_id=lambda: next(ids))
+    [node] = snapshot.nodes
+    pod = allocator.prepare(pending)
+    answers = [pod.allocate(node) for _ in range(4)]
+    answers.append(pod.allocate("node-1"))  # by name: the same answer
+    assert pod._known is not None  # the short way to the memo was taken
+    assert all(a is not None for a in answers)
+    steps = pod.last_stats.search_steps
+    assert steps > 0 and allocator.last_stats == pod.last_stats
+    share_ids = [a[0].devices.results[0].share_id for a in answers if a]
+    assert share_ids == [f"share-{k}" for k in range(1, 6)]
+    first = answers[0]
+    assert first is not None
+    # Changing every list and map of one answer changes no other answer.
+    first[0].devices.results[0].tolerations.append(first[0])  # type: ignore[arg-type]
+    first[0].devices.results[0].consumed_capacity.clear()
+    first[0].devices.config.append(first[0])  # type: ignore[arg-type]
+    terms = first[0].node_selector
+    assert terms is not None
+    terms.node_selector_terms[0].match_expressions.append(terms)  # type: ignore[arg-type]
+    again = pod.allocate(node)
+    assert again is not None
+    result = again[0]
+    assert result.devices.results[0].tolerations == []
+    assert result.devices.results[0].consumed_capacity
+    assert result.devices.config == []
+    assert result.node_selector is not None
+    assert result.node_selector.node_selector_terms[0].match_expressions == []
+    assert pod.last_stats.search_steps == steps
+    # A deadline that has passed is a timeout, remembered answer or not.
+    with pytest.raises(draspeed.AllocationTimeout):
+        pod.allocate(node, deadline=time.monotonic() - 1)

@@ -1,8 +1,8 @@
 # cython: language_level=3
 """Model object trees in compiled code: deep copies and signatures.
 
-Copies are what answers are handed out as; signatures are what claim sets are
-remembered by.
+Copies are what answers are handed out as (and, compact, what remembered answers
+are kept as); signatures are what claim sets are remembered by.
 
 The allocator remembers the results it built for a question and hands out a copy each
 time the question comes again, so a caller may change its answer freely. Copying
@@ -162,6 +162,62 @@ cdef object _copy(object o):
 def clone(o):
     """A deep copy of a model object tree (see the module docstring for what is shared)."""
     return _copy(o)
+
+
+# ------------------------------------------------------------------ compact copies
+
+# A remembered answer is only ever copied, never handed out. Kept as a copy made in one
+# go, with one empty list and one empty map for all (a third of a one-device result's
+# objects), a pass over a thousand nodes' answers reads far fewer cache lines.
+cdef list _EMPTY_LIST = []
+cdef dict _EMPTY_DICT = {}
+
+
+cdef object _compact(object o):
+    cdef PyObject *t = <PyObject*>Py_TYPE(o)
+    cdef Py_ssize_t i, k
+    cdef PyObject *value
+    if t == <PyObject*>str or o is None or t == <PyObject*>bool or t == <PyObject*>int:
+        return o
+    if t == <PyObject*>list:
+        if not <list>o:
+            return _EMPTY_LIST
+        _enter()
+        try:
+            return [_compact(item) for item in <list>o]
+        finally:
+            Py_LeaveRecursiveCall()
+    if t == <PyObject*>dict:
+        if not <dict>o:
+            return _EMPTY_DICT
+        new = {}
+        _enter()
+        try:
+            for key, v in (<dict>o).items():
+                new[key] = _compact(v)
+        finally:
+            Py_LeaveRecursiveCall()
+        return new
+    k = _class_index(t)
+    if k < 0 or _frozen[k]:
+        return o
+    copy = draspeed_alloc(<object>t)
+    _enter()
+    try:
+        for i in range(_n_fields[k]):
+            value = draspeed_get_slot(o, _field_offset[k][i])
+            if value != NULL:
+                item = _compact(<object>value)
+                draspeed_set_slot(copy, _field_offset[k][i], <PyObject*>item)
+    finally:
+        Py_LeaveRecursiveCall()
+    return copy
+
+
+def compact_copy(o):
+    """A copy of a tree that is only ever copied: as :func:`clone`, but every empty
+    list and map is one shared object (never to be changed)."""
+    return _compact(o)
 
 
 # ------------------------------------------------------------------ signatures

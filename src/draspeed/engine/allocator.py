@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from draspeed import arguments
-from draspeed.api._model_tree import clone
+from draspeed.api._model_tree import clone, compact_copy
 from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
 from draspeed.api.model import (
     AllocationResult,
@@ -151,15 +151,16 @@ class Allocator:
             # own state): a node that fitted before fits the same way, with the same work.
             known = arrays.answers.get(n) if state is None else None
             if known is not None:
-                work, templates = known
-            else:
-                code, work, picks, chosen, err_alt, err_pos = _core.search_node(
-                    arrays.problem, n, deadline or 0.0, state
-                )
-                templates = arrays.results.get((n, picks, chosen)) if code == _FOUND else None
-                if templates is not None and state is None:
-                    arrays.answers[n] = (work, templates)
+                self.last_stats, templates, shared = known
+                return _answer_copies(templates, shared, self.share_id)
+            code, work, picks, chosen, err_alt, err_pos = _core.search_node(
+                arrays.problem, n, deadline or 0.0, state
+            )
             self.last_stats = _FEW_STEPS[work] if work < len(_FEW_STEPS) else Stats(work)
+            templates = arrays.results.get((n, picks, chosen)) if code == _FOUND else None
+            if templates is not None and state is None:
+                shared = id(templates) in arrays.shared_results
+                arrays.answers[n] = (self.last_stats, compact_copy(templates), shared)
             if templates is not None:  # the common answer, usually asked before: copy and go
                 return _copies(arrays, templates, self.share_id)
             outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
@@ -322,11 +323,24 @@ class PreparedClaims:
         # The specs as encoded now: what the answers are about from here on.
         self.key = claims_signature(self.claims) if self.claims else b""
         self.last_stats = _NO_WORK
+        self._known: _KnownAnswers | None = None
 
     def allocate(
         self, node: NodeInput, *, deadline: float | None = None
     ) -> list[AllocationResult] | None:
         """One result per claim (input order), or None: see :meth:`Allocator.allocate`."""
+        known = self._known
+        if known is not None and deadline is None and type(node) is Node:
+            # A known node of the snapshot asked again: what ``_allocate`` would find
+            # in the claim arrays' memo, looked up without the way there (most of a
+            # scheduler's Filter calls after the first pass over the nodes).
+            n = known.position.get(id(node), -1)
+            if n >= 0 and known.nodes[n] is node and n not in known.stale:
+                answer = known.answers.get(n)
+                if answer is not None:
+                    stats, templates, shared = answer
+                    self.last_stats = self.allocator.last_stats = stats
+                    return _answer_copies(templates, shared, self.allocator.share_id)
         self.last_stats = _NO_WORK
         if not self.claims:
             return []
@@ -338,12 +352,32 @@ class PreparedClaims:
             return allocator._allocate(self.claims, self.key, target, deadline)
         finally:
             self.last_stats = allocator.last_stats
+            # (Again after every long way: the claim arrays may have been made anew.)
+            self._known = _KnownAnswers.of(allocator.snapshot, self.key)
 
     def feasible_nodes(
         self, nodes: Sequence[NodeInput] | None = None, *, deadline: float | None = None
     ) -> Feasibility:
         """See :meth:`Allocator.feasible_nodes`."""
         return self.allocator.feasible_nodes(self.claims, nodes, deadline=deadline)
+
+
+class _KnownAnswers(NamedTuple):
+    """Where a prepared pod's remembered answers are: the snapshot's layout of its
+    known nodes, and the claim arrays searched there with their own state."""
+
+    position: dict[int, int]
+    nodes: list[Node]
+    stale: frozenset[int]
+    answers: dict[int, tuple[Stats, list[AllocationResult], bool]]
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, key: bytes) -> _KnownAnswers | None:
+        layout = snapshot.known_layout()
+        arrays = None if layout is None else layout.claim_sets.get(key)
+        if arrays is None or arrays.layout is not layout:  # searched with another state
+            return None
+        return cls(layout.position, layout.nodes, layout.stale, arrays.answers)
 
 
 def _state(arrays: ClaimArrays, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -509,6 +543,16 @@ def _copies(
     it copied in compiled code, with fresh shareIDs where a device is shared."""
     copies: list[AllocationResult] = clone(templates)
     if id(templates) in arrays.shared_results:
+        _fresh_share_ids(copies, share_id)
+    return copies
+
+
+def _answer_copies(
+    templates: list[AllocationResult], shared: bool, share_id: Callable[[], str]
+) -> list[AllocationResult]:
+    """A remembered answer (``ClaimArrays.answers``) as the caller may change it."""
+    copies: list[AllocationResult] = clone(templates)
+    if shared:
         _fresh_share_ids(copies, share_id)
     return copies
 

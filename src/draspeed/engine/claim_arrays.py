@@ -203,8 +203,9 @@ class ClaimArrays:
         self.results: dict[Any, list[AllocationResult]] = {}
         # ids of the ``results`` lists that hold a shared device (a fresh shareID a copy)
         self.shared_results: set[int] = set()
-        # node -> (work, results) of a node that fitted, searched with these arrays' state
-        self.answers: dict[int, tuple[int, list[AllocationResult]]] = {}
+        # node -> (its Stats, results kept compact, whether they hold a shared device) of
+        # a node that fitted, searched with these arrays' state
+        self.answers: dict[int, tuple[Any, list[AllocationResult], bool]] = {}
         # search_nodes' answer over ``searchable`` with these arrays' state (read only)
         self.searched: dict[str, Any] | None = None
         # (claim, subrequests taken) -> merged configs (node-independent).

@@ -445,6 +445,10 @@ class Snapshot:
         assert self._known_names is not None
         return self._known_names
 
+    def known_layout(self) -> Layout | None:
+        """The layout of the known nodes if it was made already (never makes it)."""
+        return self._cluster
+
     def cluster_layout(self) -> Layout:
         """The layout of the known nodes (:attr:`nodes`), built once; a version made by
         an allocation or class change patches its parent's instead of laying it out anew."""
