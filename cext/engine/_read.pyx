@@ -24,7 +24,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
 from cpython.long cimport PyLong_FromVoidPtr
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.list cimport PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
 
 from model_slots cimport (
     PtrMap, draspeed_get_slot, ptrmap_free, ptrmap_get, ptrmap_init, ptrmap_put, slot_offset,
@@ -430,6 +431,31 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
         "d_name": d_name_a, "d_flags": d_flags_a, "d_pattern": d_pattern_a,
         "d_pdn": d_pdn_a, "d_pdn_node": d_pdn_node_a, "d_pdn_selector": d_pdn_selector_a,
     }
+
+
+def devices_of(list slices, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t n_devices):
+    """The devices of ``slices[begin:end]`` end to end (``n_devices`` of them), and each
+    one's driver: ``(drivers, devices)``, two lists made at their size."""
+    cdef list drivers = PyList_New(n_devices), devices = PyList_New(n_devices)
+    cdef Py_ssize_t s, i, g = 0, n
+    cdef list found
+    for s in range(begin, end):
+        spec = slices[s].spec
+        driver = spec.driver
+        found = spec.devices if type(spec.devices) is list else list(spec.devices)
+        n = PyList_GET_SIZE(found)
+        if g + n > n_devices:
+            raise ValueError("draspeed: the slices changed after they were read")
+        for i in range(n):
+            device = <object>PyList_GET_ITEM(found, i)
+            Py_INCREF(device)
+            PyList_SET_ITEM(devices, g, device)
+            Py_INCREF(driver)
+            PyList_SET_ITEM(drivers, g, driver)
+            g += 1
+    if g != n_devices:
+        raise ValueError("draspeed: the slices changed after they were read")
+    return drivers, devices
 
 
 def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] positions,

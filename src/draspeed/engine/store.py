@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from draspeed.api.model import Device, ResourceSlice
+from draspeed.api.model import ResourceSlice
 from draspeed.cel import check_deadline, compile_selector
+from draspeed.engine import _read
 from draspeed.engine.slice_table import SliceTable
 from draspeed.errors import CELCompileError
 from draspeed.features import Features
@@ -144,16 +145,10 @@ class SliceStore:
         if table is None:
             from draspeed.cel import DeviceTable
 
-            drivers: list[str] = []
-            devices: list[Device] = []
-            slices = self.table.slices
-            s = self.table.slice_of(start)[0]  # a chunk starts at a slice's first device
             first = self.table.column("s_first")
-            while s < self.table.n_slices and first[s] < end:
-                spec = slices[s].spec
-                devices.extend(spec.devices)
-                drivers.extend([spec.driver] * len(spec.devices))
-                s += 1
+            # A chunk starts at a slice's first device and ends at one's last.
+            begin, stop = np.searchsorted(first, [start, end]).tolist()
+            drivers, devices = _read.devices_of(self.table.slices, begin, stop, end - start)
             table = DeviceTable.of_devices(
                 drivers,
                 devices,
