@@ -96,14 +96,12 @@ class Layout:
         self.nodes = nodes if isinstance(nodes, list) else list(nodes)
         self._key = key
         self.names = list(map(object_name, self.nodes))
-        self.named: dict[str, list[int]] = {}
-        for n, name in enumerate(self.names):
-            self.named.setdefault(name, []).append(n)
-        # The given Node objects by identity (the first place of each): a caller that
-        # passes them back is placed without reading a name.
-        self.position: dict[int, int] = {}
-        for n, node in enumerate(self.nodes):
-            self.position.setdefault(id(node), n)
+        # The given Node objects by identity (the first place of each: filled from the
+        # last node back): a caller that passes them back is placed without reading a name.
+        last = len(self.nodes) - 1
+        self.position: dict[int, int] = dict(
+            zip(map(id, reversed(self.nodes)), range(last, -1, -1), strict=True)
+        )
         self._lock = threading.RLock()
         # Nodes whose rows are out of date (their pools changed in a later version):
         # searched on their own, never through these arrays.
@@ -118,6 +116,15 @@ class Layout:
         if self._key is None:
             self._key = tuple(node_key(n) for n in self.nodes)
         return self._key
+
+    @cached_property
+    def named(self) -> dict[str, list[int]]:
+        """Each node name's places (made when first asked for: most callers place
+        nodes by identity)."""
+        named: dict[str, list[int]] = {}
+        for n, name in enumerate(self.names):
+            named.setdefault(name, []).append(n)
+        return named
 
     @cached_property
     def index(self) -> dict[Any, int]:
