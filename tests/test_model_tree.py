@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from draspeed.api._model_tree import clone, signature
+import pytest
+
+from draspeed.api._model_tree import clone, fill_template, signature, split_template
 from draspeed.api.model import (
     AllocationResult,
     DeviceAllocationConfiguration,
@@ -166,3 +168,51 @@ def test_signature_refuses_unknown_types() -> None:
         pass
     else:  # pragma: no cover
         raise AssertionError("expected TypeError")
+
+
+def _on_node(node: str, device: str) -> AllocationResult:
+    result = _result()
+    result.devices.results[0].pool = node
+    result.devices.results[0].device = device
+    assert result.node_selector is not None
+    result.node_selector.node_selector_terms[0].match_fields[0].values = [node]
+    return result
+
+
+def test_a_filled_template_is_a_copy_like_clone_makes() -> None:
+    original = [_result(), _on_node("node-2", "gpu-3")]
+    _, shape, leaves = split_template(original)
+    copy = fill_template(shape, leaves)
+    assert copy == original == clone(original)
+    mine, theirs = _objects(original), _objects(copy)
+    assert len(mine) == len(theirs)
+    assert not {id(o) for o in mine} & {id(o) for o in theirs}
+    # Two copies of one template share nothing mutable either (empty lists included).
+    again = fill_template(shape, leaves)
+    assert not {id(o) for o in _objects(again)} & {id(o) for o in theirs}
+    # Strings and quantities are the leaves, shared as clone shares them.
+    memory = original[0].devices.results[0].consumed_capacity["memory"]
+    assert copy[0].devices.results[0].consumed_capacity["memory"] is memory
+
+
+def test_answers_that_differ_in_names_have_one_shape() -> None:
+    key_1, shape_1, leaves_1 = split_template([_on_node("node-1", "gpu-0")])
+    key_2, _, leaves_2 = split_template([_on_node("node-2", "gpu-7")])
+    assert key_1 == key_2 and leaves_1 != leaves_2
+    # The second answer filled into the first one's shape is the second answer.
+    assert fill_template(shape_1, leaves_2) == [_on_node("node-2", "gpu-7")]
+    # Another structure (one more value, or a flag in place of a string) is another key.
+    other = _on_node("node-1", "gpu-0")
+    assert other.node_selector is not None
+    other.node_selector.node_selector_terms[0].match_fields[0].values.append("node-9")
+    assert split_template([other])[0] != key_1
+    flagged = _on_node("node-1", "gpu-0")
+    flagged.devices.results[0].admin_access = None
+    assert split_template([flagged])[0] != key_1
+
+
+def test_a_template_filled_with_the_wrong_number_of_leaves_is_refused() -> None:
+    _, shape, leaves = split_template([_result()])
+    for wrong in (leaves[:-1], (*leaves, "extra")):
+        with pytest.raises(ValueError, match="template"):
+            fill_template(shape, wrong)

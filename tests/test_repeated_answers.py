@@ -154,6 +154,16 @@ def test_a_prepared_pod_on_the_snapshots_own_nodes_answers_fresh_copies() -> Non
     assert result.node_selector is not None
     assert result.node_selector.node_selector_terms[0].match_expressions == []
     assert pod.last_stats.search_steps == steps
-    # A deadline that has passed is a timeout, remembered answer or not.
+    # A deadline still ahead answers from the memo; one that has passed is a timeout,
+    # remembered answer or not, with no work counted; a bad one is refused.
+    in_time = pod.allocate(node, deadline=time.monotonic() + 60)
+    assert in_time is not None and answers[1] is not None
+    assert in_time[0].devices.results[0].share_id == "share-7"  # 6 came before
+    in_time[0].devices.results[0].share_id = answers[1][0].devices.results[0].share_id
+    assert in_time == answers[1]
+    assert pod.last_stats.search_steps == steps
     with pytest.raises(draspeed.AllocationTimeout):
         pod.allocate(node, deadline=time.monotonic() - 1)
+    assert pod.last_stats.search_steps == 0
+    with pytest.raises(TypeError, match="deadline"):
+        pod.allocate(node, deadline="soon")  # type: ignore[arg-type]

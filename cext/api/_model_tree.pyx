@@ -1,8 +1,8 @@
 # cython: language_level=3
 """Model object trees in compiled code: deep copies and signatures.
 
-Copies are what answers are handed out as (and, compact, what remembered answers
-are kept as); signatures are what claim sets are remembered by.
+Copies are what answers are handed out as (and templates, shapes with holes, what
+remembered answers are kept as); signatures are what claim sets are remembered by.
 
 The allocator remembers the results it built for a question and hands out a copy each
 time the question comes again, so a caller may change its answer freely. Copying
@@ -164,27 +164,34 @@ def clone(o):
     return _copy(o)
 
 
-# ------------------------------------------------------------------ compact copies
+# ------------------------------------------------------------------ templates
 
-# A remembered answer is only ever copied, never handed out. Kept as a copy made in one
-# go, with one empty list and one empty map for all (a third of a one-device result's
-# objects), a pass over a thousand nodes' answers reads far fewer cache lines.
+# A remembered answer is only ever copied, never handed out. Answers on different nodes
+# mostly differ in their strings (pool, device and node names): kept as one *shape*
+# per kind of answer (the tree, with every string, quantity or other shared leaf a
+# hole, and one empty list and map for all) plus each answer's leaves in walk order, a
+# pass over a thousand nodes' answers reads a few cache lines per node instead of one
+# per object of each answer.
 cdef list _EMPTY_LIST = []
 cdef dict _EMPTY_DICT = {}
+cdef object _HOLE = object()
 
 
-cdef object _compact(object o):
+cdef object _shape(object o, list holes):
     cdef PyObject *t = <PyObject*>Py_TYPE(o)
     cdef Py_ssize_t i, k
     cdef PyObject *value
-    if t == <PyObject*>str or o is None or t == <PyObject*>bool or t == <PyObject*>int:
+    if t == <PyObject*>str:
+        holes.append(o)
+        return _HOLE
+    if o is None or t == <PyObject*>bool or t == <PyObject*>int:
         return o
     if t == <PyObject*>list:
         if not <list>o:
             return _EMPTY_LIST
         _enter()
         try:
-            return [_compact(item) for item in <list>o]
+            return [_shape(item, holes) for item in <list>o]
         finally:
             Py_LeaveRecursiveCall()
     if t == <PyObject*>dict:
@@ -194,9 +201,57 @@ cdef object _compact(object o):
         _enter()
         try:
             for key, v in (<dict>o).items():
-                new[key] = _compact(v)
+                new[key] = _shape(v, holes)
         finally:
             Py_LeaveRecursiveCall()
+        return new
+    k = _class_index(t)
+    if k < 0 or _frozen[k]:  # shared by copies: a leaf like a string
+        holes.append(o)
+        return _HOLE
+    shape = draspeed_alloc(<object>t)
+    _enter()
+    try:
+        for i in range(_n_fields[k]):
+            value = draspeed_get_slot(o, _field_offset[k][i])
+            if value != NULL:
+                item = _shape(<object>value, holes)
+                draspeed_set_slot(shape, _field_offset[k][i], <PyObject*>item)
+    finally:
+        Py_LeaveRecursiveCall()
+    return shape
+
+
+cdef object _fill(object o, tuple holes, Py_ssize_t *at):
+    cdef PyObject *t
+    cdef Py_ssize_t i, k
+    cdef PyObject *value
+    if o is _HOLE:
+        if at[0] >= len(holes):
+            raise ValueError("draspeed: a template has more holes than leaves given")
+        item = holes[at[0]]
+        at[0] += 1
+        return item
+    t = <PyObject*>Py_TYPE(o)
+    if o is None or t == <PyObject*>bool or t == <PyObject*>int:
+        return o
+    if t == <PyObject*>list:
+        if not <list>o:
+            return []
+        _enter()
+        try:
+            return [_fill(item, holes, at) for item in <list>o]
+        finally:
+            Py_LeaveRecursiveCall()
+    if t == <PyObject*>dict:
+        new = {}
+        if len(<dict>o):
+            _enter()
+            try:
+                for key, v in (<dict>o).items():
+                    new[key] = _fill(v, holes, at)
+            finally:
+                Py_LeaveRecursiveCall()
         return new
     k = _class_index(t)
     if k < 0 or _frozen[k]:
@@ -207,17 +262,29 @@ cdef object _compact(object o):
         for i in range(_n_fields[k]):
             value = draspeed_get_slot(o, _field_offset[k][i])
             if value != NULL:
-                item = _compact(<object>value)
+                item = _fill(<object>value, holes, at)
                 draspeed_set_slot(copy, _field_offset[k][i], <PyObject*>item)
     finally:
         Py_LeaveRecursiveCall()
     return copy
 
 
-def compact_copy(o):
-    """A copy of a tree that is only ever copied: as :func:`clone`, but every empty
-    list and map is one shared object (never to be changed)."""
-    return _compact(o)
+def split_template(o):
+    """``(key, shape, leaves)`` of a tree that is only ever copied: the shape is the
+    tree with each string (and quantity, or other leaf copies share) a hole, the leaves
+    fill the holes in walk order, and only trees of one shape have the same key."""
+    cdef list holes = []
+    shape = _shape(o, holes)
+    return signature(shape), shape, tuple(holes)
+
+
+def fill_template(shape, tuple leaves):
+    """A copy of the tree :func:`split_template` took apart (as :func:`clone` copies)."""
+    cdef Py_ssize_t at = 0
+    copy = _fill(shape, leaves, &at)
+    if at != len(leaves):
+        raise ValueError("draspeed: a template has fewer holes than leaves given")
+    return copy
 
 
 # ------------------------------------------------------------------ signatures
@@ -273,6 +340,8 @@ cdef int _write(_Out *out, object o) except -1:
     cdef PyObject *value
     if o is None:
         return _put(out, b'N', NULL, 0)
+    if o is _HOLE:  # (only in a template's shape)
+        return _put(out, b'H', NULL, 0)
     if o is True:
         return _put(out, b'T', NULL, 0)
     if o is False:

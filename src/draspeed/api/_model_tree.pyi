@@ -8,8 +8,12 @@ def clone(o: _T) -> _T:
     """A deep copy: mutable model dataclasses, lists and dicts are new; the rest shared."""
     ...
 
-def compact_copy(o: _T) -> _T:
-    """A copy for trees only ever copied: empty lists and maps one shared object each."""
+def split_template(o: _T) -> tuple[bytes, _T, tuple[object, ...]]:
+    """(key, shape, leaves): the tree with its string and other shared leaves as holes."""
+    ...
+
+def fill_template(shape: _T, leaves: tuple[object, ...]) -> _T:
+    """A copy of the tree split_template took apart, its holes filled in walk order."""
     ...
 
 def signature(o: object) -> bytes:

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from draspeed import arguments
-from draspeed.api._model_tree import clone, compact_copy
+from draspeed.api._model_tree import clone, fill_template
 from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
 from draspeed.api.model import (
     AllocationResult,
@@ -151,16 +151,15 @@ class Allocator:
             # own state): a node that fitted before fits the same way, with the same work.
             known = arrays.answers.get(n) if state is None else None
             if known is not None:
-                self.last_stats, templates, shared = known
-                return _answer_copies(templates, shared, self.share_id)
+                self.last_stats, shape, leaves, shared = known
+                return _answer_copies(shape, leaves, shared, self.share_id)
             code, work, picks, chosen, err_alt, err_pos = _core.search_node(
                 arrays.problem, n, deadline or 0.0, state
             )
             self.last_stats = _FEW_STEPS[work] if work < len(_FEW_STEPS) else Stats(work)
             templates = arrays.results.get((n, picks, chosen)) if code == _FOUND else None
             if templates is not None and state is None:
-                shared = id(templates) in arrays.shared_results
-                arrays.answers[n] = (self.last_stats, compact_copy(templates), shared)
+                arrays.remember(n, self.last_stats, templates)
             if templates is not None:  # the common answer, usually asked before: copy and go
                 return _copies(arrays, templates, self.share_id)
             outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
@@ -330,17 +329,21 @@ class PreparedClaims:
     ) -> list[AllocationResult] | None:
         """One result per claim (input order), or None: see :meth:`Allocator.allocate`."""
         known = self._known
-        if known is not None and deadline is None and type(node) is Node:
+        if known is not None and type(node) is Node:
             # A known node of the snapshot asked again: what ``_allocate`` would find
             # in the claim arrays' memo, looked up without the way there (most of a
-            # scheduler's Filter calls after the first pass over the nodes).
+            # scheduler's Filter calls after the first pass over the nodes). A deadline
+            # that has passed is left to the long way, which says so.
             n = known.position.get(id(node), -1)
             if n >= 0 and known.nodes[n] is node and n not in known.stale:
                 answer = known.answers.get(n)
                 if answer is not None:
-                    stats, templates, shared = answer
-                    self.last_stats = self.allocator.last_stats = stats
-                    return _answer_copies(templates, shared, self.allocator.share_id)
+                    if deadline is not None:
+                        deadline = arguments.deadline(deadline)
+                    if deadline is None or time.monotonic() <= deadline:
+                        stats, shape, leaves, shared = answer
+                        self.last_stats = self.allocator.last_stats = stats
+                        return _answer_copies(shape, leaves, shared, self.allocator.share_id)
         self.last_stats = _NO_WORK
         if not self.claims:
             return []
@@ -348,6 +351,7 @@ class PreparedClaims:
         target = node if type(node) is Node else allocator._nodes([node], "node")[0]
         if deadline is not None:
             deadline = arguments.deadline(deadline)
+        allocator.last_stats = _NO_WORK  # what a call that stops before searching leaves
         try:
             return allocator._allocate(self.claims, self.key, target, deadline)
         finally:
@@ -369,7 +373,7 @@ class _KnownAnswers(NamedTuple):
     position: dict[int, int]
     nodes: list[Node]
     stale: frozenset[int]
-    answers: dict[int, tuple[Stats, list[AllocationResult], bool]]
+    answers: dict[int, tuple[Stats, list[AllocationResult], tuple[object, ...], bool]]
 
     @classmethod
     def of(cls, snapshot: Snapshot, key: bytes) -> _KnownAnswers | None:
@@ -548,10 +552,13 @@ def _copies(
 
 
 def _answer_copies(
-    templates: list[AllocationResult], shared: bool, share_id: Callable[[], str]
+    shape: list[AllocationResult],
+    leaves: tuple[object, ...],
+    shared: bool,
+    share_id: Callable[[], str],
 ) -> list[AllocationResult]:
     """A remembered answer (``ClaimArrays.answers``) as the caller may change it."""
-    copies: list[AllocationResult] = clone(templates)
+    copies: list[AllocationResult] = fill_template(shape, leaves)
     if shared:
         _fresh_share_ids(copies, share_id)
     return copies

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from draspeed.api._model_tree import signature as tree_signature
+from draspeed.api._model_tree import split_template
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
@@ -203,9 +204,11 @@ class ClaimArrays:
         self.results: dict[Any, list[AllocationResult]] = {}
         # ids of the ``results`` lists that hold a shared device (a fresh shareID a copy)
         self.shared_results: set[int] = set()
-        # node -> (its Stats, results kept compact, whether they hold a shared device) of
-        # a node that fitted, searched with these arrays' state
-        self.answers: dict[int, tuple[Any, list[AllocationResult], bool]] = {}
+        # node -> (its Stats, its results as a template's shape and leaves, whether they
+        # hold a shared device) of a node that fitted, searched with these arrays' state
+        self.answers: dict[int, tuple[Any, list[AllocationResult], tuple[object, ...], bool]] = {}
+        # The shapes of the remembered answers, one object each (see remember).
+        self._shapes: dict[bytes, list[AllocationResult]] = {}
         # search_nodes' answer over ``searchable`` with these arrays' state (read only)
         self.searched: dict[str, Any] | None = None
         # (claim, subrequests taken) -> merged configs (node-independent).
@@ -219,6 +222,14 @@ class ClaimArrays:
     # ----------------------------------------------------------------------------------
     # Pre-flight (upstream order)
     # ----------------------------------------------------------------------------------
+
+    def remember(self, n: int, stats: Any, results: list[AllocationResult]) -> None:
+        """Remember node n's answer (``results``: remembered results, never handed out),
+        searched with these arrays' state: kept as a shape shared with every answer of
+        its kind and the answer's own leaves."""
+        key, shape, leaves = split_template(results)
+        shape = self._shapes.setdefault(key, shape)
+        self.answers[n] = (stats, shape, leaves, id(results) in self.shared_results)
 
     def _preflight(self, node: int | None) -> Plan:
         """upstream's pre-flight (on ``node``, for All-mode requests), as a Plan."""
