@@ -323,31 +323,27 @@ class PreparedClaims:
         self.key = claims_signature(self.claims) if self.claims else b""
         self.last_stats = _NO_WORK
         self._known: _KnownAnswers | None = None
-        # id(node) -> the node and its remembered answer (see _known_answer)
-        self._hits: dict[int, _Hit] = {}
 
     def allocate(
         self, node: NodeInput, *, deadline: float | None = None
     ) -> list[AllocationResult] | None:
         """One result per claim (input order), or None: see :meth:`Allocator.allocate`."""
-        # A known node of the snapshot asked again: what ``_allocate`` would find in the
-        # claim arrays' memo, looked up without the way there (most of a scheduler's
-        # Filter calls after the first pass over the nodes). First by the Node object
-        # itself (one lookup); a deadline that has passed is left to the long way,
-        # which says so.
-        hit = self._hits.get(id(node))
-        if hit is None or hit[0] is not node:
-            hit = self._known_answer(node)
-        if hit is not None:
-            if deadline is not None:
-                deadline = arguments.deadline(deadline)
-            if deadline is None or time.monotonic() <= deadline:
-                _, stats, shape, leaves, shared = hit
-                self.last_stats = self.allocator.last_stats = stats
-                copies: list[AllocationResult] = fill_template(shape, leaves)
-                if shared:
-                    _fresh_share_ids(copies, self.allocator.share_id)
-                return copies
+        known = self._known
+        if known is not None and type(node) is Node:
+            # A known node of the snapshot asked again: what ``_allocate`` would find
+            # in the claim arrays' memo, looked up without the way there (most of a
+            # scheduler's Filter calls after the first pass over the nodes). A deadline
+            # that has passed is left to the long way, which says so.
+            n = known.position.get(id(node), -1)
+            if n >= 0 and known.nodes[n] is node and n not in known.stale:
+                answer = known.answers.get(n)
+                if answer is not None:
+                    if deadline is not None:
+                        deadline = arguments.deadline(deadline)
+                    if deadline is None or time.monotonic() <= deadline:
+                        stats, shape, leaves, shared = answer
+                        self.last_stats = self.allocator.last_stats = stats
+                        return _answer_copies(shape, leaves, shared, self.allocator.share_id)
         self.last_stats = _NO_WORK
         if not self.claims:
             return []
@@ -362,22 +358,6 @@ class PreparedClaims:
             self.last_stats = allocator.last_stats
             # (Again after every long way: the claim arrays may have been made anew.)
             self._known = _KnownAnswers.of(allocator.snapshot, self.key)
-
-    def _known_answer(self, node: NodeInput) -> _Hit | None:
-        """The remembered answer of a node of the snapshot's own (a Node object it
-        holds), remembered here by the object too; or None."""
-        known = self._known
-        if known is None or type(node) is not Node:
-            return None
-        position, nodes, stale, answers = known
-        n = position.get(id(node), -1)
-        if n < 0 or nodes[n] is not node or n in stale:
-            return None
-        answer = answers.get(n)
-        if answer is None:
-            return None
-        hit = self._hits[id(node)] = (node, *answer)
-        return hit
 
     def feasible_nodes(
         self, nodes: Sequence[NodeInput] | None = None, *, deadline: float | None = None
@@ -402,10 +382,6 @@ class _KnownAnswers(NamedTuple):
         if arrays is None or arrays.layout is not layout:  # searched with another state
             return None
         return cls(layout.position, layout.nodes, layout.stale, arrays.answers)
-
-
-# A node and its remembered answer: (node, Stats, shape, leaves, holds a shared device).
-_Hit = tuple[Node, Stats, list[AllocationResult], tuple[object, ...], bool]
 
 
 def _state(arrays: ClaimArrays, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
