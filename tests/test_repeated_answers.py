@@ -167,3 +167,31 @@ def test_a_prepared_pod_on_the_snapshots_own_nodes_answers_fresh_copies() -> Non
     assert pod.last_stats.search_steps == 0
     with pytest.raises(TypeError, match="deadline"):
         pod.allocate(node, deadline="soon")  # type: ignore[arg-type]
+
+
+def test_a_node_whose_pools_changed_is_answered_as_a_fresh_snapshot_answers() -> None:
+    # After a slice update the cluster layout keeps its arrays and marks the node stale;
+    # a prepared pod asked there twice must answer as a snapshot built afresh does.
+    docs = _docs(shared=False)
+    second = {**docs[2], "metadata": {"name": "slice-2"}}
+    second["spec"] = {
+        **docs[2]["spec"],
+        "pool": {"name": "pool-2", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "dev-9"}],
+    }
+    objs = draspeed.load(docs)
+    allocated, pending = split_claims(objs.claims)
+    snapshot = Snapshot.build(objs.slices, objs.classes, allocated, nodes=objs.nodes)
+    [node] = snapshot.nodes
+    first_pod = Allocator(snapshot).prepare(pending)
+    for _ in range(2):
+        first_pod.allocate(node)
+    [added] = draspeed.load([second]).slices
+    later = snapshot.update_slices(added=[added], removed=["slice"])
+    pod = Allocator(later).prepare(pending)
+    answers = [pod.allocate(node) for _ in range(3)]
+    assert later.cluster_layout().stale == {0}  # the case this test is about
+    fresh = Snapshot.build(later.slices, objs.classes, allocated, nodes=objs.nodes)
+    expected = Allocator(fresh).allocate(pending, fresh.nodes[0])
+    assert expected is not None and expected[0].devices.results[0].device == "dev-9"
+    assert answers == [expected] * 3

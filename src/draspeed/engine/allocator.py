@@ -334,16 +334,17 @@ class PreparedClaims:
             # in the claim arrays' memo, looked up without the way there (most of a
             # scheduler's Filter calls after the first pass over the nodes). A deadline
             # that has passed is left to the long way, which says so.
-            n = known.position.get(id(node), -1)
-            if n >= 0 and known.nodes[n] is node and n not in known.stale:
-                answer = known.answers.get(n)
-                if answer is not None:
-                    if deadline is not None:
-                        deadline = arguments.deadline(deadline)
-                    if deadline is None or time.monotonic() <= deadline:
-                        stats, shape, leaves, shared = answer
-                        self.last_stats = self.allocator.last_stats = stats
-                        return _answer_copies(shape, leaves, shared, self.allocator.share_id)
+            position, nodes, answers = known
+            n = position.get(id(node), -1)
+            if n >= 0 and nodes[n] is node:
+                answer = answers.get(n)
+                if answer is not None and (deadline is None or _ahead(deadline)):
+                    stats, shape, leaves, shared = answer
+                    self.last_stats = self.allocator.last_stats = stats
+                    copies: list[AllocationResult] = fill_template(shape, leaves)
+                    if shared:
+                        _fresh_share_ids(copies, self.allocator.share_id)
+                    return copies
         self.last_stats = _NO_WORK
         if not self.claims:
             return []
@@ -357,7 +358,7 @@ class PreparedClaims:
         finally:
             self.last_stats = allocator.last_stats
             # (Again after every long way: the claim arrays may have been made anew.)
-            self._known = _KnownAnswers.of(allocator.snapshot, self.key)
+            self._known = _known_answers(allocator.snapshot, self.key)
 
     def feasible_nodes(
         self, nodes: Sequence[NodeInput] | None = None, *, deadline: float | None = None
@@ -366,22 +367,29 @@ class PreparedClaims:
         return self.allocator.feasible_nodes(self.claims, nodes, deadline=deadline)
 
 
-class _KnownAnswers(NamedTuple):
-    """Where a prepared pod's remembered answers are: the snapshot's layout of its
-    known nodes, and the claim arrays searched there with their own state."""
+# Where a prepared pod's remembered answers are: the places of the snapshot's known
+# nodes (by identity), those nodes, and the answers of the claim arrays searched there
+# with their own state.
+_KnownAnswers = tuple[
+    dict[int, int],
+    list[Node],
+    dict[int, tuple[Stats, list[AllocationResult], tuple[object, ...], bool]],
+]
 
-    position: dict[int, int]
-    nodes: list[Node]
-    stale: frozenset[int]
-    answers: dict[int, tuple[Stats, list[AllocationResult], tuple[object, ...], bool]]
 
-    @classmethod
-    def of(cls, snapshot: Snapshot, key: bytes) -> _KnownAnswers | None:
-        layout = snapshot.known_layout()
-        arrays = None if layout is None else layout.claim_sets.get(key)
-        if arrays is None or arrays.layout is not layout:  # searched with another state
-            return None
-        return cls(layout.position, layout.nodes, layout.stale, arrays.answers)
+def _known_answers(snapshot: Snapshot, key: bytes) -> _KnownAnswers | None:
+    layout = snapshot.known_layout()
+    arrays = None if layout is None else layout.claim_sets.get(key)
+    if arrays is None or arrays.layout is not layout:  # searched with another state
+        return None
+    # (Stale nodes have no answers here: they are searched in layouts of their own.)
+    return layout.position, layout.nodes, arrays.answers
+
+
+def _ahead(deadline: float) -> bool:
+    """Whether a deadline (checked as ``allocate`` checks it) has not passed."""
+    found = arguments.deadline(deadline)
+    return found is None or time.monotonic() <= found
 
 
 def _state(arrays: ClaimArrays, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
