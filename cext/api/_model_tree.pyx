@@ -93,12 +93,21 @@ cdef void _register(type cls) except *:
     _n_classes = k + 1
 
 
-# The result classes first: they are what is copied on every answer.
+# The classes of an AllocationResult first: they are what is copied on every answer,
+# and a class is looked up by a walk along this table.
+_ANSWER_CLASSES = (
+    "AllocationResult", "DeviceAllocationResult", "DeviceRequestAllocationResult",
+    "NodeSelector", "NodeSelectorTerm", "NodeSelectorRequirement", "DeviceToleration",
+    "DeviceAllocationConfiguration", "OpaqueDeviceConfiguration",
+)
 for _cls in sorted(
     (c for c in vars(model).values()
      if isinstance(c, type) and dataclasses.is_dataclass(c)
      and c.__module__ == model.__name__),
-    key=lambda c: (not c.__name__.endswith(("Result", "Configuration")), c.__name__),
+    key=lambda c: (
+        _ANSWER_CLASSES.index(c.__name__) if c.__name__ in _ANSWER_CLASSES else len(_ANSWER_CLASSES),
+        c.__name__,
+    ),
 ):
     _register(_cls)
 
