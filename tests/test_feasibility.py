@@ -31,12 +31,21 @@ def _alone(snapshot_args: dict[str, Any], claims: list[Any], node: Any) -> tuple
 
 
 def _prepared(snapshot_args: dict[str, Any], claims: list[Any], nodes: list[Any]) -> dict[str, Any]:
-    """One allocator, the claims prepared once, every node asked twice (the second
-    answer comes from what the first one left behind): the second answers."""
-    prepared = Allocator(Snapshot.build(**snapshot_args)).prepare(claims)
-    for node in nodes:
-        _answer(lambda: prepared.allocate(node))  # noqa: B023 - called at once
-    return {n.name: _answer(lambda: prepared.allocate(n)) for n in nodes}  # noqa: B023
+    """One allocator, the claims prepared once, every node asked three times (the
+    second answer comes from what the first one left behind, the third from the memo
+    the second filled, the short way on the snapshot's own Node objects): the third
+    answers, after checking that all three agree."""
+    snapshot = Snapshot.build(**snapshot_args)
+    own = {n.name: n for n in snapshot.nodes}
+    prepared = Allocator(snapshot).prepare(claims)
+    answers: dict[str, list[Any]] = {n.name: [] for n in nodes}
+    for _ in range(3):
+        for node in nodes:
+            mine = own.get(node.name, node)
+            answers[node.name].append(_answer(lambda: prepared.allocate(mine)))  # noqa: B023
+    for name, (first, second, third) in answers.items():
+        assert first == second == third, name
+    return {name: found[-1] for name, found in answers.items()}
 
 
 def _answer(ask: Any) -> tuple[Any, ...]:
