@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -102,14 +103,52 @@ def parse_text(
     if duplicates != "strict":
         report = (on_duplicate if duplicates == "warn" else None) or _quiet
     head = text[:64].lstrip()
+    not_json: _NotJSONText | None = None
     if head[:1] in ("{", "[", b"{", b"["):
         doc = _decode_json(text, limits, report)
-        if doc is not _NOT_JSON:
+        if type(doc) is not _NotJSONText:
             return [doc]
+        not_json = doc
     try:
         return list(_yaml_documents(text, limits, report))
     except yaml.YAMLError as exc:
-        raise TextError(None, "", str(exc).replace("\n", " ")) from exc
+        problem = _yaml_problem(exc)
+        if not_json is not None:  # meant as JSON, most likely: say what is wrong with it
+            problem = f"neither JSON ({not_json.problem}) nor YAML ({problem})"
+        raise TextError(None, "", problem) from exc
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error on one line, with positions as the rest of draspeed gives them
+    (the loader names the file: PyYAML's name for a text in memory is left out)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and (exc.context or exc.problem):
+        parts = []
+        problem_mark, context_mark = exc.problem_mark, exc.context_mark
+        if exc.context:
+            same_place = (
+                context_mark is not None
+                and problem_mark is not None
+                and (context_mark.line, context_mark.column)
+                == (problem_mark.line, problem_mark.column)
+            )
+            at = _at(context_mark) if context_mark is not None and not same_place else ""
+            parts.append(f"{exc.context}{at}")
+        if exc.problem:
+            parts.append(f"{exc.problem}{_at(problem_mark) if problem_mark is not None else ''}")
+        return ": ".join(parts)
+    if isinstance(exc, yaml.reader.ReaderError):
+        character = exc.character
+        what = (
+            f"unacceptable character #x{character:04x}: {exc.reason}"
+            if isinstance(character, int) and character >= 0
+            else str(exc.reason)  # (libyaml's -1: no one character to name)
+        )
+        return f"{what} at position {exc.position}"
+    return " ".join(_IN_TEXT.sub(" at", str(exc)).split())
+
+
+# PyYAML's "in <name>," before a position; its names for texts in memory say nothing.
+_IN_TEXT = re.compile(r'\s*in "<(?:byte|unicode) string>",')
 
 
 def _quiet(document: int, path: str, message: str) -> None:
@@ -118,14 +157,22 @@ def _quiet(document: int, path: str, message: str) -> None:
 
 # ------------------------------------------------------------------------------ JSON
 
-_NOT_JSON = object()
+
+class _NotJSONText:
+    """What msgspec found wrong with a text that is not one JSON document (YAML may
+    still read it: flow style, or several documents)."""
+
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
 
 
 def _decode_json(text: str | bytes, limits: Limits, report: OnDuplicate | None) -> Any:
     try:
         doc = msgspec.json.decode(text)
-    except msgspec.DecodeError:
-        return _NOT_JSON  # YAML flow style, or several JSON documents: YAML reads both
+    except msgspec.DecodeError as exc:
+        return _NotJSONText(str(exc))  # YAML flow style, or several JSON documents
     except UnicodeDecodeError as exc:
         assert isinstance(text, bytes)  # str input was decoded text already
         raise TextError(None, "", _utf8_error(text)) from exc
