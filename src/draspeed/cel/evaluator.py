@@ -266,6 +266,10 @@ class Compiler:
     def _is_const(plan: _Plan) -> bool:
         return type(plan) is _Const and type(plan.value) is not _Err
 
+    @staticmethod
+    def _is_const_string(plan: _Plan) -> bool:
+        return type(plan) is _Const and type(plan.value) is str
+
     # ---- leaves ------------------------------------------------------------------
 
     def _p_Const(self, node: Const) -> _Plan:
@@ -375,7 +379,7 @@ class Compiler:
             impl = functools.partial(impl, zero=SUM_ZEROS[node.element_type])
         if func.guarded:
             impl = _type_guarded(name, impl, _candidate_params(func, node, len(plans)))
-        if name == "matches" and len(plans) == 2 and not self._is_const(plans[1]):
+        if name == "matches" and len(plans) == 2 and not self._is_const_string(plans[1]):
             impl = _matches_by_trait(impl)
         if name in _CONVERSIONS and len(plans) == 1 and self._is_const(plans[0]):
             # cel-go's optimizer folds conversions of constants when planning; one that
@@ -1068,8 +1072,9 @@ def _type_value_name(name: str) -> str:
 
 def _matches_by_trait(impl: Callable[..., Any]) -> Callable[..., Any]:
     """``matches`` as cel-go binds it once for values that can match (strings): another
-    receiver is refused by name. (A constant pattern is precompiled upstream into a
-    function that refuses without the name: ``impl`` as it is.)"""
+    receiver is refused by name. (A constant string pattern is precompiled upstream into
+    a function that refuses without the name: ``impl`` as it is. A constant of another
+    type, ``dyn(1)`` folded, is not: this.)"""
 
     def matches(s: Any, pattern: Any) -> Any:
         if type(s) is not str:
