@@ -31,7 +31,7 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.lalr import Token, Tree, UnexpectedCharacter, UnexpectedToken
 from draspeed.cel.lalr import parser as _lalr_parser
-from draspeed.cel.syntax_errors import NO_LOCATION, RECURSION_LIMIT, syntax_errors
+from draspeed.cel.syntax_errors import NO_LOCATION, RECURSION_LIMIT, UNPLACED, syntax_errors
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -126,12 +126,13 @@ class ErrorList:
             if offset == NO_LOCATION:  # cel-go prints no place and no snippet for these
                 out.append(f"ERROR: <input>:-1:0: {message}")
                 continue
-            line, col = _line_col(self.source, offset)
+            # (UNPLACED is line 1, column -1: printed as column 0, no dot before the caret.)
+            line, col = (1, -1) if offset == UNPLACED else _line_col(self.source, offset)
             text = f"ERROR: <input>:{line}:{col + 1}: {message}"
             snippet = lines[line - 1] if 0 < line <= len(lines) else ""
             snippet = snippet.replace("\t", " ")
-            caret = "".join("\uff0e" if ord(ch) > 0x7F else "." for ch in snippet[:col])
-            caret += "\uff3e" if col < len(snippet) and ord(snippet[col]) > 0x7F else "^"
+            caret = "".join("\uff0e" if ord(ch) > 0x7F else "." for ch in snippet[: max(col, 0)])
+            caret += "\uff3e" if 0 <= col < len(snippet) and ord(snippet[col]) > 0x7F else "^"
             text += "\n | " + snippet + "\n | " + caret
             out.append(text)
         if self.dropped:

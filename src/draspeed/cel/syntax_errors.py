@@ -494,7 +494,7 @@ class _Made:
     __slots__ = ("depth", "node")
 
     def __init__(self) -> None:
-        self.node = Node(NO_LOCATION)
+        self.node = Node(UNPLACED)
         self.depth = 0
 
     def become(self, part: _Made) -> None:
@@ -1116,7 +1116,11 @@ _REPORT_LIMIT = 100  # cel-go's errorReportingLimit
 _LEXER_ERROR = "Syntax error: token recognition error"
 RECURSION_LIMIT = 250  # cel-go's maxRecursionDepth (its listener's and its visitor's)
 # Where an error has no place in the text (cel-go's NoLocation, printed as -1:0).
-NO_LOCATION = -1
+NO_LOCATION = -2
+# Where an expression the visitor makes for a missing part of the tree is (cel-go
+# places it at NoLocation's offset, -1, which reads as line 1, column -1: an error
+# there prints as 1:0, with the first line and a caret at its start).
+UNPLACED = -1
 # Python frames the rules take per level of nesting, with room: the limit raised to
 # this while reading, so that RECURSION_LIMIT levels are read rather than given up.
 _FRAMES_NEEDED = 40 * RECURSION_LIMIT
