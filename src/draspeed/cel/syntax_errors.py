@@ -431,13 +431,18 @@ _HELPERS = frozenset(
 
 
 def _state_of(failure: _Failed, site: str) -> str:
-    """Where the error arose (ANTLR's ATN state): the rule code line that raised it."""
+    """Where the error arose (ANTLR's ATN state): the rule code line that raised it, and
+    for a part shared by two rules (``braced``: a map's braces and a message's), the
+    site it was read for: the same line there is two states in ANTLR's network."""
     where = site
     tb = failure.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_name not in _HELPERS:
+            shared_for = tb.tb_frame.f_locals.get("site")
             where = f"{code.co_name}:{tb.tb_lineno}"
+            if shared_for is not None:
+                where += f"@{shared_for}"
         tb = tb.tb_next
     return where
 
