@@ -126,7 +126,12 @@ cdef inline Py_ssize_t _class_index(PyObject *t) noexcept:
     return -1
 
 
-cdef object _copy(object o):
+cdef object _HOLE = object()  # a hole in a template's shape (see split_template)
+
+
+cdef object _copy(object o, tuple leaves, Py_ssize_t *at):
+    """The copy of ``o``; a template's holes (``_HOLE``, only in shapes) take the next
+    of ``leaves``."""
     cdef PyObject *t = <PyObject*>Py_TYPE(o)
     cdef Py_ssize_t i, k
     cdef PyObject *value
@@ -134,12 +139,18 @@ cdef object _copy(object o):
     # without looking for their class among the model's.
     if t == <PyObject*>str or o is None or t == <PyObject*>bool or t == <PyObject*>int:
         return o
+    if o is _HOLE:
+        if at[0] >= len(leaves):
+            raise ValueError("draspeed: a template has more holes than leaves given")
+        item = leaves[at[0]]
+        at[0] += 1
+        return item
     if t == <PyObject*>list:
         if not <list>o:
             return []
         _enter()
         try:
-            return [_copy(item) for item in <list>o]
+            return [_copy(item, leaves, at) for item in <list>o]
         finally:
             Py_LeaveRecursiveCall()
     if t == <PyObject*>dict:
@@ -148,7 +159,7 @@ cdef object _copy(object o):
             _enter()
             try:
                 for key, v in (<dict>o).items():
-                    new[key] = _copy(v)
+                    new[key] = _copy(v, leaves, at)
             finally:
                 Py_LeaveRecursiveCall()
         return new
@@ -161,7 +172,7 @@ cdef object _copy(object o):
         for i in range(_n_fields[k]):
             value = draspeed_get_slot(o, _field_offset[k][i])
             if value != NULL:  # borrowed: ``o`` holds it while we copy
-                item = _copy(<object>value)
+                item = _copy(<object>value, leaves, at)
                 draspeed_set_slot(copy, _field_offset[k][i], <PyObject*>item)
     finally:
         Py_LeaveRecursiveCall()
@@ -170,7 +181,8 @@ cdef object _copy(object o):
 
 def clone(o):
     """A deep copy of a model object tree (see the module docstring for what is shared)."""
-    return _copy(o)
+    cdef Py_ssize_t at = 0
+    return _copy(o, (), &at)
 
 
 # ------------------------------------------------------------------ templates
@@ -183,7 +195,6 @@ def clone(o):
 # per object of each answer.
 cdef list _EMPTY_LIST = []
 cdef dict _EMPTY_DICT = {}
-cdef object _HOLE = object()
 
 
 cdef object _shape(object o, list holes):
@@ -231,53 +242,6 @@ cdef object _shape(object o, list holes):
     return shape
 
 
-cdef object _fill(object o, tuple holes, Py_ssize_t *at):
-    cdef PyObject *t
-    cdef Py_ssize_t i, k
-    cdef PyObject *value
-    if o is _HOLE:
-        if at[0] >= len(holes):
-            raise ValueError("draspeed: a template has more holes than leaves given")
-        item = holes[at[0]]
-        at[0] += 1
-        return item
-    t = <PyObject*>Py_TYPE(o)
-    if o is None or t == <PyObject*>bool or t == <PyObject*>int:
-        return o
-    if t == <PyObject*>list:
-        if not <list>o:
-            return []
-        _enter()
-        try:
-            return [_fill(item, holes, at) for item in <list>o]
-        finally:
-            Py_LeaveRecursiveCall()
-    if t == <PyObject*>dict:
-        new = {}
-        if len(<dict>o):
-            _enter()
-            try:
-                for key, v in (<dict>o).items():
-                    new[key] = _fill(v, holes, at)
-            finally:
-                Py_LeaveRecursiveCall()
-        return new
-    k = _class_index(t)
-    if k < 0 or _frozen[k]:
-        return o
-    copy = draspeed_alloc(<object>t)
-    _enter()
-    try:
-        for i in range(_n_fields[k]):
-            value = draspeed_get_slot(o, _field_offset[k][i])
-            if value != NULL:
-                item = _fill(<object>value, holes, at)
-                draspeed_set_slot(copy, _field_offset[k][i], <PyObject*>item)
-    finally:
-        Py_LeaveRecursiveCall()
-    return copy
-
-
 def split_template(o):
     """``(key, shape, leaves)`` of a tree that is only ever copied: the shape is the
     tree with each string (and quantity, or other leaf copies share) a hole, the leaves
@@ -290,7 +254,7 @@ def split_template(o):
 def fill_template(shape, tuple leaves):
     """A copy of the tree :func:`split_template` took apart (as :func:`clone` copies)."""
     cdef Py_ssize_t at = 0
-    copy = _fill(shape, leaves, &at)
+    copy = _copy(shape, leaves, &at)
     if at != len(leaves):
         raise ValueError("draspeed: a template has fewer holes than leaves given")
     return copy

@@ -490,6 +490,14 @@ class _Plain:
         return True
 
 
+# Where an error has no place in the text (cel-go's NoLocation, printed as -1:0).
+NO_LOCATION = -2
+# Where an expression the visitor makes for a missing part of the tree is (cel-go
+# places it at NoLocation's offset, -1, which reads as line 1, column -1: an error
+# there prints as 1:0, with the first line and a caret at its start).
+UNPLACED = -1
+
+
 class _Made:
     """The expression the visitor makes of one rule's part of the tree (none yet: an
     expression placed nowhere, as the visitor makes for a missing part), and how deep
@@ -518,7 +526,7 @@ class _Made:
 
 
 # A field name the rule could not read (the select is then an expression of no kind).
-_UNREAD = Node(-1)
+_UNREAD = Node(UNPLACED)
 
 
 def _operator(at: int) -> Node:
@@ -1120,12 +1128,6 @@ _RESERVED = re.compile("no viable alternative at input '.(true|false|null)'")
 _REPORT_LIMIT = 100  # cel-go's errorReportingLimit
 _LEXER_ERROR = "Syntax error: token recognition error"
 RECURSION_LIMIT = 250  # cel-go's maxRecursionDepth (its listener's and its visitor's)
-# Where an error has no place in the text (cel-go's NoLocation, printed as -1:0).
-NO_LOCATION = -2
-# Where an expression the visitor makes for a missing part of the tree is (cel-go
-# places it at NoLocation's offset, -1, which reads as line 1, column -1: an error
-# there prints as 1:0, with the first line and a caret at its start).
-UNPLACED = -1
 # Python frames the rules take per level of nesting, with room: the limit raised to
 # this while reading, so that RECURSION_LIMIT levels are read rather than given up.
 _FRAMES_NEEDED = 40 * RECURSION_LIMIT

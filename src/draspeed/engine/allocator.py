@@ -341,6 +341,7 @@ class PreparedClaims:
                 if answer is not None and (deadline is None or _ahead(deadline)):
                     stats, shape, leaves, shared = answer
                     self.last_stats = self.allocator.last_stats = stats
+                    # (_answer_copies inline: a call is a tenth of this whole path.)
                     copies: list[AllocationResult] = fill_template(shape, leaves)
                     if shared:
                         _fresh_share_ids(copies, self.allocator.share_id)
