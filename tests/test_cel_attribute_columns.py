@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draspeed.api.model import Device, DeviceAttribute
-from draspeed.cel.device import attribute_display_name
+from draspeed.api.model import Device, DeviceAttribute, DeviceCapacity
+from draspeed.cel.device import attribute_display_name, device_input
 from draspeed.cel.table import (
     _RISKY_KINDS,
     DeviceTable,
@@ -25,6 +25,7 @@ from draspeed.cel.table import (
     _cel_attribute,
     _conversion_detail,
 )
+from draspeed.quantity import Quantity
 
 _DRIVERS = ("a.example.com", "b.example.com")
 _NAMES = (
@@ -111,3 +112,52 @@ def test_columns_and_conversion_errors_as_looked_up_per_device(
     }
     assert table.conversion_messages == expected
     assert table.conversion_error.tolist() == [row in expected for row in range(len(devices))]
+
+
+def _copy(text: str) -> str:
+    """An equal string at another address (names a program builds one by one)."""
+    return "".join(list(text))
+
+
+_CAPACITY_NAMES = ("memory", "a.example.com/memory", "b.example.com/cores", "cores")
+_named_device = st.tuples(
+    st.sampled_from(_DRIVERS),
+    st.dictionaries(st.sampled_from(_NAMES), _attribute, max_size=5),
+    st.lists(st.sampled_from(_CAPACITY_NAMES), unique=True, max_size=3),
+    st.booleans(),
+)
+_KEY_READS = [
+    ("attr_domains",),
+    ("cap_domains",),
+    *[("attr_keys", d) for d in ("a.example.com", "b.example.com", "c.example.com", "z.io")],
+    *[("cap_keys", d) for d in ("a.example.com", "b.example.com", "z.io")],
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(devices=st.lists(_named_device, max_size=12))
+def test_name_columns_as_the_device_maps_show_them(
+    devices: list[tuple[str, dict[str, DeviceAttribute], list[str], bool]],
+) -> None:
+    """The names a selector sees of ``device.attributes`` / ``device.capacity`` (and
+    of one domain of them), in the maps' order: one compiled pass numbers each device's
+    set of names, by address or by value, and the names shown are worked out per set."""
+    pairs = []
+    for i, (driver, attrs, caps, copied) in enumerate(devices):
+        if copied:
+            attrs = {_copy(k): v for k, v in attrs.items()}
+            caps = [_copy(c) for c in caps]
+        capacity = {c: DeviceCapacity(Quantity.parse("1")) for c in caps}
+        pairs.append((driver, Device(name=f"d{i}", attributes=attrs, capacity=capacity)))
+    table = DeviceTable.build(pairs)
+    errors = table.conversion_error.tolist()
+    for read in _KEY_READS:
+        column = table.column(read)
+        for row, (driver, device) in enumerate(pairs):
+            if errors[row] and read[0].startswith("attr"):
+                continue  # every selector fails there
+            maps = device_input(driver, device).value
+            shown = maps["attributes" if read[0].startswith("attr") else "capacity"]
+            if len(read) > 1:
+                shown = shown.get(read[1], {})
+            assert column.values[column.ids1[row] - 1] == tuple(shown), (read, row)

@@ -52,9 +52,16 @@ def devices(draw: Any) -> tuple[str, Device]:
         attributes["topology.example.com/rack"] = DeviceAttribute(
             "string", draw(st.sampled_from(["r1", "r2"]))
         )
+    if draw(st.booleans()):  # a value of its own, as a UUID is
+        attributes[f"{DOMAIN}/uuid"] = DeviceAttribute("string", f"u-{draw(st.integers(0, 999))}")
+    # Names in any order: macros over a map's keys see them in that order.
+    order = draw(st.permutations(list(attributes)))
+    attributes = {name: attributes[name] for name in order}
     capacity = {}
     if draw(st.integers(0, 3)):
         capacity[f"{DOMAIN}/memory"] = DeviceCapacity(Quantity.parse(draw(st.sampled_from(MEMORY))))
+    if draw(st.integers(0, 3)) == 0:  # a bare capacity name (kept as written)
+        capacity[draw(st.sampled_from(["memory", "cores"]))] = DeviceCapacity(Quantity.parse("4"))
     multi = draw(st.sampled_from([None, True, False]))
     return driver, Device(
         name="d", attributes=attributes, capacity=capacity, allow_multiple_allocations=multi
@@ -89,6 +96,30 @@ LEAVES = [
     f"{A}.numa",
     'device.attributes.exists(d, d.startsWith("topology"))',
     "1 / 0 == 1",
+    # Values of their own per device.
+    f'{A}.uuid.startsWith("u-1")',
+    f'{A}.uuid.matches("^u-[0-4]")',
+    f'{A}.?uuid.orValue("") < "u-5"',
+    # Names alone (keys of a domain map, or the domains).
+    f'"model" in {A}',
+    f'"memory" in {C}',
+    f"{A}.size() >= 3",
+    f"size({C}) == 1",
+    f'{A}.exists(k, k == "numa")',
+    f'{A}.all(k, k != "broken")',
+    f'{A}.exists_one(k, k.startsWith("m"))',
+    f'{A}.map(k, k)[0] == "model"',
+    f"{A}.filter(k, k.size() > 4).size() == 1",
+    f'{C}.map(k, k)[0] == "memory"',
+    "device.attributes.size() == 2",
+    'device.attributes.map(d, d)[0] == "topology.example.com"',
+    f'device.capacity.exists(d, d == "{DOMAIN}")',
+    f'cel.bind(g, {A}, "numa" in g && g.size() > 1)',
+    f'"uuid" in {A} && {A}.uuid.startsWith("u-1")',
+    # Names with values: read whole.
+    f'{A}.exists(k, {A}[k] == "a100")',
+    f'{A}.all(k, v, k != "numa" || v == 1)',
+    f'{C}.exists(k, {C}[k].isGreaterThan(quantity("1")))',
 ]
 
 
@@ -134,3 +165,28 @@ def test_vector_general_and_matches_agree(pairs: list[tuple[str, Device]], expr:
     assert _table_outcomes(selector.evaluate(table), len(pairs)) == want
     assert _table_outcomes(selector.evaluate_rows(table), len(pairs)) == want
     assert _table_outcomes(selector.evaluate_rows(table, memoize=False), len(pairs)) == want
+
+
+def test_names_alone_are_read_without_building_each_device() -> None:
+    """Selectors that read a device map's names alone are evaluated once per distinct
+    set of names: no device's full CEL input is built, however its values differ."""
+    pairs = [
+        (
+            DOMAIN,
+            Device(
+                name=f"d{i}",
+                attributes={
+                    f"{DOMAIN}/uuid": DeviceAttribute("string", f"u-{i}"),
+                    f"{DOMAIN}/model": DeviceAttribute("string", "a100"),
+                },
+            ),
+        )
+        for i in range(50)
+    ]
+    table = DeviceTable.build(pairs)
+    for expr in (f'"model" in {A}', f"{A}.size() == 2", 'device.attributes.exists(d, d != "")'):
+        match, error, _ = compile_selector(expr).evaluate(table)
+        assert match.all() and not error.any()
+    assert table._inputs == [None] * 50
+    match, _, _ = compile_selector(f'{A}.exists(k, {A}[k] == "u-3")').evaluate(table)
+    assert match.tolist() == [i == 3 for i in range(50)]  # values read: per device

@@ -13,6 +13,7 @@ import numpy as np
 from draspeed.api import model
 
 from libc.stdint cimport int32_t, uint8_t
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
@@ -142,6 +143,109 @@ def capacities(list devices, list drivers, str domain, str ident):
         if found != NULL:
             out[i] = _field(<object>found, _value_at, "value", _CAPACITY)
     return out
+
+
+def key_sets(list devices, list drivers, bint capacity):
+    """Each device's attribute (or capacity) names with its driver, as a set id:
+    ``(ids, sets)``, ``sets[ids[i]]`` = ``(driver, names)`` of device i, the names a
+    tuple in the map's order. For selectors that read only which names a device has
+    (``k in m``, ``m.size()``, a macro over ``m``'s keys): they are evaluated once per
+    distinct set, not per device, whatever the values (which differ per device, as
+    UUIDs do).
+
+    Names are numbered by address first (the decoder shares them between devices) and
+    by value when an address is new, so equal names are one number however they were
+    made; a device's set is the byte string of its driver's and names' numbers.
+    """
+    cdef Py_ssize_t n = len(devices), i
+    ids_a = np.zeros(n, np.int32)
+    cdef list sets = []
+    cdef _Numbering numbering = _Numbering()
+    try:
+        _key_scan(devices, drivers, capacity, ids_a, sets, numbering)
+    finally:
+        numbering.release()
+    return ids_a, sets
+
+
+cdef class _Numbering:
+    """Numbers for hashable objects: by address (a C map) first, then by value."""
+
+    cdef PtrMap by_address  # address -> number + 1
+    cdef dict by_value
+    cdef list keep  # objects whose address is a key of by_address: kept alive
+    cdef bint ready
+
+    def __cinit__(self):
+        self.by_value = {}
+        self.keep = []
+        if ptrmap_init(&self.by_address, 64) < 0:
+            ptrmap_free(&self.by_address)
+            raise MemoryError()
+        self.ready = True
+
+    cdef void release(self) noexcept:
+        if self.ready:
+            ptrmap_free(&self.by_address)
+            self.ready = False
+
+    def __dealloc__(self):
+        self.release()
+
+    cdef int32_t number(self, PyObject *o) except -1:
+        cdef int found = ptrmap_get(&self.by_address, o, 0)
+        if found != 0:
+            return found - 1
+        known = self.by_value.get(<object>o)
+        if known is None:
+            known = len(self.by_value)
+            self.by_value[<object>o] = known
+        self.keep.append(<object>o)
+        if ptrmap_put(&self.by_address, o, <int>known + 1) < 0:
+            raise MemoryError()
+        return <int32_t>known
+
+
+cdef void _key_scan(list devices, list drivers, bint capacity, int32_t[::1] ids, list sets,
+                    _Numbering numbering) except *:
+    cdef Py_ssize_t n = len(devices), i, pos, k, size = 0
+    cdef int32_t *numbers = NULL
+    cdef int32_t *grown
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef PyObject *found
+    cdef dict by_numbers = {}  # bytes of a device's numbers -> its set id
+    try:
+        for i in range(n):
+            if capacity:
+                mapping = _field(devices[i], _capacity_at, "capacity", _DEVICE)
+            else:
+                mapping = _field(devices[i], _attributes_at, "attributes", _DEVICE)
+            if type(mapping) is not dict:
+                mapping = dict(mapping)
+            if len(mapping) + 1 > size:
+                size = 2 * (len(mapping) + 1)
+                grown = <int32_t*>PyMem_Realloc(numbers, size * sizeof(int32_t))
+                if grown == NULL:
+                    raise MemoryError()
+                numbers = grown
+            driver = drivers[i]
+            numbers[0] = numbering.number(<PyObject*>driver)
+            pos = 0
+            k = 1
+            while PyDict_Next(mapping, &pos, &key, &value):
+                numbers[k] = numbering.number(key)
+                k += 1
+            signature = PyBytes_FromStringAndSize(<char*>numbers, k * sizeof(int32_t))
+            found = PyDict_GetItem(by_numbers, signature)
+            if found != NULL:
+                ids[i] = <int32_t><object>found
+            else:
+                ids[i] = len(sets)
+                by_numbers[signature] = len(sets)
+                sets.append((driver, tuple(mapping)))
+    finally:
+        PyMem_Free(numbers)
 
 
 def multi_flags(list devices):

@@ -230,6 +230,10 @@ class SelectorVerdicts:
                 parts.append(None if cap is None else cap.value)
             elif kind == "cap_domain":
                 parts.append([[k, c.value] for k, c in _domain(device.capacity, read[1], driver)])
+            elif kind in ("attr_keys", "attr_domains"):
+                parts.append(list(attrs))  # every name, in order: more than is read
+            elif kind in ("cap_keys", "cap_domains"):
+                parts.append(list(device.capacity))
         plain = self._plain_kinds
         for name, attribute in attrs.items():
             if attribute.kind not in plain:

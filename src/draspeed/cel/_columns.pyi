@@ -20,6 +20,9 @@ def attributes(
 def capacities(
     devices: list[Device], drivers: list[str], domain: str, ident: str
 ) -> list[Quantity | None]: ...
+def key_sets(
+    devices: list[Device], drivers: list[str], capacity: bool
+) -> tuple[npt.NDArray[np.int32], list[tuple[str, tuple[str, ...]]]]: ...
 def multi_flags(devices: list[Device]) -> list[bool]: ...
 def attribute_pass(
     devices: list[Device],

@@ -30,6 +30,7 @@ from draspeed.cel.device import (
     attribute_display_name,
     attribute_value,
     device_input,
+    split_qualified_name,
 )
 from draspeed.quantity import Quantity
 from draspeed.semantic_version import SemVer
@@ -79,6 +80,32 @@ def _sort_cmp(a: Any, b: Any) -> int:
     return 0
 
 
+# Kinds whose Python order is CEL's (bool, int, string): sorted by the values
+# themselves, which is far faster than by comparison function for the many distinct
+# values of a column of UUIDs or serial numbers.
+_NATIVE_ORDER = frozenset({0, 1, 3})
+
+
+def _natural_order(values: list[Any]) -> list[int]:
+    """The indices of ``values`` in their natural order (:func:`_sort_cmp`; stable)."""
+    groups: dict[int, list[int]] = {}
+    for i, value in enumerate(values):
+        groups.setdefault(_KIND_ORDER.get(type(value), 9), []).append(i)
+    order: list[int] = []
+    for kind in sorted(groups):
+        members = groups[kind]
+        if kind in _NATIVE_ORDER:
+            members.sort(key=lambda i: values[i])
+        elif kind < 6:  # floats, versions, quantities: their own comparison
+
+            def by_value(i: int, j: int) -> int:
+                return _sort_cmp(values[i], values[j])
+
+            members.sort(key=cmp_to_key(by_value))
+        order.extend(members)  # lists and maps compare equal: first-seen order
+    return order
+
+
 def _intern(
     rows: list[Any],
     key_of: Callable[[Any], Hashable | None],
@@ -124,10 +151,7 @@ def _sorted_column(local: np.ndarray, values: list[Any], absent: bool) -> Column
     """The column of ``local`` codes (0 absent, i + 1 ``values[i]``), its values put
     in their natural order."""
 
-    def by_value(i: int, j: int) -> int:
-        return _sort_cmp(values[i], values[j])
-
-    order = sorted(range(len(values)), key=cmp_to_key(by_value))
+    order = _natural_order(values)
     remap = np.zeros(len(values) + 1, dtype=np.int32)
     for new, old in enumerate(order):
         remap[old + 1] = new + 1
@@ -165,6 +189,31 @@ def _map_key(value: Any) -> Hashable:
     if isinstance(value, Quantity):
         return ("Quantity", *_quantity_key(value))
     return (type(value).__name__, value)
+
+
+# Reads of a device's names alone (``draspeed.cel.vector``): the identifiers of one
+# attribute or capacity domain ("attr_keys"/"cap_keys", domain), or the domains
+# ("attr_domains"/"cap_domains").
+_KEY_READS = frozenset({"attr_keys", "cap_keys", "attr_domains", "cap_domains"})
+
+
+def _names_shown(
+    driver: str, names: tuple[str, ...], capacity: bool, domain: str | None
+) -> tuple[str, ...]:
+    """The keys of ``device.attributes`` (or ``device.capacity``) -- with ``domain``,
+    of that domain's map -- for a device of ``driver`` with these names, in the order
+    :func:`draspeed.cel.device.device_input` builds the maps: a bare name is in the
+    driver's domain, and a capacity's bare name goes before the qualified ones."""
+    if capacity:
+        names = tuple(sorted(names, key=lambda name: "/" in name))
+    shown: dict[str, None] = {}
+    for name in names:
+        where, ident = split_qualified_name(name, driver)
+        if domain is None:
+            shown[where] = None
+        elif where == domain:
+            shown[ident] = None
+    return tuple(shown)
 
 
 # Attribute kinds whose conversion can fail (no value, unparsable version).
@@ -330,6 +379,8 @@ class DeviceTable:
         if kind == "cap":
             caps = _columns.capacities(self._devices, self._drivers, key[1], key[2])
             return _intern(caps, _quantity_key, _same)
+        if kind in _KEY_READS:
+            return self._key_column(kind, key[1] if len(key) > 1 else None)
         if kind in ("attr_domain", "cap_domain"):
             field = "attributes" if kind == "attr_domain" else "capacity"
             maps = [self.device_input(i).value[field].get(key[1]) for i in range(n)]
@@ -340,6 +391,33 @@ class DeviceTable:
             sigs = [self._device_signature(i) for i in range(n)]
             return _intern(sigs, _map_key, _same)
         raise KeyError(key)
+
+    def _key_sets(self, capacity: bool) -> tuple[np.ndarray, list[tuple[str, tuple[str, ...]]]]:
+        """Each device's (driver, attribute or capacity names) as a set id (one
+        compiled pass per field, shared by every key read)."""
+        found = self._cache.get(("key_sets", capacity))
+        if found is None:
+            found = self._cache[("key_sets", capacity)] = _columns.key_sets(
+                self._devices, self._drivers, capacity
+            )
+        return found
+
+    def _key_column(self, kind: str, domain: str | None) -> Column:
+        """The names a device's map shows a selector (see ``_KEY_READS``), as a tuple in
+        the map's order; worked out once per distinct set of names."""
+        capacity = kind in ("cap_keys", "cap_domains")
+        ids, sets = self._key_sets(capacity)
+        shown = [_names_shown(driver, names, capacity, domain) for driver, names in sets]
+        code_of = np.zeros(len(sets) + 1, dtype=np.int32)
+        values: list[tuple[str, ...]] = []
+        by_value: dict[tuple[str, ...], int] = {}
+        for k, names in enumerate(shown):
+            code = by_value.get(names)
+            if code is None:
+                values.append(names)
+                code = by_value[names] = len(values)
+            code_of[k] = code
+        return Column(code_of[ids], values, False)
 
     def _domain_presence(self, domain: str) -> Iterable[bool]:
         prefix = domain + "/"

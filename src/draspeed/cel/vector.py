@@ -4,13 +4,15 @@ The plan splits the expression at ``&&``, ``||``, ``!`` and ``?:`` (after inlini
 ``cel.bind`` variables that name a path such as ``device.attributes["d"]``) into
 leaves. Each leaf is a closed sub-expression; a static analysis finds what it reads
 (the driver, allowMultipleAllocations, attribute and capacity keys, domain presence,
-whole domain maps, or — when it uses ``device`` in a way the analysis does not follow —
-the whole device). The leaf is then evaluated by the general evaluator once per
-*distinct combination* of the values it reads, on a synthetic device holding just those
-values, and the per-combination results are broadcast to the rows with numpy
-(a range compare when the true ids are contiguous — ids are sorted by value — a few
-equality compares, or a gather). Leaves combine with CEL's commutative error
-absorption; a cost-limit error is not absorbed, as in the evaluator.
+the names alone of a domain map or of the domains — for ``in``, ``size`` and
+one-variable macros, which see keys only —, whole domain maps, or — when it uses
+``device`` in a way the analysis does not follow — the whole device). The leaf is
+then evaluated by the general evaluator once per *distinct combination* of the values
+it reads, on a synthetic device holding just those values, and the per-combination
+results are broadcast to the rows with numpy (a range compare when the true ids are
+contiguous — ids are sorted by value — a few equality compares, or a gather). Leaves
+combine with CEL's commutative error absorption; a cost-limit error is not absorbed,
+as in the evaluator.
 
 Results are exact, errors included: a leaf error is an error for its rows, never a
 silent false. Devices whose attributes upstream cannot convert are errors for every
@@ -234,6 +236,27 @@ def _escalate(sym: Sym, reads: set[ReadKey]) -> None:
         reads.add(("cap_domain", sym[1]))
 
 
+_NAME_READS = {
+    "domain": "attr_keys",
+    "capdomain": "cap_keys",
+    "attrs": "attr_domains",
+    "caps": "cap_domains",
+}
+
+
+def _read_names(sym: Sym, reads: set[ReadKey]) -> None:
+    """``sym`` is used for its keys alone (``k in m``, ``size(m)``, a one-variable
+    macro over ``m``): read the names of a device map, not its values (which may
+    differ on every device); anything else is read whole."""
+    if sym is None:
+        return
+    kind = _NAME_READS.get(sym[0])
+    if kind is None:
+        _escalate(sym, reads)
+    else:
+        reads.add((kind, *sym[1:]))
+
+
 def _member(sym: Sym, name: str, reads: set[ReadKey], plain: bool) -> Sym:
     """The symbol of ``sym.name`` / ``sym["name"]``; ``plain`` is false for .? and has()."""
     assert sym is not None
@@ -303,19 +326,22 @@ def _sym(node: Node, env: dict[str, Sym], reads: set[ReadKey]) -> Sym:
         _escalate(base, reads)
         return None
     if isinstance(node, Call):
-        if (
-            node.function == "@in"
-            and isinstance(node.args[0], Const)
-            and node.args[0].kind == "string"
-        ):
-            container = _sym(node.args[1], env, reads)
-            if container == ("attrs",):
-                reads.add(("attr_presence", node.args[0].value))
-                return None
-            if container == ("caps",):
-                reads.add(("cap_domain", node.args[0].value))
-                return None
-            _escalate(container, reads)
+        if node.function == "@in" and len(node.args) == 2 and node.target is None:
+            item, container = node.args
+            sym = _sym(container, env, reads)
+            if isinstance(item, Const) and item.kind == "string":
+                if sym == ("attrs",):
+                    reads.add(("attr_presence", item.value))
+                    return None
+                if sym == ("caps",):
+                    reads.add(("cap_domain", item.value))
+                    return None
+            _escalate(_sym(item, env, reads), reads)
+            _read_names(sym, reads)
+            return None
+        if node.function == "size" and len(node.args) + (node.target is not None) == 1:
+            # size(m) and m.size() of a map count its keys.
+            _read_names(_sym(node.target or node.args[0], env, reads), reads)
             return None
         for child in children(node):
             _escalate(_sym(child, env, reads), reads)
@@ -324,7 +350,12 @@ def _sym(node: Node, env: dict[str, Sym], reads: set[ReadKey]) -> Sym:
         init = _sym(node.init, env, reads)
         return _sym(node.body, {**env, node.var: init}, reads)
     if isinstance(node, Comprehension):
-        _escalate(_sym(node.range, env, reads), reads)
+        # A one-variable macro over a map iterates its keys only.
+        rng = _sym(node.range, env, reads)
+        if node.var2 is None:
+            _read_names(rng, reads)
+        else:
+            _escalate(rng, reads)
         inner = {**env, node.var: None}
         if node.var2 is not None:
             inner[node.var2] = None
@@ -361,6 +392,18 @@ def synthetic_device(values: dict[ReadKey, Any]) -> dict[str, Any]:
         }
     attributes = DomainMap()
     capacity = DomainMap()
+    # Names first, in the device's order; the values a leaf reads fill them in. A name
+    # read for its presence alone holds None (never read: see _read_names).
+    for domain in values.get(("attr_domains",), ()):
+        attributes[domain] = {}
+    for domain in values.get(("cap_domains",), ()):
+        capacity[domain] = {}
+    for key, value in values.items():
+        kind = key[0]
+        if kind in ("attr_keys", "cap_keys") and value:
+            inner = (attributes if kind == "attr_keys" else capacity).setdefault(key[1], {})
+            for ident in value:
+                inner[ident] = None
     for key, value in values.items():
         kind = key[0]
         if kind == "attr_domain" and value is not None:
@@ -643,32 +686,87 @@ def _eval_leaf(
     else:
         present = np.unique(combined[wanted])
         size = int(combined.max()) + 1 if n else 1
+    # Per combination, in lists (one numpy store each at the end, not four per value).
+    combos = present.tolist()
+    vals: list[bool] = []
+    errs: list[int] = []
+    costs: list[int] = []
+    groups_read: list[int] = []
+    deadline = messages.deadline
+    devices = _Devices(leaf.reads, columns)
+    # One activation for every combination, made current once (reset before each run).
+    act = Activation(None, leaf.nslots, COST_LIMIT, deadline)
+    previous = swap_meter(act)
+    try:
+        for k, combo in enumerate(combos):
+            if deadline is not None and not k & CHECK_EVERY:
+                check_deadline(deadline)
+            act.device = devices.at(decode(combo))
+            value, error, cost, groups = _run_leaf(leaf, act)
+            vals.append(value)
+            errs.append(0 if error is None else messages.code(error))
+            costs.append(cost)
+            groups_read.append(groups)
+            messages.work += cost
+            if lazy and (cost > COST_LIMIT or messages.work > _WORK_BUDGET):
+                raise _TooCostly()
+    finally:
+        swap_meter(previous)
     res_val = np.zeros(size, dtype=bool)
     res_err = np.zeros(size, dtype=np.int32)
     res_cost = np.zeros(size, dtype=np.int64)
     res_groups = np.zeros(size, dtype=np.int64)
-    deadline = messages.deadline
-    max_cost = 0
-    for k, combo in enumerate(present):
-        if deadline is not None and not k & CHECK_EVERY:
-            check_deadline(deadline)
-        ids = decode(int(combo))
-        values = {
-            key: (col.values[i - 1] if i > 0 else None)
-            for key, col, i in zip(leaf.reads, columns, ids, strict=True)
-        }
-        value, error, cost, groups = _run_leaf(leaf, synthetic_device(values), deadline)
-        if error is not None:
-            res_err[combo] = messages.code(error)
-        else:
-            res_val[combo] = value
-        res_cost[combo] = cost
-        res_groups[combo] = groups
-        max_cost = max(max_cost, cost)
-        messages.work += cost
-        if lazy and (cost > COST_LIMIT or messages.work > _WORK_BUDGET):
-            raise _TooCostly()
+    if combos:
+        res_val[present] = vals
+        res_err[present] = errs
+        res_cost[present] = costs
+        res_groups[present] = groups_read
+    max_cost = max(costs, default=0)
     return _LeafValues(combined, present, res_val, res_err, res_cost, res_groups, max_cost)
+
+
+class _Devices:
+    """The synthetic device of each combination of a leaf's reads. When the leaf reads
+    nothing but the driver, allowMultipleAllocations and single attributes or
+    capacities, one device is made and its read entries are swapped per combination
+    (a leaf reads what it reads and keeps nothing); otherwise one is made each time."""
+
+    def __init__(self, reads: tuple[ReadKey, ...], columns: list[Column]) -> None:
+        self.reads = reads
+        self.columns = [c.values for c in columns]
+        self.device: dict[str, Any] | None = None
+        self.slots: list[tuple[dict[str, Any], str]] = []
+        if all(key[0] in _SWAPPABLE for key in reads):
+            self.device = synthetic_device({})
+            for key in reads:
+                if key[0] in ("attr", "cap"):
+                    maps = self.device["attributes" if key[0] == "attr" else "capacity"]
+                    self.slots.append((maps.setdefault(key[1], {}), key[2]))
+                else:
+                    self.slots.append((self.device, _DEVICE_FIELDS[key[0]]))
+
+    def at(self, ids: tuple[int, ...]) -> dict[str, Any]:
+        if self.device is None:
+            values = {
+                key: (column[i - 1] if i > 0 else None)
+                for key, column, i in zip(self.reads, self.columns, ids, strict=True)
+            }
+            return synthetic_device(values)
+        for (mapping, name), column, i, key in zip(
+            self.slots, self.columns, ids, self.reads, strict=True
+        ):
+            if i > 0:
+                mapping[name] = column[i - 1]
+            elif key[0] in _DEVICE_FIELDS:
+                mapping[name] = _DEVICE_DEFAULTS[key[0]]
+            else:
+                mapping.pop(name, None)
+        return self.device
+
+
+_DEVICE_FIELDS = {"driver": "driver", "multi": "allowMultipleAllocations"}
+_DEVICE_DEFAULTS = {"driver": "", "multi": False}
+_SWAPPABLE = frozenset({"attr", "cap", *_DEVICE_FIELDS})
 
 
 def _gather_leaf(leaf: _LeafValues, track: bool) -> Result:
@@ -688,20 +786,18 @@ def _per_row(per_combination: np.ndarray, leaf: _LeafValues) -> int | np.ndarray
     return per_combination[leaf.combined]
 
 
-def _run_leaf(
-    leaf: Leaf, device: dict[str, Any], deadline: float | None
-) -> tuple[bool, str | None, int, int]:
-    """(value, error text, cost, Shared groups read) of one leaf on one device."""
-    act = Activation(device, leaf.nslots, COST_LIMIT, deadline)
-    previous = swap_meter(act)
+def _run_leaf(leaf: Leaf, act: Activation) -> tuple[bool, str | None, int, int]:
+    """(value, error text, cost, Shared groups read) of one leaf on ``act.device``;
+    ``act`` is the current meter, and is reset here."""
+    act.cost = act.allocated = act.groups = 0
+    if leaf.nslots:
+        act.slots = [None] * leaf.nslots
     try:
         value = leaf.program(act)
     except CostLimitExceeded:
         return False, COST_MESSAGE, COST_LIMIT + 1, act.groups
     except Exception as exc:  # every failure becomes a CEL error (deadlines propagate)
         return False, str(runtime_error(exc)), act.cost, act.groups
-    finally:
-        swap_meter(previous)
     try:
         if leaf.mode == "top":
             return to_bool_result(value), None, act.cost, act.groups
@@ -712,13 +808,17 @@ def _run_leaf(
     return value, None, act.cost, act.groups
 
 
+def _one(c: int) -> tuple[int]:
+    return (c,)
+
+
 def _combine(columns: list[Column], n: int) -> tuple[np.ndarray, np.ndarray, Any]:
     """Row → combination index, the combinations that occur, and a decoder to value ids."""
     if not columns:
         return np.zeros(n, dtype=np.int32), np.zeros(1 if n else 0, dtype=np.int64), lambda c: ()
     if len(columns) == 1:
         col = columns[0]
-        return col.ids1, col.present(), lambda c: (c,)
+        return col.ids1, col.present(), _one
     bases = [c.cardinality + 1 for c in columns]
     total = 1
     for b in bases:

@@ -133,6 +133,12 @@ def selector_menu(driver: str, schema: DriverSchema | None = None) -> list[str]:
         f'device.driver == "{driver}"',
         'device.attributes["topo.example.com"].?rack.orValue("") == "r1"',
         "true",
+        # Names alone (keys of a domain, or the domains).
+        f'"model" in {a}',
+        f"{a}.size() >= 2",
+        f'{a}.exists(k, k.startsWith("n"))',
+        f'"memory" in {c} || {c}.size() == 0',
+        'device.attributes.exists(d, d == "topo.example.com")',
     ]
     if schema is None:
         published = set(direct)
