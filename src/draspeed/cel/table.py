@@ -16,7 +16,7 @@ version) are marked in :attr:`DeviceTable.conversion_error`: every selector fail
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any
@@ -386,7 +386,7 @@ class DeviceTable:
             maps = [self.device_input(i).value[field].get(key[1]) for i in range(n)]
             return _intern(maps, _map_key, _same)
         if kind == "attr_presence":
-            return _intern(list(self._domain_presence(key[1])), _same, _same)
+            return self._domain_presence(key[1])
         if kind == "device":
             sigs = [self._device_signature(i) for i in range(n)]
             return _intern(sigs, _map_key, _same)
@@ -419,14 +419,13 @@ class DeviceTable:
             code_of[k] = code
         return Column(code_of[ids], values, False)
 
-    def _domain_presence(self, domain: str) -> Iterable[bool]:
-        prefix = domain + "/"
-        for driver, device in zip(self._drivers, self._devices, strict=True):
-            names = device.attributes
-            if domain == driver:
-                yield any("/" not in k or k.startswith(prefix) for k in names)
-            else:
-                yield any(k.startswith(prefix) for k in names)
+    def _domain_presence(self, domain: str) -> Column:
+        """Whether a device has an attribute in ``domain`` (``"d" in device.attributes``),
+        worked out once per distinct set of names."""
+        ids, sets = self._key_sets(False)
+        present = [domain in _names_shown(driver, names, False, None) for driver, names in sets]
+        rows = np.asarray(present, dtype=bool)[ids] if len(sets) else np.zeros(0, dtype=bool)
+        return _intern(rows.tolist(), _same, _same)
 
     def _device_signature(self, row: int) -> Any:
         value = self.device_input(row).value
