@@ -41,6 +41,7 @@ Run: ``pytest bench -k vs_upstream --benchmark-only --benchmark-json=vs.json``.
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import shutil
@@ -81,6 +82,9 @@ class Workload:
     full_nodes: int
     template: str
     description: str
+    # A CEL selector added to the template's first request (the claim shapes of issue
+    # #13's table use none beyond their classes').
+    selector: str = ""
 
     @property
     def nodes(self) -> int:
@@ -137,15 +141,37 @@ WORKLOADS = (
         "single-gpu",
         "5,000 x 8 H100, 1 GPU",
     ),
+    # Selectors that read what differs on every device: a map's names alone, and a value
+    # of its own (each GPU's UUID).
+    Workload(
+        "gpu-names-2000",
+        "nvidia-gpu",
+        2000,
+        "single-gpu",
+        '2,000 x 8 H100, 1 GPU with `"productName" in device.attributes[...]`',
+        '"productName" in device.attributes["gpu.nvidia.com"]',
+    ),
+    Workload(
+        "gpu-uuid-2000",
+        "nvidia-gpu",
+        2000,
+        "single-gpu",
+        '2,000 x 8 H100, 1 GPU with `uuid.startsWith("GPU-")`',
+        'device.attributes["gpu.nvidia.com"].uuid.startsWith("GPU-")',
+    ),
 )
 
 # Workload by workload, its four modes together (one cluster alive at a time).
 CASES = [(w, m) for w in WORKLOADS for m in MODES]
 
 
-def _pod_claims(cluster: Cluster, template: str, pod: int) -> list[ResourceClaim]:
+def _pod_claims(workload: Workload, cluster: Cluster, pod: int) -> list[ResourceClaim]:
     """The claim the claim controller makes for pod ``pod`` from the template."""
-    doc = claim_from_template(cluster.template(template), f"pod-{pod}-claim-0")
+    doc = claim_from_template(cluster.template(workload.template), f"pod-{pod}-claim-0")
+    if workload.selector:
+        doc = copy.deepcopy(doc)  # it shares parts with the cluster's template
+        request = doc["spec"]["devices"]["requests"][0]["exactly"]
+        request.setdefault("selectors", []).append({"cel": {"expression": workload.selector}})
     return load([doc], validate=False).claims
 
 
@@ -177,7 +203,7 @@ class Prepared:
         self.cluster = generate(workload.kind, workload.nodes)
         self.objects: Objects = self.cluster.decoded()
         self.allocated = [c for c in self.objects.claims if c.status.allocation]
-        self.claims = _pod_claims(self.cluster, workload.template, 0)
+        self.claims = _pod_claims(workload, self.cluster, 0)
         self.case = folder / f"{workload.name}.jsonl"
         o = self.objects
         self.case.write_bytes(
@@ -283,7 +309,7 @@ def _run_mode(benchmark: BenchmarkFixture, p: Prepared, mode: str) -> Outcome:
 
         def another_pod() -> tuple[tuple[list[ResourceClaim]], dict[str, Any]]:
             p.next_pod += 1
-            return (_pod_claims(p.cluster, p.workload.template, p.next_pod),), {}
+            return (_pod_claims(p.workload, p.cluster, p.next_pod),), {}
 
         def new_pod(pod_claims: list[ResourceClaim]) -> None:
             seen.append(Outcome.of(allocator.feasible_nodes(pod_claims)))
