@@ -116,6 +116,11 @@ LEAVES = [
     f'device.capacity.exists(d, d == "{DOMAIN}")',
     f'cel.bind(g, {A}, "numa" in g && g.size() > 1)',
     f'"uuid" in {A} && {A}.uuid.startsWith("u-1")',
+    # Presence alone (has()).
+    f"has({A}.uuid)",
+    f'has({A}.uuid) && {A}.uuid.endsWith("7")',
+    f"has({C}.memory) || has({C}.cores)",
+    f"!has({A}.broken)",
     # Names with values: read whole.
     f'{A}.exists(k, {A}[k] == "a100")',
     f'{A}.all(k, v, k != "numa" || v == 1)',
@@ -184,7 +189,12 @@ def test_names_alone_are_read_without_building_each_device() -> None:
         for i in range(50)
     ]
     table = DeviceTable.build(pairs)
-    for expr in (f'"model" in {A}', f"{A}.size() == 2", 'device.attributes.exists(d, d != "")'):
+    for expr in (
+        f'"model" in {A}',
+        f"{A}.size() == 2",
+        'device.attributes.exists(d, d != "")',
+        f"has({A}.uuid)",
+    ):
         match, error, _ = compile_selector(expr).evaluate(table)
         assert match.all() and not error.any()
     assert table._inputs == [None] * 50

@@ -216,14 +216,14 @@ class SelectorVerdicts:
         parts: list[Any] = [driver, bool(device.allow_multiple_allocations)]
         for read in reads:
             kind = read[0]
-            if kind == "attr":
+            if kind in ("attr", "attr_present"):
                 found = attrs.get(f"{read[1]}/{read[2]}")
                 if found is None and read[1] == driver:
                     found = attrs.get(read[2])
                 parts.append(found)
             elif kind in ("attr_domain", "attr_presence"):
                 parts.append(_domain(attrs, read[1], driver))
-            elif kind == "cap":
+            elif kind in ("cap", "cap_present"):
                 cap = device.capacity.get(f"{read[1]}/{read[2]}")
                 if cap is None and read[1] == driver:
                     cap = device.capacity.get(read[2])

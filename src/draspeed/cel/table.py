@@ -356,6 +356,26 @@ class DeviceTable:
             return Column(np.zeros(self.n, dtype=np.int32), [], self.n > 0)
         return _intern_ids(ids, found.objects, _attribute_key, _cel_attribute)
 
+    def _presence_column(self, capacity: bool, domain: str, ident: str) -> Column:
+        """Whether a device has attribute (or capacity) ``domain/ident``, as ``has()``
+        asks: two values, however many the attribute takes (a UUID differs on every
+        device)."""
+        if capacity:
+            present = np.asarray(
+                [
+                    q is not None
+                    for q in _columns.capacities(self._devices, self._drivers, domain, ident)
+                ],
+                dtype=bool,
+            )
+        elif "/" in domain:  # a name the pass does not file (unchecked input)
+            attrs = _columns.attributes(self._devices, self._drivers, domain, ident)
+            present = np.asarray([a is not None for a in attrs], dtype=bool)
+        else:
+            ids = self._attributes().ids.get((domain, ident))
+            present = np.zeros(self.n, dtype=bool) if ids is None else ids != 0
+        return _intern(present.tolist(), _same, _same)
+
     # ---- lazily built columns ----------------------------------------------------
 
     def column(self, key: tuple[str, ...]) -> Column:
@@ -379,6 +399,8 @@ class DeviceTable:
         if kind == "cap":
             caps = _columns.capacities(self._devices, self._drivers, key[1], key[2])
             return _intern(caps, _quantity_key, _same)
+        if kind in ("attr_present", "cap_present"):
+            return self._presence_column(kind == "cap_present", key[1], key[2])
         if kind in _KEY_READS:
             return self._key_column(kind, key[1] if len(key) > 1 else None)
         if kind in ("attr_domain", "cap_domain"):

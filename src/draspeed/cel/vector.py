@@ -4,9 +4,10 @@ The plan splits the expression at ``&&``, ``||``, ``!`` and ``?:`` (after inlini
 ``cel.bind`` variables that name a path such as ``device.attributes["d"]``) into
 leaves. Each leaf is a closed sub-expression; a static analysis finds what it reads
 (the driver, allowMultipleAllocations, attribute and capacity keys, domain presence,
-the names alone of a domain map or of the domains — for ``in``, ``size`` and
-one-variable macros, which see keys only —, whole domain maps, or — when it uses
-``device`` in a way the analysis does not follow — the whole device). The leaf is
+whether a device has an attribute or capacity (``has()``), the names alone of a
+domain map or of the domains — for ``in``, ``size`` and one-variable macros, which
+see keys only —, whole domain maps, or — when it uses ``device`` in a way the
+analysis does not follow — the whole device). The leaf is
 then evaluated by the general evaluator once per *distinct combination* of the values
 it reads, on a synthetic device holding just those values, and the per-combination
 results are broadcast to the rows with numpy (a range compare when the true ids are
@@ -314,6 +315,11 @@ def _sym(node: Node, env: dict[str, Sym], reads: set[ReadKey]) -> Sym:
             ):
                 reads.add(("device",))
             return None  # always present
+        if node.test_only and base[0] in ("domain", "capdomain"):
+            # has() of an attribute or capacity: its presence, not its value.
+            kind = "attr_present" if base[0] == "domain" else "cap_present"
+            reads.add((kind, base[1], node.field))
+            return None
         return _member(base, node.field, reads, not (node.test_only or node.optional))
     if isinstance(node, Index):
         base = _sym(node.operand, env, reads)
@@ -404,6 +410,9 @@ def synthetic_device(values: dict[ReadKey, Any]) -> dict[str, Any]:
             inner = (attributes if kind == "attr_keys" else capacity).setdefault(key[1], {})
             for ident in value:
                 inner[ident] = None
+        elif kind in ("attr_present", "cap_present") and value:
+            maps = attributes if kind == "attr_present" else capacity
+            maps.setdefault(key[1], {}).setdefault(key[2], None)
     for key, value in values.items():
         kind = key[0]
         if kind == "attr_domain" and value is not None:
