@@ -164,9 +164,15 @@ class Allocator:
                 return _copies(arrays, templates, self.share_id)
             outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
             try:
-                return outcome.raise_or_results(self.share_id)
+                answer = outcome.raise_or_results(self.share_id)
             except _Deferred:
                 forget_claim_arrays(layout, key, arrays)  # search again, one verdict more known
+                continue
+            if answer is not None and state is None:
+                # Remembered at once: the next pod asking this node copies it and goes
+                # (a scheduler asks every node once per pod of the shape).
+                arrays.remember(n, self.last_stats, arrays.results[(n, picks, chosen)])
+            return answer
 
     def feasible_nodes(
         self,
@@ -588,16 +594,16 @@ def _build_results(
         chosen = []
         for a, lp in picks[c]:
             alt = plan.alternatives[a]
-            g = int(layout.g[lp])
+            device_id, device, rs = layout.located_at(lp)
             share = arrays.share_use.get((a, lp))
             multi = share is not None
             chosen.append(
                 ChosenDevice(
                     request=alt.name,
                     parent_request=alt.parent,
-                    device_id=snap.device_id(g),
-                    device=snap.device(g),
-                    slice=snap.device_slice_of(g),
+                    device_id=device_id,
+                    device=device,
+                    slice=rs,
                     share_id="" if multi else None,  # a fresh one per copy
                     consumed_capacity=share or None,
                     admin_access=alt.admin,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from draspeed.api.coerce import object_name
-from draspeed.api.model import Device, DeviceAttribute, Node
+from draspeed.api.model import Device, DeviceAttribute, Node, ResourceSlice
 from draspeed.engine import _gather
 from draspeed.engine.slice_table import FLAGS
 from draspeed.rules import texts
@@ -365,6 +365,25 @@ class Layout:
     def device_at(self, lp: int) -> Device:
         """The device at layout position lp."""
         return self.snap.device(int(self.g[lp]))
+
+    @cached_property
+    def _places(self) -> tuple[list[int], list[int]]:
+        """Each position's slice and index in it: one vectorised search, made when an
+        answer is first written (results name their devices; a scalar search per
+        device cost more than the rest of a one-device result)."""
+        table = self.snap.table
+        n_slices = self.snap.n_slices
+        slices = table.slices_of(self.g, n_slices)
+        first = table.column("s_first", n_slices)
+        return slices.tolist(), (self.g - first[slices]).tolist()
+
+    def located_at(self, lp: int) -> tuple[DeviceID, Device, ResourceSlice]:
+        """The ID, device and slice at layout position lp."""
+        slices, index = self._places
+        rs = self.snap.table.slices[slices[lp]]
+        spec = rs.spec
+        device = spec.devices[index[lp]]
+        return DeviceID(spec.driver, spec.pool.name, device.name), device, rs
 
     def id_at(self, lp: int) -> DeviceID:
         return self.snap.device_id(int(self.g[lp]))

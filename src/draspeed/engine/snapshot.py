@@ -600,6 +600,11 @@ class Snapshot:
     def device_id(self, g: int) -> DeviceID:
         return self.table.device_id(g)
 
+    @property
+    def n_slices(self) -> int:
+        """How many of the family's slices this version sees (its removed ones too)."""
+        return self._n_slices
+
     # ----------------------------------------------------------------------------------
     # Selectors
     # ----------------------------------------------------------------------------------
