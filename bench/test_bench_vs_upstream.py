@@ -7,11 +7,14 @@ the generated allocated claims) and pending claim, every feature on as draspeed 
 
 Upstream is ``oracle -bench-nodes -procs 1``: one scheduling cycle on one core, i.e. one
 ``NewAllocator`` for the pod's claims, then ``Allocate`` on every node; its median over
-the cycles it times. draspeed runs in four modes, one benchmark each:
+the cycles it times. draspeed runs in five modes, one benchmark each:
 
 - ``cold``: a fresh ``Snapshot.build`` from the decoded objects plus the first
   ``Allocator.feasible_nodes`` over every node (what a capacity script, a freshly started
   scheduler or a benchmark pays for its first answer);
+- ``first-loop``: a fresh ``Snapshot.build``, then kube-scheduler's loop for the first
+  pod on it (``Allocator.prepare``, ``allocate(node)`` on every node): each node's answer
+  is searched and written for the first time;
 - ``warm``: the same ``feasible_nodes`` call again on that snapshot;
 - ``new-pod-same-shape``: ``feasible_nodes`` for the claims of another pod made from the
   same template (renamed), on the warm snapshot;
@@ -56,7 +59,7 @@ from bench.upstream_harness import UpstreamCycle, bench_nodes, missing_reason, o
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from draspeed.api.loader import Objects, load
-from draspeed.api.model import ResourceClaim
+from draspeed.api.model import Node, ResourceClaim
 from draspeed.engine.allocator import Allocator
 from draspeed.engine.feasibility import Feasibility
 from draspeed.engine.snapshot import Snapshot
@@ -69,7 +72,7 @@ pytestmark = pytest.mark.benchmark(group="vs-upstream")
 
 SCALE = float(os.environ.get("DRASPEED_BENCH_VS_SCALE", "1"))
 BUDGET_S = float(os.environ.get("DRASPEED_BENCH_VS_BUDGET_S", "2"))
-MODES = ("cold", "warm", "new-pod-same-shape", "per-node-loop")
+MODES = ("cold", "first-loop", "warm", "new-pod-same-shape", "per-node-loop")
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ WORKLOADS = (
     ),
 )
 
-# Workload by workload, its four modes together (one cluster alive at a time).
+# Workload by workload, its five modes together (one cluster alive at a time).
 CASES = [(w, m) for w in WORKLOADS for m in MODES]
 
 
@@ -298,6 +301,16 @@ def _run_mode(benchmark: BenchmarkFixture, p: Prepared, mode: str) -> Outcome:
             gc.collect()
 
         benchmark.pedantic(cold, setup=collect, rounds=_rounds(p.first_cold_s, 3, 50), iterations=1)
+    elif mode == "first-loop":
+
+        def first_loop() -> None:
+            seen.append(_loop(Allocator(p.build()), claims, nodes))
+
+        def collect_first() -> None:
+            gc.collect()
+
+        rounds = _rounds(_timed_once(first_loop), 3, 50)
+        benchmark.pedantic(first_loop, setup=collect_first, rounds=rounds, iterations=1)
     elif mode == "warm":
 
         def warm() -> None:
@@ -319,20 +332,25 @@ def _run_mode(benchmark: BenchmarkFixture, p: Prepared, mode: str) -> Outcome:
     else:
 
         def loop() -> None:
-            pod = allocator.prepare(claims)  # PreFilter
-            work = suitable = errors = 0
-            for node in nodes:  # Filter, node by node
-                try:
-                    if pod.allocate(node) is not None:
-                        suitable += 1
-                except AllocationError:
-                    errors += 1
-                work += pod.last_stats.search_steps
-            seen.append(Outcome(work, suitable, errors))
+            seen.append(_loop(allocator, claims, nodes))
 
         rounds = _rounds(_timed_once(loop), 5, 200)
         benchmark.pedantic(loop, rounds=rounds, iterations=1, warmup_rounds=1)
     return seen[-1]
+
+
+def _loop(allocator: Allocator, claims: list[ResourceClaim], nodes: list[Node]) -> Outcome:
+    """kube-scheduler's loop for one pod: PreFilter, then Filter node by node."""
+    pod = allocator.prepare(claims)
+    work = suitable = errors = 0
+    for node in nodes:
+        try:
+            if pod.allocate(node) is not None:
+                suitable += 1
+        except AllocationError:
+            errors += 1
+        work += pod.last_stats.search_steps
+    return Outcome(work, suitable, errors)
 
 
 @pytest.mark.parametrize(("workload", "mode"), CASES, ids=[f"{w.name}-{m}" for w, m in CASES])
@@ -372,7 +390,7 @@ def test_vs_upstream(
         median_s = stats.stats.median
         info["draspeed_ms"] = round(median_s * 1e3, 4)
         info["ratio"] = round(cycle_ns / 1e9 / median_s, 3)
-        if mode == "per-node-loop":
+        if mode in ("first-loop", "per-node-loop"):
             info["draspeed_per_node_us"] = round(median_s / nodes * 1e6, 3)
     benchmark.extra_info.update(info)
 

@@ -4,10 +4,11 @@
     python -m bench.vs_upstream vs.json
 
 One row per workload: upstream's cycle (the median of the upstream runs made next to the
-four benchmarks, and the range of those runs' medians), draspeed's medians (cold, warm,
-new pod of the same shape, per-node loop), each ratio upstream / draspeed as measured
-next to it, the per-node times of the loop, the work counter and the nodes that fit
-(one figure when both engines agree, ``upstream ≠ draspeed`` when not).
+five benchmarks, and the range of those runs' medians), draspeed's medians (cold, first
+loop on a fresh snapshot, warm, new pod of the same shape, per-node loop), each ratio
+upstream / draspeed as measured next to it, the per-node times of the loop, the work
+counter and the nodes that fit (one figure when both engines agree,
+``upstream ≠ draspeed`` when not).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 GROUP = "vs-upstream"
-MODES = ("cold", "warm", "new-pod-same-shape", "per-node-loop")
+MODES = ("cold", "first-loop", "warm", "new-pod-same-shape", "per-node-loop")
 HEADER = (
     "workload",
     "nodes",
@@ -28,10 +29,12 @@ HEADER = (
     "upstream cycle",
     "upstream runs",
     "cold",
+    "first loop",
     "warm",
     "new pod",
     "loop",
     "cold ×",
+    "first loop ×",
     "warm ×",
     "new pod ×",
     "loop ×",
