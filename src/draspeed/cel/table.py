@@ -360,14 +360,10 @@ class DeviceTable:
         """Whether a device has attribute (or capacity) ``domain/ident``, as ``has()``
         asks: two values, however many the attribute takes (a UUID differs on every
         device)."""
-        if capacity:
-            present = np.asarray(
-                [
-                    q is not None
-                    for q in _columns.capacities(self._devices, self._drivers, domain, ident)
-                ],
-                dtype=bool,
-            )
+        if capacity:  # by name, as the device's capacity map has it (whatever its value)
+            ids, sets = self._key_sets(True)
+            shown = [ident in _names_shown(d, names, True, domain) for d, names in sets]
+            present = np.asarray(shown, dtype=bool)[ids] if sets else np.zeros(0, dtype=bool)
         elif "/" in domain:  # a name the pass does not file (unchecked input)
             attrs = _columns.attributes(self._devices, self._drivers, domain, ident)
             present = np.asarray([a is not None for a in attrs], dtype=bool)
