@@ -34,6 +34,10 @@ cdef extern from *:
         *slot = value;
         Py_XDECREF(old);
     }
+    /* Fill an empty slot of a new instance, taking over the caller's reference. */
+    static inline void draspeed_put_slot(PyObject *obj, Py_ssize_t offset, PyObject *value) {
+        *(PyObject **)((char *)obj + offset) = value;
+    }
     /* The object in a slot (borrowed; NULL when empty). */
     static inline PyObject *draspeed_get_slot(PyObject *obj, Py_ssize_t offset) {
         return *(PyObject **)((char *)obj + offset);
@@ -50,6 +54,7 @@ cdef extern from *:
     Py_ssize_t draspeed_slot_offset(object descr)
     object draspeed_alloc(object tp)
     void draspeed_set_slot(object obj, Py_ssize_t offset, PyObject *value)
+    void draspeed_put_slot(object obj, Py_ssize_t offset, PyObject *value)
     PyObject *draspeed_get_slot(object obj, Py_ssize_t offset)
     dict draspeed_dict_presized(Py_ssize_t n)
 

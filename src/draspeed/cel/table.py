@@ -368,8 +368,8 @@ class DeviceTable:
             attrs = _columns.attributes(self._devices, self._drivers, domain, ident)
             present = np.asarray([a is not None for a in attrs], dtype=bool)
         else:
-            ids = self._attributes().ids.get((domain, ident))
-            present = np.zeros(self.n, dtype=bool) if ids is None else ids != 0
+            filed = self._attributes().ids.get((domain, ident))
+            present = np.zeros(self.n, dtype=bool) if filed is None else filed != 0
         return _intern(present.tolist(), _same, _same)
 
     # ---- lazily built columns ----------------------------------------------------
