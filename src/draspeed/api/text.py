@@ -171,6 +171,13 @@ class _NotJSONText:
 def _decode_json(text: str | bytes, limits: Limits, report: OnDuplicate | None) -> Any:
     try:
         doc = msgspec.json.decode(text)
+    except msgspec.ValidationError as exc:
+        # A number beyond a float's range (1e400) stops msgspec, but the text is JSON
+        # and the number a number: Go reads it as one, and refuses it for a typed field.
+        # (YAML would read it as a string.)
+        doc = _decode_wide_json(text, limits, exc)
+        if type(doc) is _NotJSONText:
+            return doc
     except msgspec.DecodeError as exc:
         return _NotJSONText(str(exc))  # YAML flow style, or several JSON documents
     except UnicodeDecodeError as exc:
@@ -194,6 +201,23 @@ def _decode_json(text: str | bytes, limits: Limits, report: OnDuplicate | None) 
         for path, key in found:  # msgspec kept the last value, as Go's decoding does
             report(1, _child(path, key), f"duplicate key {json.dumps(key)}")
     return doc
+
+
+def _decode_wide_json(text: str | bytes, limits: Limits, first: Exception) -> Any:
+    """A JSON text with a number msgspec cannot hold, by the standard library (such a
+    number becomes an infinite float), or msgspec's problem if it is not JSON."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    if json_text_check(data, limits.max_depth)[0]:  # (before a recursive decoder)
+        raise TextError(None, "", _too_deep(limits.max_depth))
+    try:
+        return json.loads(data, parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return _NotJSONText(str(first))
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (msgspec says so of a text that uses them)."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def _utf8_error(data: bytes) -> str:
