@@ -1,18 +1,22 @@
 """Model object trees in compiled code: copies and signatures (cext/api/_model_tree.pyx)."""
 
-from typing import TypeVar
+from typing import Any, TypeVar, final
 
 _T = TypeVar("_T")
+
+@final
+class Template:
+    """A remembered answer's shape, compiled: filled by fill_template."""
 
 def clone(o: _T) -> _T:
     """A deep copy: mutable model dataclasses, lists and dicts are new; the rest shared."""
     ...
 
-def split_template(o: _T) -> tuple[bytes, _T, tuple[object, ...]]:
+def split_template(o: object) -> tuple[bytes, Template, tuple[object, ...]]:
     """(key, shape, leaves): the tree with its string and other shared leaves as holes."""
     ...
 
-def fill_template(shape: _T, leaves: tuple[object, ...]) -> _T:
+def fill_template(shape: Template, leaves: tuple[object, ...]) -> Any:
     """A copy of the tree split_template took apart, its holes filled in walk order."""
     ...
 

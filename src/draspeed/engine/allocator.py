@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from draspeed import arguments
-from draspeed.api._model_tree import clone, fill_template
+from draspeed.api._model_tree import Template, clone, fill_template
 from draspeed.api.coerce import ClaimsInput, NodeInput, as_claims, as_node
 from draspeed.api.model import (
     AllocationResult,
@@ -380,7 +380,7 @@ class PreparedClaims:
 _KnownAnswers = tuple[
     dict[int, int],
     list[Node],
-    dict[int, tuple[Stats, list[AllocationResult], tuple[object, ...], bool]],
+    dict[int, tuple[Stats, Template, tuple[object, ...], bool]],
 ]
 
 
@@ -567,7 +567,7 @@ def _copies(
 
 
 def _answer_copies(
-    shape: list[AllocationResult],
+    shape: Template,
     leaves: tuple[object, ...],
     shared: bool,
     share_id: Callable[[], str],

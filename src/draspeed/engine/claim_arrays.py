@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from draspeed.api._model_tree import Template, split_template
 from draspeed.api._model_tree import signature as tree_signature
-from draspeed.api._model_tree import split_template
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
@@ -206,9 +206,9 @@ class ClaimArrays:
         self.shared_results: set[int] = set()
         # node -> (its Stats, its results as a template's shape and leaves, whether they
         # hold a shared device) of a node that fitted, searched with these arrays' state
-        self.answers: dict[int, tuple[Any, list[AllocationResult], tuple[object, ...], bool]] = {}
+        self.answers: dict[int, tuple[Any, Template, tuple[object, ...], bool]] = {}
         # The shapes of the remembered answers, one object each (see remember).
-        self._shapes: dict[bytes, list[AllocationResult]] = {}
+        self._shapes: dict[bytes, Template] = {}
         # search_nodes' answer over ``searchable`` with these arrays' state (read only)
         self.searched: dict[str, Any] | None = None
         # (claim, subrequests taken) -> merged configs (node-independent).
