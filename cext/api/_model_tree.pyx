@@ -348,16 +348,22 @@ cdef Py_ssize_t _compile(Template t, object o, Py_ssize_t height) except -1:
         Py_LeaveRecursiveCall()
 
 
-def split_template(o):
+def split_template(o, dict known=None):
     """``(key, shape, leaves)`` of a tree that is only ever copied: the shape is the
     tree with each string (and quantity, or other leaf copies share) a hole, compiled
     (:class:`Template`); the leaves fill the holes in walk order, and only trees of one
-    shape have the same key."""
+    shape have the same key. ``known``: shapes by key, the one found there used (a
+    shape is compiled once) and a new one added."""
     cdef list holes = []
     shape = _shape(o, holes)
-    cdef Template template = Template()
-    _compile(template, shape, 0)
-    return signature(shape), template, tuple(holes)
+    key = signature(shape)
+    template = None if known is None else known.get(key)
+    if template is None:
+        template = Template()
+        _compile(<Template>template, shape, 0)
+        if known is not None:
+            known[key] = template
+    return key, template, tuple(holes)
 
 
 def fill_template(Template shape, tuple leaves):

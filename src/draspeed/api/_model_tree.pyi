@@ -12,8 +12,11 @@ def clone(o: _T) -> _T:
     """A deep copy: mutable model dataclasses, lists and dicts are new; the rest shared."""
     ...
 
-def split_template(o: object) -> tuple[bytes, Template, tuple[object, ...]]:
-    """(key, shape, leaves): the tree with its string and other shared leaves as holes."""
+def split_template(
+    o: object, known: dict[bytes, Template] | None = None
+) -> tuple[bytes, Template, tuple[object, ...]]:
+    """(key, shape, leaves): the tree with its string and other shared leaves as holes;
+    a shape found in ``known`` is used, a new one added."""
     ...
 
 def fill_template(shape: Template, leaves: tuple[object, ...]) -> Any:

@@ -589,6 +589,7 @@ def _build_results(
     snap, layout, plan = arrays.snap, arrays.layout, arrays.plan
     assert plan is not None
     node = layout.nodes[n]
+    subs = tuple(chosen_sub)
     out = []
     for c, claim in enumerate(claims):
         chosen = []
@@ -609,23 +610,25 @@ def _build_results(
                     admin_access=alt.admin,
                 )
             )
-        classes: list[DeviceClass | None] = []
-        selected: list[int | None] = []
-        for r in plan.claim_requests[c]:
-            alt_ids = plan.request_alts[r]
-            if plan.request_has_subs[r]:
-                k = chosen_sub[r]
-                selected.append(k)
-                classes.append(plan.alternatives[alt_ids[k]].device_class)
-            else:
-                selected.append(None)
-                classes.append(plan.alternatives[alt_ids[0]].device_class)
-        # The configs depend on the claim and the subrequests taken, not on the node:
-        # merged once per claim set (results are copied before they are handed out).
-        config_key = (c, tuple(selected))
-        config = arrays.configs.get(config_key)
-        if config is None:
-            config = arrays.configs[config_key] = merge_config(claim, classes, selected)
+        # The classes, subrequests and configs depend on the claim and the subrequests
+        # taken, not on the node: worked out once per claim set (results are copied
+        # before they are handed out).
+        found = arrays.configs.get((c, subs))
+        if found is None:
+            classes: list[DeviceClass | None] = []
+            selected: list[int | None] = []
+            for r in plan.claim_requests[c]:
+                alt_ids = plan.request_alts[r]
+                if plan.request_has_subs[r]:
+                    k = chosen_sub[r]
+                    selected.append(k)
+                    classes.append(plan.alternatives[alt_ids[k]].device_class)
+                else:
+                    selected.append(None)
+                    classes.append(plan.alternatives[alt_ids[0]].device_class)
+            found = (classes, selected, merge_config(claim, classes, selected))
+            arrays.configs[(c, subs)] = found
+        classes, selected, config = found
         try:
             out.append(
                 build_allocation_result(

@@ -211,8 +211,11 @@ class ClaimArrays:
         self._shapes: dict[bytes, Template] = {}
         # search_nodes' answer over ``searchable`` with these arrays' state (read only)
         self.searched: dict[str, Any] | None = None
-        # (claim, subrequests taken) -> merged configs (node-independent).
-        self.configs: dict[Any, list[DeviceAllocationConfiguration]] = {}
+        # Per claim and subrequests taken: its requests' classes, the subrequests and
+        # the merged configs of its results (see allocator._build_results).
+        self.configs: dict[
+            Any, tuple[list[Any], list[int | None], list[DeviceAllocationConfiguration]]
+        ] = {}
         self.share_use: dict[tuple[int, int], dict[str, Quantity]] = {}
         self.problem: _core.Problem | None = None
         if self.plan is not None:
@@ -227,8 +230,7 @@ class ClaimArrays:
         """Remember node n's answer (``results``: remembered results, never handed out),
         searched with these arrays' state: kept as a shape shared with every answer of
         its kind and the answer's own leaves."""
-        key, shape, leaves = split_template(results)
-        shape = self._shapes.setdefault(key, shape)
+        _, shape, leaves = split_template(results, self._shapes)
         self.answers[n] = (stats, shape, leaves, id(results) in self.shared_results)
 
     def _preflight(self, node: int | None) -> Plan:
