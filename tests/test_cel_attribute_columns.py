@@ -67,8 +67,12 @@ _COLUMNS = [
 
 
 def _expected(driver: str, attrs: dict[str, DeviceAttribute], domain: str, ident: str) -> Any:
+    # A name is cut at its first '/' (upstream's parseQualifiedName): no domain holds
+    # one, and a bare name with one is in another domain.
+    if "/" in domain:
+        return None
     found = attrs.get(f"{domain}/{ident}")
-    if found is None and driver == domain:
+    if found is None and driver == domain and "/" not in ident:
         found = attrs.get(ident)
     if found is None or _attribute_key(found) is None:
         return None

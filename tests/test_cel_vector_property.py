@@ -52,6 +52,8 @@ def devices(draw: Any) -> tuple[str, Device]:
         attributes["topology.example.com/rack"] = DeviceAttribute(
             "string", draw(st.sampled_from(["r1", "r2"]))
         )
+    if draw(st.integers(0, 8)) == 0:  # unchecked input: a name with two '/'
+        attributes[f"{DOMAIN}/p/q"] = DeviceAttribute("string", "a100")
     if draw(st.booleans()):  # a value of its own, as a UUID is
         attributes[f"{DOMAIN}/uuid"] = DeviceAttribute("string", f"u-{draw(st.integers(0, 999))}")
     # Names in any order: macros over a map's keys see them in that order.
@@ -61,7 +63,9 @@ def devices(draw: Any) -> tuple[str, Device]:
     if draw(st.integers(0, 3)):
         capacity[f"{DOMAIN}/memory"] = DeviceCapacity(Quantity.parse(draw(st.sampled_from(MEMORY))))
     if draw(st.integers(0, 3)) == 0:  # a bare capacity name (kept as written)
-        capacity[draw(st.sampled_from(["memory", "cores"]))] = DeviceCapacity(Quantity.parse("4"))
+        capacity[draw(st.sampled_from(["memory", "cores", "p/q"]))] = DeviceCapacity(
+            Quantity.parse("4")
+        )
     multi = draw(st.sampled_from([None, True, False]))
     return driver, Device(
         name="d", attributes=attributes, capacity=capacity, allow_multiple_allocations=multi
@@ -121,6 +125,12 @@ LEAVES = [
     f'has({A}.uuid) && {A}.uuid.endsWith("7")',
     f"has({C}.memory) || has({C}.cores)",
     f"!has({A}.broken)",
+    # Names cut at their first '/' (as upstream cuts them).
+    f'device.attributes["{DOMAIN}/p"].q == "a100"',
+    f'has(device.attributes["{DOMAIN}/p"].q)',
+    f'device.attributes["{DOMAIN}"]["p/q"] == "a100"',
+    f'{C}["p/q"].isInteger()',
+    'has(device.capacity["p"].q)',
     # Names with values: read whole.
     f'{A}.exists(k, {A}[k] == "a100")',
     f'{A}.all(k, v, k != "numa" || v == 1)',

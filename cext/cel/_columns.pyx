@@ -106,31 +106,13 @@ cdef bint _intern_scan(list items, object key_of, object value_of, int32_t[::1] 
     return absent
 
 
-def attributes(list devices, list drivers, str domain, str ident):
-    """Each device's attribute ``domain/ident`` (a bare ``ident`` too when the domain is
-    the device's driver, as upstream looks it up), or None: for names
-    :func:`attribute_pass` does not file (a domain with a '/', of unchecked input)."""
-    cdef Py_ssize_t n = len(devices), i
-    cdef str qualified = domain + "/" + ident
-    cdef list out = [None] * n
-    cdef PyObject *found
-    for i in range(n):
-        attrs = _field(devices[i], _attributes_at, "attributes", _DEVICE)
-        if type(attrs) is not dict:
-            attrs = dict(attrs)
-        found = PyDict_GetItem(attrs, qualified)
-        if found == NULL and <str>drivers[i] == domain:
-            found = PyDict_GetItem(attrs, ident)
-        if found != NULL:
-            out[i] = <object>found
-    return out
-
-
 def capacities(list devices, list drivers, str domain, str ident):
     """Each device's capacity ``domain/ident`` as its Quantity (bare ``ident`` too for
-    the device's own driver), or None."""
+    the device's own driver, unless it has a '/': a name is cut at its first one, so
+    ``a/b`` is in domain ``a``), or None."""
     cdef Py_ssize_t n = len(devices), i
     cdef str qualified = domain + "/" + ident
+    cdef bint bare = "/" not in ident
     cdef list out = [None] * n
     cdef PyObject *found
     for i in range(n):
@@ -138,7 +120,7 @@ def capacities(list devices, list drivers, str domain, str ident):
         if type(caps) is not dict:
             caps = dict(caps)
         found = PyDict_GetItem(caps, qualified)
-        if found == NULL and <str>drivers[i] == domain:
+        if found == NULL and bare and <str>drivers[i] == domain:
             found = PyDict_GetItem(caps, ident)
         if found != NULL:
             out[i] = _field(<object>found, _value_at, "value", _CAPACITY)

@@ -14,9 +14,6 @@ def intern_rows(
     key_of: Callable[[Any], Hashable | None],
     value_of: Callable[[Any], Any],
 ) -> tuple[npt.NDArray[np.int32], list[Any], bool]: ...
-def attributes(
-    devices: list[Device], drivers: list[str], domain: str, ident: str
-) -> list[DeviceAttribute | None]: ...
 def capacities(
     devices: list[Device], drivers: list[str], domain: str, ident: str
 ) -> list[Quantity | None]: ...

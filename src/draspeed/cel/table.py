@@ -346,14 +346,17 @@ class DeviceTable:
                 self._attribute_pass = _Attributes((mask, messages), ids, objects)
             return self._attribute_pass
 
+    def _absent(self) -> Column:
+        """A column no device has a value in."""
+        return Column(np.zeros(self.n, dtype=np.int32), [], self.n > 0)
+
     def _attribute_column(self, domain: str, ident: str) -> Column:
-        if "/" in domain:  # a name the pass does not file (unchecked input)
-            attrs = _columns.attributes(self._devices, self._drivers, domain, ident)
-            return _intern(attrs, _attribute_key, _cel_attribute)
+        if "/" in domain:  # names are cut at their first '/': no domain holds one
+            return self._absent()
         found = self._attributes()
         ids = found.ids.get((domain, ident))
         if ids is None:
-            return Column(np.zeros(self.n, dtype=np.int32), [], self.n > 0)
+            return self._absent()
         return _intern_ids(ids, found.objects, _attribute_key, _cel_attribute)
 
     def _presence_column(self, capacity: bool, domain: str, ident: str) -> Column:
@@ -364,9 +367,8 @@ class DeviceTable:
             ids, sets = self._key_sets(True)
             shown = [ident in _names_shown(d, names, True, domain) for d, names in sets]
             present = np.asarray(shown, dtype=bool)[ids] if sets else np.zeros(0, dtype=bool)
-        elif "/" in domain:  # a name the pass does not file (unchecked input)
-            attrs = _columns.attributes(self._devices, self._drivers, domain, ident)
-            present = np.asarray([a is not None for a in attrs], dtype=bool)
+        elif "/" in domain:  # names are cut at their first '/': no domain holds one
+            present = np.zeros(self.n, dtype=bool)
         else:
             filed = self._attributes().ids.get((domain, ident))
             present = np.zeros(self.n, dtype=bool) if filed is None else filed != 0
@@ -393,6 +395,8 @@ class DeviceTable:
         if kind == "attr":
             return self._attribute_column(key[1], key[2])
         if kind == "cap":
+            if "/" in key[1]:  # (as for attributes)
+                return self._absent()
             caps = _columns.capacities(self._devices, self._drivers, key[1], key[2])
             return _intern(caps, _quantity_key, _same)
         if kind in ("attr_present", "cap_present"):
