@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from draspeed.api.model import (
     Node,
@@ -13,9 +15,11 @@ from draspeed.api.model import (
 )
 from draspeed.rules.node_selection import (
     NodeSelectorError,
+    NodeViews,
     format_node_selector,
     node_matches,
     node_selector_matches,
+    selector_key,
 )
 
 NODE = Node(ObjectMeta(name="node-1", labels={"zone": "z1", "gpus": "8", "region": "r1"}))
@@ -175,3 +179,70 @@ def test_gt_value_must_also_be_a_label_value() -> None:
     # "+8" parses as an integer but is not a valid label value, so upstream rejects it.
     with pytest.raises(NodeSelectorError, match=r"values\[0\]\[gpus\]: Invalid value: \"\+8\""):
         node_selector_matches(selector(term(expr("gpus", "Gt", "+8"))), NODE)
+
+
+_KEYS = ["zone", "rack", "example.com/tier", "bad key!"]
+_VALUES = ["z1", "z2", "r1", "7", "-3", "", "x" * 70]
+_requirement = st.builds(
+    NodeSelectorRequirement,
+    st.sampled_from(_KEYS),
+    st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Between"]),
+    st.lists(st.sampled_from(_VALUES), max_size=2),
+)
+_field = st.builds(
+    NodeSelectorRequirement,
+    st.sampled_from(["metadata.name", "metadata.uid"]),
+    st.sampled_from(["In", "NotIn", "Exists"]),
+    st.lists(st.sampled_from(["node-1", "node-2"]), min_size=1, max_size=2),
+)
+_selectors = st.builds(
+    NodeSelector,
+    st.lists(
+        st.builds(
+            NodeSelectorTerm,
+            st.lists(_requirement, max_size=2),
+            st.lists(_field, max_size=1),
+        ),
+        max_size=3,
+    ),
+)
+_nodes = st.lists(
+    st.builds(
+        lambda name, labels: Node(ObjectMeta(name=name, labels=labels)),
+        st.sampled_from(["node-1", "node-2", "node-3", ""]),
+        st.dictionaries(st.sampled_from(_KEYS[:3]), st.sampled_from(_VALUES[:5]), max_size=3),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_selectors, _nodes)
+def test_verdicts_for_many_nodes_as_matched_one_by_one(
+    chosen: NodeSelector, nodes: list[Node]
+) -> None:
+    """A selector matched once per distinct view of the nodes answers as it does node by
+    node (2: it does not parse); equal selectors have equal keys."""
+    want = []
+    for node in nodes:
+        try:
+            want.append(int(node_selector_matches(chosen, node)))
+        except NodeSelectorError:
+            want.append(2)
+    assert NodeViews(nodes).verdicts(chosen).tolist() == want
+    copy = NodeSelector(
+        [
+            NodeSelectorTerm(
+                [
+                    NodeSelectorRequirement(r.key, r.operator, list(r.values))
+                    for r in t.match_expressions
+                ],
+                [
+                    NodeSelectorRequirement(r.key, r.operator, list(r.values))
+                    for r in t.match_fields
+                ],
+            )
+            for t in chosen.node_selector_terms
+        ]
+    )
+    assert selector_key(copy) == selector_key(chosen)

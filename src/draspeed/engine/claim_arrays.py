@@ -395,7 +395,7 @@ class ClaimArrays:
     def _static_capacity(self, alt: Alternative, lp: int, *, ignore_use: bool = False) -> int:
         """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp."""
         layout = self.layout
-        device, device_id = layout.device_at(lp), layout.id_at(lp)
+        device_id, device, _ = layout.located_at(lp)
         already = {} if ignore_use else self.snap.allocated.consumed_capacity.get(device_id, {})
         if (
             not alt.capacity

@@ -245,9 +245,8 @@ class Layout:
         self.cap_names: list[str] = []
         snap = self.snap
         for lp in np.flatnonzero(self.multi).tolist():
-            g = int(self.g[lp])
-            device = snap.device(g)
-            already = snap.allocated.consumed_capacity.get(snap.device_id(g)) or {}
+            device_id, device, _ = self.located_at(lp)
+            already = snap.allocated.consumed_capacity.get(device_id) or {}
             for name in sorted(device.capacity):
                 used = already.get(name)
                 room = device.capacity[name].value.nanos - (used.nanos if used else 0)
@@ -362,31 +361,32 @@ class Layout:
         keep = self._has_policy[candidates] | (self.committed[candidates] != 0)
         return candidates[keep]
 
-    def device_at(self, lp: int) -> Device:
-        """The device at layout position lp."""
-        return self.snap.device(int(self.g[lp]))
-
     @cached_property
-    def _places(self) -> tuple[list[int], list[int]]:
-        """Each position's slice and index in it: one vectorised search, made when an
-        answer is first written (results name their devices; a scalar search per
-        device cost more than the rest of a one-device result)."""
+    def _places(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each position's slice and index in it: one vectorised search, made when a
+        device is first named (a scalar search per device cost more than the rest of a
+        one-device result)."""
         table = self.snap.table
         n_slices = self.snap.n_slices
         slices = table.slices_of(self.g, n_slices)
         first = table.column("s_first", n_slices)
-        return slices.tolist(), (self.g - first[slices]).tolist()
+        return slices, self.g - first[slices]
+
+    def device_at(self, lp: int) -> Device:
+        """The device at layout position lp."""
+        slices, index = self._places
+        return self.snap.table.slices[int(slices[lp])].spec.devices[int(index[lp])]
 
     def located_at(self, lp: int) -> tuple[DeviceID, Device, ResourceSlice]:
         """The ID, device and slice at layout position lp."""
         slices, index = self._places
-        rs = self.snap.table.slices[slices[lp]]
+        rs = self.snap.table.slices[int(slices[lp])]
         spec = rs.spec
-        device = spec.devices[index[lp]]
+        device = spec.devices[int(index[lp])]
         return DeviceID(spec.driver, spec.pool.name, device.name), device, rs
 
     def id_at(self, lp: int) -> DeviceID:
-        return self.snap.device_id(int(self.g[lp]))
+        return self.located_at(lp)[0]
 
     def node_of(self, positions: np.ndarray) -> np.ndarray:
         """The node index of each layout position."""

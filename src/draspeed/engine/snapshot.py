@@ -60,7 +60,7 @@ from draspeed.engine.store import ERROR, FALSE, TRUE, UNKNOWN, SelectorResults, 
 from draspeed.features import Features
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
-from draspeed.rules.node_selection import NodeSelectorError, node_matches
+from draspeed.rules.node_selection import NodeViews, SelectorKey, selector_key
 
 __all__ = ["Snapshot"]
 
@@ -529,14 +529,16 @@ class Snapshot:
             return np.zeros(0, dtype=np.uint8), 0
         selectors = self.table.names.selectors
         k = len(selectors)
-        out = np.zeros(len(nodes) * k, dtype=np.uint8)
-        for n, node in enumerate(nodes):
-            for sid in used:
-                try:
-                    out[n * k + sid] = node_matches(node, "", False, selectors[sid])
-                except NodeSelectorError:
-                    out[n * k + sid] = 2
-        return out, k
+        out = np.zeros((len(nodes), k), dtype=np.uint8)
+        # Slices decoded one by one hold equal selectors as distinct objects (one per
+        # rack, say, repeated on every slice of it): each distinct one is matched once.
+        same: dict[SelectorKey, list[int]] = {}
+        for sid in used:
+            same.setdefault(selector_key(selectors[sid]), []).append(sid)
+        views = NodeViews(nodes)
+        for sids in same.values():
+            out[:, sids] = views.verdicts(selectors[sids[0]])[:, None]
+        return out.ravel(), k
 
     def _used_selectors(self) -> list[int]:
         found = self._inputs.get("selectors")

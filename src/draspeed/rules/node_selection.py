@@ -19,6 +19,8 @@ import json
 import re
 from collections.abc import Sequence
 
+import numpy as np
+
 from draspeed.api.model import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from draspeed.errors import DraspeedError
 from draspeed.golang import go_quote
@@ -311,6 +313,99 @@ def node_selector_matches(selector: NodeSelector, node: Node | None) -> bool:
         for term in selector.node_selector_terms
         if term.match_expressions or term.match_fields
     )
+
+
+# What a selector is, as a value: selectors equal by it select the same nodes.
+SelectorKey = tuple[tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...], ...]
+
+
+def selector_key(selector: NodeSelector) -> SelectorKey:
+    """``selector`` as a value (its terms, requirements and values in order)."""
+    return tuple(
+        tuple(
+            tuple((r.key, r.operator, tuple(r.values)) for r in part)
+            for part in (term.match_expressions, term.match_fields)
+        )
+        for term in selector.node_selector_terms
+    )
+
+
+class NodeViews:
+    """Many nodes, as node selectors see them: each selector is checked once and
+    matched on all of them at once (what a cluster's slices select, for its layout).
+
+    A label requirement is decided once per distinct value the nodes have for its key
+    (and once for nodes without it), by :func:`_label_requirement_matches` itself, and
+    spread to the nodes as arrays; a field requirement (``metadata.name`` In/NotIn one
+    value) compares arrays of name ids. Answers are :func:`node_selector_matches`' per
+    node."""
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        self.nodes = list(nodes)
+        self._name_ids: dict[str, int] = {}
+        for node in self.nodes:
+            self._name_ids.setdefault(node.name, len(self._name_ids))
+        n = len(self.nodes)
+        self._names = np.fromiter(
+            (self._name_ids[node.name] for node in self.nodes), dtype=np.int64, count=n
+        )
+        self._named = np.fromiter((bool(node.name) for node in self.nodes), dtype=bool, count=n)
+        self._labels: dict[str, tuple[np.ndarray, list[str]]] = {}
+
+    def verdicts(self, selector: NodeSelector) -> np.ndarray:
+        """Per node: 1 when ``selector`` selects it, 0 when not, 2 when the selector
+        does not parse."""
+        n = len(self.nodes)
+        if _selector_problems(selector):
+            return np.full(n, 2, dtype=np.uint8)
+        selected = np.zeros(n, dtype=bool)
+        for term in selector.node_selector_terms:
+            if term.match_expressions or term.match_fields:
+                selected |= self._term(term)
+        return selected.astype(np.uint8)
+
+    def _term(self, term: NodeSelectorTerm) -> np.ndarray:
+        ok = np.ones(len(self.nodes), dtype=bool)
+        for req in term.match_expressions:
+            ids, values = self._label(req.key)
+            # Per value id (the last one: the label is absent), the requirement's verdict.
+            verdict = np.fromiter(
+                (_label_requirement_matches(req, {req.key: v}) for v in values),
+                dtype=bool,
+                count=len(values),
+            )
+            verdict = np.append(verdict, _label_requirement_matches(req, {}))
+            ok &= verdict[ids]
+        if term.match_fields:
+            fields = np.ones(len(self.nodes), dtype=bool)
+            for req in term.match_fields:  # (parsed: In or NotIn, one value)
+                if req.key == "metadata.name":
+                    equal = self._names == self._name_ids.get(req.values[0], -1)
+                else:
+                    equal = np.full(len(self.nodes), req.values[0] == "", dtype=bool)
+                fields &= equal if req.operator == "In" else ~equal
+            # Upstream only evaluates field selectors when the node has fields to offer.
+            ok &= fields | ~self._named
+        return ok
+
+    def _label(self, key: str) -> tuple[np.ndarray, list[str]]:
+        """Each node's value of label ``key`` as an id into the distinct values (their
+        count when the node has no such label), and those values."""
+        found = self._labels.get(key)
+        if found is None:
+            value_ids: dict[str, int] = {}
+            raw = [node.labels.get(key) for node in self.nodes]
+            for value in raw:
+                if value is not None:
+                    value_ids.setdefault(value, len(value_ids))
+            absent = len(value_ids)
+            ids = np.fromiter(
+                (absent if v is None else value_ids[v] for v in raw),
+                dtype=np.int64,
+                count=len(raw),
+            )
+            found = self._labels[key] = (ids, list(value_ids))
+        return found
 
 
 def node_matches(
