@@ -392,8 +392,18 @@ class ClaimArrays:
         row[lp] = outcome
         return None
 
-    def _static_capacity(self, alt: Alternative, lp: int, *, ignore_use: bool = False) -> int:
-        """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp."""
+    def _static_capacity(
+        self,
+        alt: Alternative,
+        lp: int,
+        *,
+        ignore_use: bool = False,
+        seen: dict[bytes, bool] | None = None,
+    ) -> int:
+        """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp.
+        ``seen``: the verdicts of ``alt`` so far, by what they depend on (the device's
+        capacities and what committed claims use of them, written as bytes), for the
+        many devices of a cluster whose capacities are the same."""
         layout = self.layout
         device_id, device, _ = layout.located_at(lp)
         already = {} if ignore_use else self.snap.allocated.consumed_capacity.get(device_id, {})
@@ -405,10 +415,15 @@ class ClaimArrays:
             # Nothing requested, no policy, nothing used: each capacity is consumed whole,
             # which always fits (upstream's check would compute value <= value).
             return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
-        try:
-            fits = request_fits(already, alt.capacity, device.capacity, {})
-        except UnknownCapacityError:
-            return CAP_FAIL
+        key = b"" if seen is None else tree_signature((device.capacity, already))
+        fits = None if seen is None else seen.get(key)
+        if fits is None:
+            try:
+                fits = request_fits(already, alt.capacity, device.capacity, {})
+            except UnknownCapacityError:
+                fits = False
+            if seen is not None:
+                seen[key] = fits
         if not fits:
             return CAP_FAIL
         return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
@@ -422,8 +437,9 @@ class ClaimArrays:
         row = np.where(layout.multi.astype(bool), CAP_DYNAMIC, CAP_OK).astype(np.uint8)
         through = np.flatnonzero(selectable == SEL_YES)
         check = through if alt.capacity else layout.capacity_checks(through)
+        seen: dict[bytes, bool] = {}
         for lp in check.tolist():
-            row[lp] = self._static_capacity(alt, lp)
+            row[lp] = self._static_capacity(alt, lp, seen=seen)
         return row
 
     # ----------------------------------------------------------------------------------
@@ -498,9 +514,17 @@ class ClaimArrays:
         if f.consumable_capacity:
             dynamic = [np.flatnonzero(capacity[a] == CAP_DYNAMIC).tolist() for a in range(A)]
             for a, alt in enumerate(alts):
+                # What a share consumes depends on the device's capacities alone: worked
+                # out once per distinct set of them (shared, read only).
+                shares: dict[bytes, dict[str, Quantity]] = {}
                 for lp in dynamic[a]:
-                    device = layout.device_at(lp)
-                    share = consumed_capacity(alt.capacity, device.capacity) if K else {}
+                    capacities = layout.device_at(lp).capacity
+                    key = tree_signature(capacities)
+                    share = shares.get(key)
+                    if share is None:
+                        share = shares[key] = (
+                            consumed_capacity(alt.capacity, capacities) if K else {}
+                        )
                     self.share_use[(a, lp)] = share
                     for k in range(int(layout.cap_ptr[lp]), int(layout.cap_ptr[lp + 1])):
                         use_nanos[a][k] = share[layout.cap_names[k]].nanos

@@ -350,7 +350,7 @@ class NodeViews:
             (self._name_ids[node.name] for node in self.nodes), dtype=np.int64, count=n
         )
         self._named = np.fromiter((bool(node.name) for node in self.nodes), dtype=bool, count=n)
-        self._labels: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self._labels: dict[str, tuple[np.ndarray, list[str], dict[str, int]]] = {}
 
     def verdicts(self, selector: NodeSelector) -> np.ndarray:
         """Per node: 1 when ``selector`` selects it, 0 when not, 2 when the selector
@@ -367,14 +367,23 @@ class NodeViews:
     def _term(self, term: NodeSelectorTerm) -> np.ndarray:
         ok = np.ones(len(self.nodes), dtype=bool)
         for req in term.match_expressions:
-            ids, values = self._label(req.key)
+            ids, values, value_ids = self._label(req.key)
             # Per value id (the last one: the label is absent), the requirement's verdict.
-            verdict = np.fromiter(
-                (_label_requirement_matches(req, {req.key: v}) for v in values),
-                dtype=bool,
-                count=len(values),
-            )
-            verdict = np.append(verdict, _label_requirement_matches(req, {}))
+            if req.operator in ("In", "NotIn"):
+                verdict = np.zeros(len(values) + 1, dtype=bool)
+                verdict[[value_ids[v] for v in req.values if v in value_ids]] = True
+                if req.operator == "NotIn":
+                    verdict = ~verdict
+            elif req.operator in ("Exists", "DoesNotExist"):
+                verdict = np.full(len(values) + 1, req.operator == "Exists", dtype=bool)
+                verdict[-1] = req.operator == "DoesNotExist"
+            else:  # Gt, Lt: each value parsed, as the node-by-node match parses it
+                verdict = np.fromiter(
+                    (_label_requirement_matches(req, {req.key: v}) for v in values),
+                    dtype=bool,
+                    count=len(values),
+                )
+                verdict = np.append(verdict, _label_requirement_matches(req, {}))
             ok &= verdict[ids]
         if term.match_fields:
             fields = np.ones(len(self.nodes), dtype=bool)
@@ -388,9 +397,9 @@ class NodeViews:
             ok &= fields | ~self._named
         return ok
 
-    def _label(self, key: str) -> tuple[np.ndarray, list[str]]:
+    def _label(self, key: str) -> tuple[np.ndarray, list[str], dict[str, int]]:
         """Each node's value of label ``key`` as an id into the distinct values (their
-        count when the node has no such label), and those values."""
+        count when the node has no such label), those values, and their ids."""
         found = self._labels.get(key)
         if found is None:
             value_ids: dict[str, int] = {}
@@ -404,7 +413,7 @@ class NodeViews:
                 dtype=np.int64,
                 count=len(raw),
             )
-            found = self._labels[key] = (ids, list(value_ids))
+            found = self._labels[key] = (ids, list(value_ids), value_ids)
         return found
 
 
