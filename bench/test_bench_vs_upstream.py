@@ -144,6 +144,15 @@ WORKLOADS = (
         "single-gpu",
         "5,000 x 8 H100, 1 GPU",
     ),
+    # Devices reached over a fabric: slices that select their nodes (by hostname label
+    # and by name), shared capacity.
+    Workload(
+        "net-fabric-1000",
+        "network-attached",
+        1000,
+        "fabric-gpu",
+        "1,000 nodes, network-attached GPUs (slices with node selectors)",
+    ),
     # Selectors that read what differs on every device: a map's names alone, and a value
     # of its own (each GPU's UUID).
     Workload(
