@@ -388,18 +388,15 @@ def fill_template(Template shape, tuple leaves):
     try:
         while pc < shape.size:
             op = code[pc]
+            # Each instruction makes ``item`` (borrowed, or held by ``made``) from what
+            # it takes off the stack (the stack's references pass to the new object,
+            # and the stack shrinks once they have), then pushes one of its own.
             if op == OP_LEAF:
                 item = PyTuple_GET_ITEM(leaves, at)
                 at += 1
-                Py_INCREF(<object>item)
-                stack[sp] = item
-                sp += 1
                 pc += 1
             elif op == OP_CONST:
                 item = PyList_GET_ITEM(consts, code[pc + 1])
-                Py_INCREF(<object>item)
-                stack[sp] = item
-                sp += 1
                 pc += 2
             elif op == OP_LIST:
                 n = code[pc + 1]
@@ -408,23 +405,18 @@ def fill_template(Template shape, tuple leaves):
                 for i in range(n):  # the list takes the stack's references
                     PyList_SET_ITEM(made, i, <object>stack[base + i])
                 sp = base
-                stack[sp] = <PyObject*>made
-                Py_INCREF(made)
-                sp += 1
+                item = <PyObject*>made
                 pc += 2
             elif op == OP_DICT:
                 n = code[pc + 1]
                 base = sp - n
                 made = draspeed_dict_presized(n)
                 for i in range(n):
-                    item = stack[base + i]
-                    made[<object>PyList_GET_ITEM(consts, code[pc + 2 + i])] = <object>item
+                    made[<object>PyList_GET_ITEM(consts, code[pc + 2 + i])] = <object>stack[base + i]
                 for i in range(n):
                     Py_DECREF(<object>stack[base + i])
                 sp = base
-                stack[sp] = <PyObject*>made
-                Py_INCREF(made)
-                sp += 1
+                item = <PyObject*>made
                 pc += 2 + n
             else:  # OP_OBJ
                 n = code[pc + 2]
@@ -433,10 +425,11 @@ def fill_template(Template shape, tuple leaves):
                 for i in range(n):  # the empty slots take the stack's references
                     draspeed_put_slot(made, code[pc + 3 + i], stack[base + i])
                 sp = base
-                stack[sp] = <PyObject*>made
-                Py_INCREF(made)
-                sp += 1
+                item = <PyObject*>made
                 pc += 3 + n
+            Py_INCREF(<object>item)
+            stack[sp] = item
+            sp += 1
         result = <object>stack[0]
         Py_DECREF(result)  # the stack's reference; ``result`` holds its own
         sp = 0

@@ -158,6 +158,17 @@ def _sorted_column(local: np.ndarray, values: list[Any], absent: bool) -> Column
     return Column(remap[local], [values[i] for i in order], absent)
 
 
+def _flag_column(flags: np.ndarray) -> Column:
+    """The column of a yes/no per device (what :func:`_intern` makes of their list,
+    without a Python object per device): ids 1 and 2 for the values that occur, False
+    before True."""
+    values = [v for v in (False, True) if (flags == v).any()]
+    ids1 = np.zeros(len(flags), dtype=np.int32)
+    for code, value in enumerate(values, start=1):
+        ids1[flags == value] = code
+    return Column(ids1, values, False)
+
+
 def _attribute_key(attr: DeviceAttribute) -> Hashable | None:
     if attr.kind is None:
         return None
@@ -364,15 +375,13 @@ class DeviceTable:
         asks: two values, however many the attribute takes (a UUID differs on every
         device)."""
         if capacity:  # by name, as the device's capacity map has it (whatever its value)
-            ids, sets = self._key_sets(True)
-            shown = [ident in _names_shown(d, names, True, domain) for d, names in sets]
-            present = np.asarray(shown, dtype=bool)[ids] if sets else np.zeros(0, dtype=bool)
-        elif "/" in domain:  # names are cut at their first '/': no domain holds one
-            present = np.zeros(self.n, dtype=bool)
-        else:
-            filed = self._attributes().ids.get((domain, ident))
-            present = np.zeros(self.n, dtype=bool) if filed is None else filed != 0
-        return _intern(present.tolist(), _same, _same)
+            return self._per_name_set(
+                True, lambda driver, names: ident in _names_shown(driver, names, True, domain)
+            )
+        if "/" in domain:  # names are cut at their first '/': no domain holds one
+            return _flag_column(np.zeros(self.n, dtype=bool))
+        filed = self._attributes().ids.get((domain, ident))
+        return _flag_column(np.zeros(self.n, dtype=bool) if filed is None else filed != 0)
 
     # ---- lazily built columns ----------------------------------------------------
 
@@ -442,12 +451,19 @@ class DeviceTable:
         return Column(code_of[ids], values, False)
 
     def _domain_presence(self, domain: str) -> Column:
-        """Whether a device has an attribute in ``domain`` (``"d" in device.attributes``),
-        worked out once per distinct set of names."""
-        ids, sets = self._key_sets(False)
-        present = [domain in _names_shown(driver, names, False, None) for driver, names in sets]
-        rows = np.asarray(present, dtype=bool)[ids] if len(sets) else np.zeros(0, dtype=bool)
-        return _intern(rows.tolist(), _same, _same)
+        """Whether a device has an attribute in ``domain`` (``"d" in device.attributes``)."""
+        return self._per_name_set(
+            False, lambda driver, names: domain in _names_shown(driver, names, False, None)
+        )
+
+    def _per_name_set(
+        self, capacity: bool, decide: Callable[[str, tuple[str, ...]], bool]
+    ) -> Column:
+        """A yes/no column decided once per distinct (driver, attribute or capacity
+        names) of the devices (see :meth:`_key_sets`)."""
+        ids, sets = self._key_sets(capacity)
+        per_set = np.fromiter((decide(d, names) for d, names in sets), dtype=bool, count=len(sets))
+        return _flag_column(per_set[ids])
 
     def _device_signature(self, row: int) -> Any:
         value = self.device_input(row).value

@@ -16,6 +16,7 @@ searches one after the other.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from draspeed.api._model_tree import signature as tree_signature
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.api.model import (
     AllocationResult,
+    Device,
     DeviceAllocationConfiguration,
     ResourceClaim,
 )
@@ -149,6 +151,15 @@ def forget_claim_arrays(layout: Layout, key: bytes, arrays: ClaimArrays | None) 
         found = layout.claim_sets.get(key)
         if found is not None and (arrays is None or found is arrays):
             del layout.claim_sets[key]
+
+
+def _fits_alone(already: Mapping[str, Quantity], alt: Alternative, device: Device) -> bool:
+    """upstream CmpRequestOverCapacity of ``alt`` on ``device`` with nothing in flight
+    (a capacity the device lacks: does not fit)."""
+    try:
+        return request_fits(already, alt.capacity, device.capacity, {})
+    except UnknownCapacityError:
+        return False
 
 
 class ClaimArrays:
@@ -415,15 +426,12 @@ class ClaimArrays:
             # Nothing requested, no policy, nothing used: each capacity is consumed whole,
             # which always fits (upstream's check would compute value <= value).
             return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
-        key = b"" if seen is None else tree_signature((device.capacity, already))
-        fits = None if seen is None else seen.get(key)
-        if fits is None:
-            try:
-                fits = request_fits(already, alt.capacity, device.capacity, {})
-            except UnknownCapacityError:
-                fits = False
-            if seen is not None:
-                seen[key] = fits
+        if seen is None:
+            fits = _fits_alone(already, alt, device)
+        else:
+            key = tree_signature((device.capacity, already))
+            known = seen.get(key)
+            fits = seen[key] = _fits_alone(already, alt, device) if known is None else known
         if not fits:
             return CAP_FAIL
         return CAP_DYNAMIC if layout.multi[lp] else CAP_OK

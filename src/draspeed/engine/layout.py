@@ -372,21 +372,20 @@ class Layout:
         first = table.column("s_first", n_slices)
         return slices, self.g - first[slices]
 
+    def _slice_and_device(self, lp: int) -> tuple[ResourceSlice, Device]:
+        slices, index = self._places
+        rs = self.snap.table.slices[int(slices[lp])]
+        return rs, rs.spec.devices[int(index[lp])]
+
     def device_at(self, lp: int) -> Device:
         """The device at layout position lp."""
-        slices, index = self._places
-        return self.snap.table.slices[int(slices[lp])].spec.devices[int(index[lp])]
+        return self._slice_and_device(lp)[1]
 
     def located_at(self, lp: int) -> tuple[DeviceID, Device, ResourceSlice]:
         """The ID, device and slice at layout position lp."""
-        slices, index = self._places
-        rs = self.snap.table.slices[int(slices[lp])]
+        rs, device = self._slice_and_device(lp)
         spec = rs.spec
-        device = spec.devices[int(index[lp])]
         return DeviceID(spec.driver, spec.pool.name, device.name), device, rs
-
-    def id_at(self, lp: int) -> DeviceID:
-        return self.located_at(lp)[0]
 
     def node_of(self, positions: np.ndarray) -> np.ndarray:
         """The node index of each layout position."""

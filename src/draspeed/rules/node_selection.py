@@ -335,10 +335,10 @@ class NodeViews:
     matched on all of them at once (what a cluster's slices select, for its layout).
 
     A label requirement is decided once per distinct value the nodes have for its key
-    (and once for nodes without it), by :func:`_label_requirement_matches` itself, and
-    spread to the nodes as arrays; a field requirement (``metadata.name`` In/NotIn one
-    value) compares arrays of name ids. Answers are :func:`node_selector_matches`' per
-    node."""
+    (and once for nodes without it) and spread to the nodes as arrays: In, NotIn,
+    Exists and DoesNotExist by value ids, Gt and Lt by :func:`_label_requirement_matches`
+    per value; a field requirement (``metadata.name`` In/NotIn one value) compares
+    arrays of name ids. Answers are :func:`node_selector_matches`' per node."""
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         self.nodes = list(nodes)
@@ -350,7 +350,7 @@ class NodeViews:
             (self._name_ids[node.name] for node in self.nodes), dtype=np.int64, count=n
         )
         self._named = np.fromiter((bool(node.name) for node in self.nodes), dtype=bool, count=n)
-        self._labels: dict[str, tuple[np.ndarray, list[str], dict[str, int]]] = {}
+        self._labels: dict[str, tuple[np.ndarray, dict[str, int]]] = {}
 
     def verdicts(self, selector: NodeSelector) -> np.ndarray:
         """Per node: 1 when ``selector`` selects it, 0 when not, 2 when the selector
@@ -367,21 +367,21 @@ class NodeViews:
     def _term(self, term: NodeSelectorTerm) -> np.ndarray:
         ok = np.ones(len(self.nodes), dtype=bool)
         for req in term.match_expressions:
-            ids, values, value_ids = self._label(req.key)
+            ids, value_ids = self._label(req.key)
             # Per value id (the last one: the label is absent), the requirement's verdict.
             if req.operator in ("In", "NotIn"):
-                verdict = np.zeros(len(values) + 1, dtype=bool)
+                verdict = np.zeros(len(value_ids) + 1, dtype=bool)
                 verdict[[value_ids[v] for v in req.values if v in value_ids]] = True
                 if req.operator == "NotIn":
                     verdict = ~verdict
             elif req.operator in ("Exists", "DoesNotExist"):
-                verdict = np.full(len(values) + 1, req.operator == "Exists", dtype=bool)
+                verdict = np.full(len(value_ids) + 1, req.operator == "Exists", dtype=bool)
                 verdict[-1] = req.operator == "DoesNotExist"
             else:  # Gt, Lt: each value parsed, as the node-by-node match parses it
                 verdict = np.fromiter(
-                    (_label_requirement_matches(req, {req.key: v}) for v in values),
+                    (_label_requirement_matches(req, {req.key: v}) for v in value_ids),
                     dtype=bool,
-                    count=len(values),
+                    count=len(value_ids),
                 )
                 verdict = np.append(verdict, _label_requirement_matches(req, {}))
             ok &= verdict[ids]
@@ -397,9 +397,9 @@ class NodeViews:
             ok &= fields | ~self._named
         return ok
 
-    def _label(self, key: str) -> tuple[np.ndarray, list[str], dict[str, int]]:
-        """Each node's value of label ``key`` as an id into the distinct values (their
-        count when the node has no such label), those values, and their ids."""
+    def _label(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
+        """Each node's value of label ``key`` as an id (the number of distinct values
+        when the node has no such label), and the distinct values' ids, in id order."""
         found = self._labels.get(key)
         if found is None:
             value_ids: dict[str, int] = {}
@@ -413,7 +413,7 @@ class NodeViews:
                 dtype=np.int64,
                 count=len(raw),
             )
-            found = self._labels[key] = (ids, list(value_ids), value_ids)
+            found = self._labels[key] = (ids, value_ids)
         return found
 
 
