@@ -85,6 +85,27 @@ cdef Py_ssize_t _binds_at = slot_offset(model.Device, "binds_to_node")
 cdef Py_ssize_t _policy_at = slot_offset(model.DeviceCapacity, "request_policy")
 
 
+# ... and the per-slice fields, for instances of the slice's classes.
+cdef PyTypeObject *_SLICE = <PyTypeObject*>model.ResourceSlice
+cdef PyTypeObject *_META = <PyTypeObject*>model.ObjectMeta
+cdef PyTypeObject *_SPEC = <PyTypeObject*>model.ResourceSliceSpec
+cdef PyTypeObject *_POOL = <PyTypeObject*>model.ResourcePool
+cdef Py_ssize_t _spec_at = slot_offset(model.ResourceSlice, "spec")
+cdef Py_ssize_t _metadata_at = slot_offset(model.ResourceSlice, "metadata")
+cdef Py_ssize_t _meta_name_at = slot_offset(model.ObjectMeta, "name")
+cdef Py_ssize_t _driver_at = slot_offset(model.ResourceSliceSpec, "driver")
+cdef Py_ssize_t _pool_at = slot_offset(model.ResourceSliceSpec, "pool")
+cdef Py_ssize_t _node_name_at = slot_offset(model.ResourceSliceSpec, "node_name")
+cdef Py_ssize_t _all_nodes_at = slot_offset(model.ResourceSliceSpec, "all_nodes")
+cdef Py_ssize_t _node_selector_at = slot_offset(model.ResourceSliceSpec, "node_selector")
+cdef Py_ssize_t _per_device_at = slot_offset(model.ResourceSliceSpec, "per_device_node_selection")
+cdef Py_ssize_t _devices_at = slot_offset(model.ResourceSliceSpec, "devices")
+cdef Py_ssize_t _counters_at = slot_offset(model.ResourceSliceSpec, "shared_counters")
+cdef Py_ssize_t _pool_name_at = slot_offset(model.ResourcePool, "name")
+cdef Py_ssize_t _generation_at = slot_offset(model.ResourcePool, "generation")
+cdef Py_ssize_t _slice_count_at = slot_offset(model.ResourcePool, "resource_slice_count")
+
+
 cdef inline object _get(object obj, Py_ssize_t offset, str name, bint direct):
     """A field of a model object: its slot when ``direct``, else getattr."""
     cdef PyObject *value
@@ -305,10 +326,12 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     ``cs_c_ptr`` index them, batch-local).
     """
     cdef Py_ssize_t S = len(slices), s, n_dev = 0, n_sets = 0, n_counters = 0
+    cdef bint direct
     for rs in slices:
-        spec = rs.spec
-        n_dev += len(spec.devices)
-        for counter_set in spec.shared_counters:
+        spec = _get(rs, _spec_at, "spec", Py_TYPE(rs) == _SLICE)
+        direct = Py_TYPE(spec) == _SPEC
+        n_dev += len(_get(spec, _devices_at, "devices", direct))
+        for counter_set in _get(spec, _counters_at, "shared_counters", direct):
             n_sets += 1
             n_counters += len(counter_set.counters)
     s_first_a = np.empty(S, np.int64)
@@ -346,7 +369,7 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     cdef Py_ssize_t g = 0, pos, k = 0, c = 0
     cdef uint8_t flags
     cdef int32_t driver
-    cdef bint per_device, direct
+    cdef bint per_device
     cdef PyObject *key
     cdef PyObject *value
     cdef PyObject *policy
@@ -354,33 +377,44 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     cs_c_ptr[0] = 0
     for s in range(S):
         rs = slices[s]
-        spec = rs.spec
-        driver = _intern(strings, string_list, spec.driver)
-        pool = spec.pool
-        s_pool[s] = names.pool(driver, _intern(strings, string_list, pool.name))
-        s_gen[s] = pool.generation
-        s_count[s] = pool.resource_slice_count
-        s_name[s] = _intern(strings, string_list, rs.metadata.name)
+        direct = Py_TYPE(rs) == _SLICE
+        spec = _get(rs, _spec_at, "spec", direct)
+        metadata = _get(rs, _metadata_at, "metadata", direct)
+        direct = Py_TYPE(spec) == _SPEC
+        driver = _intern(strings, string_list, _get(spec, _driver_at, "driver", direct))
+        pool = _get(spec, _pool_at, "pool", direct)
+        node_name = _get(spec, _node_name_at, "node_name", direct)
+        all_nodes = _get(spec, _all_nodes_at, "all_nodes", direct)
+        node_selector = _get(spec, _node_selector_at, "node_selector", direct)
+        per_device_selection = _get(spec, _per_device_at, "per_device_node_selection", direct)
+        devices = _get(spec, _devices_at, "devices", direct)
+        shared_counters = _get(spec, _counters_at, "shared_counters", direct)
+        direct = Py_TYPE(pool) == _POOL
+        s_pool[s] = names.pool(
+            driver, _intern(strings, string_list, _get(pool, _pool_name_at, "name", direct))
+        )
+        s_gen[s] = _get(pool, _generation_at, "generation", direct)
+        s_count[s] = _get(pool, _slice_count_at, "resource_slice_count", direct)
+        direct = Py_TYPE(metadata) == _META
+        s_name[s] = _intern(strings, string_list, _get(metadata, _meta_name_at, "name", direct))
         s_first[s] = first_device + g
-        devices = spec.devices
         s_ndev[s] = len(devices)
         s_selector[s] = -1
-        node_name = spec.node_name
         s_node[s] = _intern(strings, string_list, node_name) if node_name else -1
         if node_name:
             s_sel[s] = SEL_NODE_NAME
-        elif spec.all_nodes:
+        elif all_nodes:
             s_sel[s] = SEL_ALL_NODES
-        elif spec.node_selector is not None:
+        elif node_selector is not None:
             s_sel[s] = SEL_SELECTOR
-            s_selector[s] = names.selector(spec.node_selector)
-        elif spec.per_device_node_selection:
+            s_selector[s] = names.selector(node_selector)
+        elif per_device_selection:
             s_sel[s] = SEL_PER_DEVICE
         else:
             s_sel[s] = SEL_NONE
-        per_device = _is_true(spec.per_device_node_selection)
+        per_device = _is_true(per_device_selection)
         s_per_device[s] = per_device
-        for counter_set in spec.shared_counters:
+        for counter_set in shared_counters:
             cs_name[k] = _intern(strings, string_list, counter_set.name)
             for counter_name, counter in counter_set.counters.items():
                 c_name[c] = _intern(strings, string_list, counter_name)
@@ -458,6 +492,18 @@ def devices_of(list slices, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t n_devic
     return drivers, devices
 
 
+cdef inline Py_ssize_t _slice_at(const int64_t[::1] s_first, Py_ssize_t S, int64_t g) noexcept:
+    """The last slice whose first device is at or before global device g."""
+    cdef Py_ssize_t lo = 0, hi = S, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if s_first[mid] <= g:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
 def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] positions,
                     str attribute, bint list_types, object values_of):
     """One attribute of the devices at ``positions`` (global indices), as constraints
@@ -466,7 +512,7 @@ def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] 
     integer codes, equal values equal codes. ``values_of(attribute, list_types)`` is
     the rule that turns one DeviceAttribute into its typed values (called once per
     distinct attribute object)."""
-    cdef Py_ssize_t L = positions.shape[0], i, lo, hi, mid, S = s_first.shape[0]
+    cdef Py_ssize_t L = positions.shape[0], i, S = s_first.shape[0]
     cdef Py_ssize_t s, last = -1
     cdef int64_t g
     ptr_a = np.zeros(L + 1, np.int64)
@@ -480,14 +526,7 @@ def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] 
     cdef PyObject *found
     for i in range(L):
         g = positions[i]
-        lo, hi = 0, S
-        while lo < hi:  # the last slice whose first device is <= g
-            mid = (lo + hi) // 2
-            if s_first[mid] <= g:
-                lo = mid + 1
-            else:
-                hi = mid
-        s = lo - 1
+        s = _slice_at(s_first, S, g)
         if s != last:
             devices = slices[s].spec.devices
             last = s
