@@ -56,7 +56,7 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.checker import TYPE_IDENTS, qualified_name
 from draspeed.cel.extensions import SUM_ZEROS
-from draspeed.cel.functions import FUNCTIONS, VARIADIC_OVERLOADS, Function
+from draspeed.cel.functions import FUNCTIONS, NON_STRICT, VARIADIC_OVERLOADS, Function
 from draspeed.cel.meter import COST_LIMIT, Meter
 from draspeed.cel.stdlib import compare, contains_in, not_equal
 from draspeed.cel.values import (
@@ -75,6 +75,7 @@ from draspeed.cel.values import (
     map_insert,
     no_such_key,
     no_such_overload,
+    refused_by_trait,
     type_name,
 )
 from draspeed.errors import AllocationTimeout
@@ -377,7 +378,12 @@ class Compiler:
             return self._no_overload_call(plans)
         if name == "sum" and node.element_type in SUM_ZEROS:
             impl = functools.partial(impl, zero=SUM_ZEROS[node.element_type])
-        if func.guarded:
+        if func.guarded or (
+            name in _REGEX_FUNCTIONS and len(plans) > 1 and not self._is_const_string(plans[1])
+        ):
+            # The regex library's find and findAll are guarded as any other; with a
+            # constant pattern upstream precompiles it into a call that checks its
+            # receiver itself (a bare "no such overload").
             impl = _type_guarded(name, impl, _candidate_params(func, node, len(plans)))
         if name == "matches" and len(plans) == 2 and not self._is_const_string(plans[1]):
             impl = _matches_by_trait(impl)
@@ -403,7 +409,7 @@ class Compiler:
             fast = self._ordering_const(name, overload, fns[0], right)
             if fast is not None:
                 return fast
-        return _Expr(_call(name, overload, impl, fns, binary))
+        return _Expr(_call(name, overload, impl, fns, binary, name not in NON_STRICT))
 
     def _resolve_namespaced(self, node: Call) -> None:
         """``optional.of(x)`` parsed as a member call on ``optional``: a global call of
@@ -1070,6 +1076,9 @@ def _type_value_name(name: str) -> str:
 # ---- calls ---------------------------------------------------------------------------
 
 
+_REGEX_FUNCTIONS = frozenset({"find", "findAll"})
+
+
 def _matches_by_trait(impl: Callable[..., Any]) -> Callable[..., Any]:
     """``matches`` as cel-go binds it once for values that can match (strings): another
     receiver is refused by name. (A constant string pattern is precompiled upstream into
@@ -1078,7 +1087,7 @@ def _matches_by_trait(impl: Callable[..., Any]) -> Callable[..., Any]:
 
     def matches(s: Any, pattern: Any) -> Any:
         if type(s) is not str:
-            raise no_such_overload("matches")
+            raise refused_by_trait("matches", s)
         return impl(s, pattern)
 
     return matches
@@ -1129,10 +1138,18 @@ def _type_guarded(
     return guarded
 
 
-def _call(name: str, overload: str, impl: Callable[..., Any], fns: list[Fn], binary: bool) -> Fn:
+def _call(
+    name: str,
+    overload: str,
+    impl: Callable[..., Any],
+    fns: list[Fn],
+    binary: bool,
+    strict: bool = True,
+) -> Fn:
     """A call as cel-go's evalUnary/evalBinary (every argument evaluated, the first
     error is the result) or evalVarArgs (stops at the first erroring argument, and is
-    then not charged). Charged before running: a call over the limit does no work."""
+    then not charged). Charged before running: a call over the limit does no work.
+    A non-``strict`` unary or binary call hands errors to ``impl`` as values."""
     constant = C.has_constant_cost(name, overload)
     if len(fns) == 1:
         (f0,) = fns
@@ -1142,7 +1159,9 @@ def _call(name: str, overload: str, impl: Callable[..., Any], fns: list[Fn], bin
                 x = f0(a)
             except EvalError as exc:
                 a.charge(1 if constant else C.call_cost(name, overload, (exc,)))
-                raise exc from None
+                if strict:
+                    raise exc from None
+                return impl(exc)
             a.charge(1 if constant else C.call_cost(name, overload, (x,)))
             return impl(x)
 
@@ -1162,7 +1181,7 @@ def _call(name: str, overload: str, impl: Callable[..., Any], fns: list[Fn], bin
                 y = exc
                 err = err or exc
             a.charge(1 if constant else C.call_cost(name, overload, (x, y)))
-            if err is not None:
+            if err is not None and strict:
                 raise err
             return impl(x, y)
 

@@ -30,6 +30,10 @@ from draspeed.cel.values import (
     cel_equal,
     format_value,
     no_such_overload,
+    not_a_list,
+    not_an_int,
+    refused_by_trait,
+    type_name,
 )
 from draspeed.golang import GO_ESCAPES
 
@@ -296,9 +300,20 @@ def list_slice(items: Any, start: Any, end: Any) -> list[Any]:
     return out
 
 
-def flatten(items: Any, depth: Any = 1) -> list[Any]:
-    seq = _list(items)
-    d = _int_arg(depth)
+def flatten(items: Any, *depth: Any) -> list[Any]:
+    """lists' flatten (an optional depth), bound without type guards and called with
+    CEL errors as values (non-strict, see NON_STRICT): it checks its arguments itself,
+    in upstream's order (the depth is asserted to be an int before the list is looked
+    at)."""
+    if depth and type(depth[0]) is not int:
+        raise not_an_int(depth[0])
+    if isinstance(items, EvalError):
+        raise items
+    if type(items) is not list and type(items) is not tuple:
+        shown = "map(dyn, dyn)" if isinstance(items, dict) else type_name(items)
+        raise EvalError(f"no such overload: {shown}.flatten({'int' if depth else ''})")
+    seq = items
+    d: int = depth[0] if depth else 1
     if d < 0:
         raise EvalError("level must be non-negative")
     # Charged by its argument's size only, flatten can multiply a list: bounded here.
@@ -404,7 +419,7 @@ def _go_order(keys: list[Any]) -> list[int]:
 
 def list_sort(items: Any) -> list[Any]:
     if type(items) is not list and type(items) is not tuple:
-        raise no_such_overload("sort")  # bound once upstream: refused by name
+        raise refused_by_trait("sort", items)  # bound once upstream, for lists
     seq = list(items)
     return sort_by_keys(seq, seq)
 
@@ -427,9 +442,13 @@ def _reversed(seq: Any) -> list[Any]:
 
 
 def distinct(items: Any) -> list[Any]:
+    """lists' distinct: its argument is asserted to be a list, unchecked (and it is
+    called with CEL errors as values, see NON_STRICT)."""
+    if type(items) is not list and type(items) is not tuple:
+        raise not_a_list(items)
     out: list[Any] = []
     ticker = Ticker()
-    for item in _list(items):
+    for item in items:
         ticker.step(len(out) + 1)
         if not any(cel_equal(item, seen) for seen in out):
             out.append(item)
@@ -670,5 +689,6 @@ def _type_name(t: str) -> str:
     )
 
 
-# The regex library's find and findAll, and lists' distinct, check nothing first.
-register_guarded(_register, unguarded=frozenset({"find", "findAll", "distinct"}))
+# The regex library's find and findAll (with a constant pattern, see the evaluator),
+# and lists' distinct and flatten, check nothing first.
+register_guarded(_register, unguarded=frozenset({"find", "findAll", "distinct", "flatten"}))

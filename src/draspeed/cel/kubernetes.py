@@ -327,7 +327,15 @@ def _cidr(v: Any) -> CIDR:
 
 def cidr_contains_ip(c: Any, other: Any) -> bool:
     net = _cidr(c).network()
-    addr = ip(other).addr if type(other) is str else _ip(other).addr
+    if type(other) is str:
+        try:
+            addr = ip(other).addr
+        except EvalError:
+            # Upstream converts the string, then refuses what is not an IP naming the
+            # CIDR, not the conversion's error: a bare "no such overload".
+            raise no_such_overload() from None
+    else:
+        addr = _ip(other).addr
     return addr.version == net.version and addr in net
 
 

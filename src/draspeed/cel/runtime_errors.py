@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from draspeed.cel.values import CostLimitExceeded
+from draspeed.cel.values import CostLimitExceeded, GoPanic
 from draspeed.errors import CELRuntimeError
 
 NO_SUCH_KEY_HINT = (
@@ -19,6 +19,8 @@ def runtime_error(exc: Exception, *, hint: bool = True) -> CELRuntimeError:
         if hint and "no such key:" in message and not message.endswith(NO_SUCH_KEY_HINT):
             return CELRuntimeError(message + NO_SUCH_KEY_HINT)
         return exc
+    if isinstance(exc, GoPanic):  # recovered by cel-go, whatever was being evaluated
+        return CELRuntimeError(f"internal error: {exc}")
     if isinstance(exc, (CostLimitExceeded, RecursionError)):
         return CELRuntimeError("operation cancelled: actual cost limit exceeded")
     if isinstance(

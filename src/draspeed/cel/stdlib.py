@@ -25,6 +25,7 @@ from draspeed.cel.values import (
     format_double,
     map_find,
     no_such_overload,
+    refused_by_trait,
     type_name,
 )
 
@@ -288,8 +289,8 @@ def size(v: Any) -> int:
     t = type(v)
     if t is str or t is bytes or t is list or t is tuple or isinstance(v, dict):
         return len(v)
-    # cel-go's size is bound once, for values with a size: others are refused by name.
-    raise no_such_overload("size")
+    # cel-go's size is bound once, for values with a size (see refused_by_trait).
+    raise refused_by_trait("size", v)
 
 
 def _strs(a: Any, b: Any) -> None:

@@ -37,7 +37,14 @@ from draspeed.cel.stdlib import (
     SUB_HOOKS,
     conversion_error,
 )
-from draspeed.cel.values import INT64_MAX, INT64_MIN, EvalError, no_such_overload, type_name
+from draspeed.cel.values import (
+    INT64_MAX,
+    INT64_MIN,
+    RECEIVER_TYPES,
+    EvalError,
+    no_such_overload,
+    type_name,
+)
 
 SECOND = 1_000_000_000
 MINUTE = 60 * SECOND
@@ -606,6 +613,7 @@ def _register() -> None:
     SUB_HOOKS[(Timestamp, Timestamp)] = _sub_timestamp_timestamp
     NEG_HOOKS[Duration] = _neg_duration
     ORDER_TYPES.update((Duration, Timestamp))
+    RECEIVER_TYPES.update((Duration, Timestamp))
     SUM_ZEROS[DURATION_TYPE] = Duration(0)
     CONVERSION_HOOKS[(Timestamp, "int")] = _timestamp_to_int
     CONVERSION_HOOKS[(Duration, "int")] = _duration_to_int

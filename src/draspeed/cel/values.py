@@ -211,6 +211,16 @@ def _go_type(value: Any, device: Any) -> str:
         return "*types.baseMap"
     if t is TypeValue:
         return "*types.Type"
+    if t is bool:
+        return "types.Bool"
+    if t is int:
+        return "types.Int"
+    if t is UInt:
+        return "types.Uint"
+    if t is float:
+        return "types.Double"
+    if t is str:
+        return "types.String"
     name = getattr(value, "cel_type_name", "")
     return _GO_TYPES.get(name, "*types.Optional" if t is Optional else name)
 
@@ -234,6 +244,60 @@ def no_such_key(key: Any) -> EvalError:
 
 def no_such_overload(name: str = "") -> EvalError:
     return EvalError("no such overload" + (f": {name}" if name else ""))
+
+
+# ---- what a library function refuses, and how -------------------------------------
+
+# Value types cel-go gives the Receiver trait (string, and the duration and timestamp
+# types, registered by their module). A function bound once with a trait (size, sort,
+# matches) hands a value without the trait to its Receive method, which knows none of
+# them: a bare "no such overload". Any other value is refused with the function's name.
+RECEIVER_TYPES: set[type] = {str}
+
+
+def refused_by_trait(name: str, value: Any) -> EvalError:
+    """The error of a trait-bound function (``name``) on ``value``, which lacks the trait."""
+    return no_such_overload() if type(value) in RECEIVER_TYPES else no_such_overload(name)
+
+
+class GoPanic(Exception):
+    """A Go runtime panic in a library function (an unchecked type assertion), which
+    cel-go recovers as the whole evaluation's error, "internal error: ...": unlike a
+    CEL error value, no operator, macro or optional absorbs it."""
+
+
+# Go value types with an Add method: a type assertion to traits.Lister (Add, Contains,
+# Get, Iterator, Size) reports the first method missing, in that order.
+_GO_ADDERS = frozenset(
+    {
+        "types.String",
+        "types.Int",
+        "types.Uint",
+        "types.Double",
+        "types.Bytes",
+        "types.Duration",
+        "types.Timestamp",
+    }
+)
+
+
+def go_type_name(value: Any) -> str:
+    """The Go type of a CEL value, or of a CEL error (*types.Err), as Go's runtime
+    names it. Lists are named as most lists are (a literal, or a library's result);
+    cel-go's concatenation (*types.concatList) is not told apart."""
+    return "*types.Err" if isinstance(value, EvalError) else _go_type(value, None)
+
+
+def not_a_list(value: Any) -> GoPanic:
+    """The panic of asserting that ``value`` is a list (traits.Lister)."""
+    go = go_type_name(value)
+    missing = "Contains" if go in _GO_ADDERS else "Add"
+    return GoPanic(f"interface conversion: {go} is not traits.Lister: missing method {missing}")
+
+
+def not_an_int(value: Any) -> GoPanic:
+    """The panic of asserting that ``value`` (a ref.Val) is an int (types.Int)."""
+    return GoPanic(f"interface conversion: ref.Val is {go_type_name(value)}, not types.Int")
 
 
 def type_name(value: Any) -> str:

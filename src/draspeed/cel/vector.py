@@ -48,7 +48,7 @@ from draspeed.cel.deadline import CHECK_EVERY, check_deadline
 from draspeed.cel.evaluator import Activation, Compiler
 from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, swap_meter
 from draspeed.cel.runtime_errors import runtime_error
-from draspeed.cel.values import CostLimitExceeded, DomainMap, to_bool_result
+from draspeed.cel.values import CostLimitExceeded, DomainMap, GoPanic, to_bool_result
 from draspeed.errors import CELRuntimeError
 
 if TYPE_CHECKING:
@@ -503,6 +503,12 @@ class _TooCostly(Exception):
     """The leaves charged more than the work budget: evaluate row by row instead."""
 
 
+class _Panicked(Exception):
+    """A leaf ended in a Go panic (:class:`GoPanic`), which ends the whole evaluation
+    whatever operators surround the leaf, in cel-go's evaluation order: evaluate row by
+    row instead (the general evaluator lets it through every operator)."""
+
+
 # How much cost the leaf evaluations of one table may charge in total before a lazy
 # evaluation (the search's) switches to row-by-row evaluation, which stops at the first
 # device over the cost limit. Ordinary selectors cost a few units per combination.
@@ -560,6 +566,11 @@ def _evaluate(
     except _TooCostly:
         match, error, texts, pending = evaluate_rows(
             selector, table, deadline=deadline, rows=rows, stop_at_cost_limit=True
+        )
+        return match, error, texts, pending
+    except _Panicked:
+        match, error, texts, pending = evaluate_rows(
+            selector, table, deadline=deadline, rows=rows, stop_at_cost_limit=lazy
         )
         return match, error, texts, pending
     bound = sum(v.max_cost for v in leaves.values()) + sum(plan.init_costs)
@@ -805,6 +816,8 @@ def _run_leaf(leaf: Leaf, act: Activation) -> tuple[bool, str | None, int, int]:
         value = leaf.program(act)
     except CostLimitExceeded:
         return False, COST_MESSAGE, COST_LIMIT + 1, act.groups
+    except GoPanic:
+        raise _Panicked() from None
     except Exception as exc:  # every failure becomes a CEL error (deadlines propagate)
         return False, str(runtime_error(exc)), act.cost, act.groups
     try:
