@@ -70,6 +70,7 @@ from draspeed.cel.values import (
     UInt,
     cel_equal,
     format_value,
+    go_type_name,
     invalid_qualifier,
     map_find,
     map_insert,
@@ -750,9 +751,7 @@ class Compiler:
             a.charge(C.call_cost("@sortByAssociatedKeys", overload, (items, keys)))
             if err is not None:
                 raise err
-            if type(items) is not list and type(items) is not tuple:
-                raise no_such_overload()
-            return sort_by_keys(list(items), keys)
+            return sort_by_keys(items, keys)
 
         return _Expr(sort_by)
 
@@ -1229,25 +1228,9 @@ def _pairs(v: Any) -> Any:
     raise _not_iterable(v, two=True)
 
 
-_GO_TYPE_NAMES = {
-    bool: "types.Bool",
-    int: "types.Int",
-    UInt: "types.Uint",
-    float: "types.Double",
-    str: "types.String",
-    bytes: "types.Bytes",
-    type(None): "types.Null",
-    Optional: "*types.Optional",
-    TypeValue: "*types.Type",
-}
-
-
 def _not_iterable(v: Any, two: bool) -> EvalError:
     """cel-go's fold error, naming the Go type of the range value."""
-    name = _GO_TYPE_NAMES.get(type(v))
-    if name is None:
-        cel_name = getattr(v, "cel_type_name", type(v).__name__)
-        name = "cel." + str(cel_name).rsplit(".", 1)[-1]
+    name = go_type_name(v)
     if two:
         return EvalError(f"unsupported comprehension range type: {name}")
     return EvalError(f"got '{name}', expected iterable type")

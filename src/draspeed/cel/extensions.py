@@ -29,6 +29,8 @@ from draspeed.cel.values import (
     UInt,
     cel_equal,
     format_value,
+    go_int64,
+    go_string,
     no_such_overload,
     not_a_list,
     not_an_int,
@@ -340,6 +342,8 @@ def _flatten(seq: Any, depth: int) -> list[Any]:
 
 
 def sort_by_keys(items: list[Any], keys: list[Any]) -> list[Any]:
+    if type(items) is not list and type(items) is not tuple:  # bound once, for lists
+        raise refused_by_trait("@sortByAssociatedKeys", items)
     if len(items) != len(keys):
         raise EvalError(
             "@sortByAssociatedKeys() expected a list of the same size as the associated keys list, "
@@ -459,8 +463,16 @@ def distinct(items: Any) -> list[Any]:
 
 
 def _member(x: Any, seq: Any, ticker: Ticker) -> bool:
+    """cel-go's list Contains: a comparison that errors (an opaque value against
+    another type) is no match."""
     ticker.step(len(seq) + 1)
-    return any(cel_equal(y, x) for y in seq)
+    for y in seq:
+        try:
+            if cel_equal(x, y):
+                return True
+        except EvalError:
+            continue
+    return False
 
 
 def _contains_all(a: Any, b: Any) -> bool:
@@ -558,13 +570,17 @@ def _compile_k8s(pattern: str) -> Any:
         raise EvalError(f"Illegal regex: {exc}") from None
 
 
+# The regex library reads its arguments through their Go Value() (see go_value): the
+# type guards, when a pattern is not a constant string, have checked their types.
+
+
 def find(s: Any, pattern: Any) -> str:
-    m = _compile_k8s(_str(pattern)).search(_str(s))
+    m = _compile_k8s(go_string(pattern)).search(go_string(s))
     return m.group(0) if m is not None else ""
 
 
-def find_all_fn(s: Any, pattern: Any, n: Any = -1) -> list[str]:
-    return find_all(_compile_k8s(_str(pattern)), _str(s), _int_arg(n))
+def find_all_fn(s: Any, pattern: Any, *n: Any) -> list[str]:
+    return find_all(_compile_k8s(go_string(pattern)), go_string(s), go_int64(n[0]) if n else -1)
 
 
 def _register() -> None:

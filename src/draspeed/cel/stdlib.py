@@ -23,6 +23,7 @@ from draspeed.cel.values import (
     UInt,
     cel_equal,
     format_double,
+    go_string,
     map_find,
     no_such_overload,
     refused_by_trait,
@@ -314,10 +315,14 @@ def str_ends_with(s: Any, suffix: Any) -> bool:
 
 
 def matches(s: Any, pattern: Any) -> bool:
-    _strs(s, pattern)
+    # The receiver as a precompiled pattern reads it, through its Go Value() (a
+    # non-constant pattern checks its receiver first, see the evaluator).
+    text = go_string(s)
+    if type(pattern) is not str:
+        raise no_such_overload()
     # The UTF-8 bytes the str search would encode itself: the verdict is the same, and
     # no match offsets are turned back into character positions (3x faster).
-    return compile_regex(pattern).search(s.encode("utf-8")) is not None
+    return compile_regex(pattern).search(text.encode("utf-8")) is not None
 
 
 # ---- conversions -----------------------------------------------------------------

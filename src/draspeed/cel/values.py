@@ -260,6 +260,36 @@ def refused_by_trait(name: str, value: Any) -> EvalError:
     return no_such_overload() if type(value) in RECEIVER_TYPES else no_such_overload(name)
 
 
+def go_value(value: Any) -> Any:
+    """What a value's Go ``Value()`` holds, for the library functions that read their
+    arguments that way (the Kubernetes regex functions, a precompiled ``matches``): a
+    string or an int as itself, a type as its name, an optional as its value's (None:
+    anything else, or an empty optional)."""
+    while type(value) is Optional:
+        if not value.has:
+            return None
+        value = value.value
+    if type(value) is TypeValue:
+        return value.name
+    return value if type(value) is str or type(value) is int else None
+
+
+def go_string(value: Any) -> str:
+    """Go's ``v.Value().(string)``; a bare "no such overload" when it fails."""
+    found = go_value(value)
+    if type(found) is not str:
+        raise no_such_overload()
+    return found
+
+
+def go_int64(value: Any) -> int:
+    """Go's ``v.Value().(int64)``; a bare "no such overload" when it fails."""
+    found = go_value(value)
+    if type(found) is not int:
+        raise no_such_overload()
+    return found
+
+
 class GoPanic(Exception):
     """A Go runtime panic in a library function (an unchecked type assertion), which
     cel-go recovers as the whole evaluation's error, "internal error: ...": unlike a
