@@ -180,6 +180,40 @@ def test_vector_path_reports_errors_per_row() -> None:
     assert messages == {1: "no such key: healthy" + HINT}
 
 
+def test_a_go_panic_ends_the_evaluation_through_every_operator() -> None:
+    # distinct() asserts its receiver is a list (upstream: an unchecked Go type
+    # assertion, recovered as "internal error"): no || absorbs it, and on the vector path
+    # only the rows whose evaluation reaches the call end in it.
+    panic = (
+        "internal error: interface conversion: types.String is not traits.Lister: "
+        "missing method Contains"
+    )
+    devices = [
+        ("gpu.example.com", gpu(model=DeviceAttribute("string", "a100"))),
+        ("gpu.example.com", gpu(model=DeviceAttribute("string", "h100"))),
+    ]
+    sel = compile_selector(
+        'device.attributes["gpu.example.com"].model == "a100" || '
+        'dyn(device.attributes["gpu.example.com"].model).distinct() == [] || true'
+    )
+    with pytest.raises(CELRuntimeError) as raised:
+        sel.matches(device_input(*devices[1]))
+    assert str(raised.value) == panic
+    assert sel.matches(device_input(*devices[0])) is True
+    match, error, messages = sel.evaluate(DeviceTable.build(devices))
+    assert match.tolist() == [True, False]
+    assert error.tolist() == [False, True]
+    assert messages == {1: panic}
+
+
+def test_a_map_literal_with_a_key_go_cannot_hash_fails_when_evaluated() -> None:
+    # Upstream builds the literal when planning and its process panics; here the
+    # selector compiles and every evaluation ends in the panic's text.
+    sel = compile_selector('{b"a": 1} == {}')
+    with pytest.raises(CELRuntimeError, match=r"hash of unhashable type types\.Bytes"):
+        sel.matches(device_input("gpu.example.com", gpu()))
+
+
 def test_vector_path_on_an_empty_table() -> None:
     table = DeviceTable.build([])
     match, error, messages = compile_selector('device.driver == "x"').evaluate(table)

@@ -65,6 +65,7 @@ from draspeed.cel.values import (
     CostLimitExceeded,
     DomainMap,
     EvalError,
+    GoPanic,
     Optional,
     TypeValue,
     UInt,
@@ -665,6 +666,15 @@ class Compiler:
                 return _Const(fill(Activation(None, 0)))
             except EvalError as exc:
                 return _Const(_Err(exc))
+            except GoPanic as exc:
+                # Upstream builds it when planning and the panic ends the process; here
+                # every evaluation ends in it instead.
+                panic = exc
+
+                def panicking(a: Activation) -> Any:
+                    raise panic
+
+                return _Expr(panicking)
 
         def build(a: Activation) -> Any:
             try:

@@ -19,7 +19,13 @@ from typing import Any
 
 from draspeed.cel.functions import declare, register_guarded
 from draspeed.cel.timestamps import _days_in
-from draspeed.cel.values import OPTIONAL_NONE, Optional, no_such_overload, register_opaque
+from draspeed.cel.values import (
+    OPTIONAL_NONE,
+    Optional,
+    no_such_overload,
+    register_opaque,
+    register_unhashable,
+)
 from draspeed.golang import go_quote
 
 NAMED_FORMAT_TYPE = "kubernetes.NamedFormat"
@@ -368,6 +374,7 @@ class NamedFormat:
 
 
 register_opaque(NamedFormat, lambda a, b: a.name == b.name)
+register_unhashable(NamedFormat)
 
 # MaxRegexSize: the figures format.go gives each format, for the cost of validate().
 _UUID_PATTERN_LEN = len("(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")

@@ -23,6 +23,7 @@ from draspeed.cel.values import (
     cel_equal,
     no_such_overload,
     register_opaque,
+    register_unhashable,
     type_name,
 )
 from draspeed.errors import QuantityError, SemverError
@@ -37,6 +38,7 @@ Quantity.cel_type_name = "kubernetes.Quantity"  # type: ignore[attr-defined]
 SemVer.cel_type_name = "kubernetes.Semver"  # type: ignore[attr-defined]
 register_opaque(Quantity, lambda a, b: a.cmp(b) == 0)
 register_opaque(SemVer, lambda a, b: a.compare(b) == 0)
+register_unhashable(SemVer)
 
 # ---- Quantity --------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from draspeed.cel.regex import compile_regex
 from draspeed.cel.values import (
     QUALIFIER_TYPES,
     EvalError,
+    GoPanic,
     TypeValue,
     UInt,
     invalid_qualifier,
@@ -106,7 +107,10 @@ class _Folder:
                 k is UNKNOWN or v is UNKNOWN for k, v in pairs
             ):
                 return UNKNOWN
-            return make_map(pairs)
+            try:
+                return make_map(pairs)
+            except GoPanic:
+                return UNKNOWN  # left to the evaluation (see the evaluator)
         if isinstance(node, Call):
             return self._call(node)
         if isinstance(node, Index):

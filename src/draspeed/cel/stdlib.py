@@ -22,6 +22,7 @@ from draspeed.cel.values import (
     TypeValue,
     UInt,
     cel_equal,
+    check_lookup_key,
     format_double,
     go_string,
     map_find,
@@ -279,6 +280,7 @@ def contains_in(elem: Any, container: Any) -> bool:
                 continue
         return False
     if isinstance(container, dict):
+        check_lookup_key(container, elem)
         return map_find(container, elem)[0]
     raise no_such_overload()
 

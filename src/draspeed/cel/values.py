@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from draspeed.cel.meter import CostLimitExceeded as CostLimitExceeded  # re-exported
-from draspeed.cel.meter import ticking
+from draspeed.cel.meter import current_meter, ticking
 from draspeed.errors import CELRuntimeError
 
 INT64_MIN = -(1 << 63)
@@ -165,6 +165,8 @@ class CelMap(dict[Any, Any]):
 def map_insert(m: dict[Any, Any], key: Any, value: Any) -> dict[Any, Any]:
     """``m[key] = value`` with CEL key identity; returns the map to keep using (a plain
     dict becomes a CelMap at its first key that is not a string)."""
+    if type(key) in _UNHASHABLE:
+        raise unhashable_key(key)
     if type(key) is not str and type(m) is not CelMap:
         m = CelMap(m.items())
     m[key] = value
@@ -258,6 +260,43 @@ RECEIVER_TYPES: set[type] = {str}
 def refused_by_trait(name: str, value: Any) -> EvalError:
     """The error of a trait-bound function (``name``) on ``value``, which lacks the trait."""
     return no_such_overload() if type(value) in RECEIVER_TYPES else no_such_overload(name)
+
+
+# Value types whose Go type cannot be a Go map key (a byte slice; structs holding
+# slices or functions: the apiserver's Semver and Format), registered by the library
+# modules. A map that CEL builds (a literal, a transformMap) is a Go map of ref.Val:
+# putting such a key in, or looking one up in a map with entries, panics. The maps of
+# the device input are Go maps of strings, which look at the key's type first.
+_UNHASHABLE: set[type] = {bytes}
+
+
+def register_unhashable(cls: type) -> None:
+    _UNHASHABLE.add(cls)
+
+
+def unhashable_key(key: Any) -> GoPanic:
+    return GoPanic(f"runtime error: hash of unhashable type {go_type_name(key)}")
+
+
+def check_lookup_key(m: dict[Any, Any], key: Any) -> None:
+    """Panic as a lookup of ``key`` in ``m`` does upstream (see _UNHASHABLE)."""
+    if type(key) in _UNHASHABLE and m and not _is_input_map(m):
+        raise unhashable_key(key)
+
+
+def _is_input_map(m: dict[Any, Any]) -> bool:
+    """Whether ``m`` is the device variable of the running evaluation or one of its
+    maps (``device.attributes``, a domain's map ...), not one the expression built."""
+    device = getattr(current_meter(), "device", None)
+    if not isinstance(device, dict):
+        return False
+    if m is device:
+        return True
+    for field in ("attributes", "capacity"):
+        top = device.get(field)
+        if m is top or (isinstance(top, dict) and any(m is inner for inner in top.values())):
+            return True
+    return False
 
 
 def go_value(value: Any) -> Any:
