@@ -1,8 +1,11 @@
-"""How Go prints strings, for error texts that must match upstream's byte for byte."""
+"""How Go prints strings, for error texts that must match upstream's byte for byte, and
+how it parses the numbers and durations CEL converts from text."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Final
 
 # strconv.Quote's single-character escapes (CEL's strings.quote uses the same table).
@@ -119,3 +122,61 @@ def parse_go_duration(text: str) -> int:
         if total > _MAX_DURATION + (1 if negative else 0):
             raise invalid
     return -total if negative else total
+
+
+# strconv.ParseFloat's syntax, underscores aside (checked by _underscores_ok): a decimal
+# mantissa with at most one point and an optional exponent, or a hexadecimal one with a
+# required binary exponent.
+_DECIMAL_FLOAT = re.compile(r"[+-]?(?:[0-9_]+\.?[0-9_]*|\.[0-9_]+)(?:[eE][+-]?[0-9_]+)?\Z")
+_HEX_FLOAT = re.compile(
+    r"[+-]?0[xX](?:[0-9a-fA-F_]+\.?[0-9a-fA-F_]*|\.[0-9a-fA-F_]+)[pP][+-]?[0-9_]+\Z"
+)
+
+
+def parse_go_float(text: str) -> float | None:
+    """Go's ``strconv.ParseFloat(text, 64)``: the value, or None for its syntax and
+    range errors (a finite value beyond float64 is ErrRange; one below rounds to 0)."""
+    lower = text.lower()
+    unsigned = lower[1:] if lower[:1] in ("+", "-") else lower
+    if unsigned in ("inf", "infinity"):
+        return -math.inf if lower[0] == "-" else math.inf
+    if lower == "nan":  # no sign before it
+        return math.nan
+    hexadecimal = _HEX_FLOAT.match(text) is not None
+    if not (hexadecimal or _DECIMAL_FLOAT.match(text)) or not _underscores_ok(text):
+        return None
+    plain = text.replace("_", "")
+    try:
+        value = float.fromhex(plain) if hexadecimal else float(plain)
+    except OverflowError:
+        return None
+    return None if math.isinf(value) else value
+
+
+def _underscores_ok(text: str) -> bool:
+    """Go's underscoreOK: an underscore only between digits (a base prefix counts as
+    one), and at least one digit in the mantissa."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    saw = "^"  # start; "0" a digit (or base prefix); "_" an underscore; "!" anything else
+    start = 0
+    hexadecimal = body[:2].lower() == "0x"
+    if hexadecimal:
+        saw, start = "0", 2
+    digits = "0123456789abcdefABCDEF" if hexadecimal else "0123456789"
+    mantissa_digit = False
+    in_exponent = False
+    for c in body[start:]:
+        if c in digits and not (in_exponent and c not in "0123456789"):
+            saw = "0"
+            mantissa_digit = mantissa_digit or not in_exponent
+        elif c == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        else:
+            if saw == "_":
+                return False
+            saw = "!"
+            if c in "eEpP" and not (hexadecimal and c in "eE"):
+                in_exponent = True
+    return saw != "_" and mantissa_digit

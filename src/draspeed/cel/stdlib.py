@@ -30,6 +30,7 @@ from draspeed.cel.values import (
     refused_by_trait,
     type_name,
 )
+from draspeed.golang import parse_go_float
 
 _OVERFLOW = "integer overflow"
 _UOVERFLOW = "unsigned integer overflow"
@@ -329,13 +330,10 @@ def matches(s: Any, pattern: Any) -> bool:
 
 # ---- conversions -----------------------------------------------------------------
 
+# strconv.ParseInt and ParseUint in base 10: digits only (no underscores, no base
+# prefix; ParseUint takes no sign either).
 _GO_INT = re.compile(r"[+-]?[0-9]+\Z")
-_GO_UINT = re.compile(r"\+?[0-9]+\Z")
-_GO_FLOAT = re.compile(
-    r"[+-]?((([0-9](_?[0-9])*)?\.?[0-9](_?[0-9])*([eE][+-]?[0-9](_?[0-9])*)?)|"
-    r"(inf|infinity|nan))\Z",
-    re.IGNORECASE,
-)
+_GO_UINT = re.compile(r"[0-9]+\Z")
 
 
 def conversion_error(value: Any, target: str) -> EvalError:
@@ -395,11 +393,9 @@ def to_double(v: Any) -> float:
     if t is int or t is UInt:
         return float(v)
     if t is str:
-        if _GO_FLOAT.match(v) and "_" not in v:
-            try:
-                return float(v)
-            except ValueError:
-                pass
+        parsed = parse_go_float(v)
+        if parsed is not None:
+            return parsed
         raise conversion_error(v, "double")
     raise no_such_overload(f"double({type_name(v)})")
 
