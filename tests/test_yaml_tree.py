@@ -77,3 +77,15 @@ def test_chosen_texts_read_alike(text: str) -> None:
 )
 def test_anchor_positions(text: str, anchor: bool) -> None:
     assert text_module._may_hold_anchor(text.encode()) is anchor
+
+
+def test_remembered_tags_are_the_resolvers() -> None:
+    # Tags are remembered per (kind, text, implicit): the same text plain and quoted,
+    # and every YAML 1.1 form, resolve as PyYAML resolves them afresh.
+    import yaml
+
+    values = ["1", "yes", "off", "0x1f", "1_000", "1:20", "~", "null", "", "1.5", "a"]
+    text = "".join(f"p{i}: {v}\nq{i}: '{v}'\nr{i}: {v}\n" for i, v in enumerate(values))
+    (doc,) = text_module.parse_text(text)
+    assert doc == yaml.load(text, Loader=yaml.SafeLoader)
+    assert not text_module._DocumentLoader.yaml_path_resolvers  # nothing else decides a tag

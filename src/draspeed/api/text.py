@@ -302,6 +302,10 @@ class _DuplicateKey(Exception):
         self.key = key
 
 
+# Distinct scalar texts whose tags one loader remembers (UUIDs and the like are many).
+_TAGS_REMEMBERED = 65536
+
+
 class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
     """libyaml's event parser, a composer with limits (here) and PyYAML's safe
     constructor, refusing duplicate keys. Timestamps stay text, as Kubernetes' own
@@ -316,6 +320,20 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
         # Duplicate keys: raised, or (keep_duplicates) kept here and the last value used.
         self.keep_duplicates = keep_duplicates
         self.duplicates: list[_DuplicateKey] = []
+        self._tags: dict[tuple[Any, Any, Any], str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        """PyYAML's tag resolution, remembered per (kind, text, implicit): it tries a
+        list of regular expressions per plain scalar, a quarter of composing a cluster's
+        YAML, while a dump repeats a few hundred distinct texts (no path resolvers are
+        set, so nothing else decides a tag)."""
+        key = (kind, value, implicit)
+        tag = self._tags.get(key)
+        if tag is None:
+            tag = Resolver.resolve(self, kind, value, implicit)
+            if len(self._tags) < _TAGS_REMEMBERED:
+                self._tags[key] = tag
+        return tag
 
     # ---- composing ---------------------------------------------------------------
 
