@@ -50,6 +50,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 from draspeed.api._jsontext import json_text_check
+from draspeed.api._yaml_tree import construct_tree
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB per file or standard input
 # Kubernetes objects nest about 10 levels deep, opaque driver parameters a few more;
@@ -502,7 +503,7 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
         PyYAML's general walk (a generator per collection, a lookup per node for
         recursive aliases) cost half of reading a YAML cluster."""
         try:
-            return self._tree(root)
+            return construct_tree(self, root)  # compiled: _tree, for the common nodes
         finally:
             self.constructed_objects = {}
             self.recursive_objects = {}

@@ -1,0 +1,3 @@
+from typing import Any
+
+def construct_tree(loader: Any, root: Any) -> Any: ...
