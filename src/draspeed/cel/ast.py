@@ -30,7 +30,11 @@ class Const(Node):
 
 @dataclass(eq=False, slots=True)
 class Ident(Node):
+    """A name; ``as_type`` (set by the checker): a local variable that holds a type and
+    is named like one, which cel-go's planner reads as that type (see the checker)."""
+
     name: str
+    as_type: bool = False
 
 
 @dataclass(eq=False, slots=True)

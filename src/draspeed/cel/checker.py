@@ -291,6 +291,14 @@ class Checker:
         if t is None:
             self.errors.add(node.pos, f"undeclared reference to '{node.name}' (in container '')")
             return T.ERROR
+        if self.is_local(node.name) and T.substitute(self.mapping, t, False).kind == "type":
+            # cel-go's planner takes every checked identifier whose type is a type for a
+            # type's name: a macro or bind variable holding a type is read as the type
+            # its name names, and fails the program when no type has that name.
+            if node.name in TYPE_IDENTS:
+                node.as_type = True
+            else:
+                self._undefined_types.append(node.name)
         return t
 
     def _create_message(self, node: CreateMessage) -> T.Type:

@@ -280,6 +280,8 @@ class Compiler:
 
     def _p_Ident(self, node: Ident) -> _Plan:
         name = node.name
+        if node.as_type:  # a local holding a type, named like one (see the checker)
+            return _Const(TypeValue(_type_value_name(name)))
         if not name.startswith("."):
             local = self._lookup(name)
             if local is not None:
