@@ -60,7 +60,7 @@ TYPE_IDENTS: dict[str, T.Type] = {
     "map": T.map_of(T.DYN, T.DYN),
     "null_type": T.NULL,
     "type": T.Type("type"),
-    "optional_type": T.optional_of(T.DYN),
+    "optional_type": T.Type("optional_type"),  # cel-go names it without a parameter
     "google.protobuf.Timestamp": T.TIMESTAMP,
     "google.protobuf.Duration": T.DURATION,
     "google.protobuf.Empty": T.Type("object", name="google.protobuf.Empty"),

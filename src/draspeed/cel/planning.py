@@ -25,8 +25,10 @@ from draspeed.cel.ast import (
     ListLit,
     MapLit,
     Node,
+    Select,
     children,
 )
+from draspeed.cel.checker import qualified_name
 from draspeed.cel.functions import FUNCTIONS
 from draspeed.cel.regex import compile_regex
 from draspeed.cel.values import (
@@ -96,6 +98,17 @@ class _Folder:
             name = node.name.lstrip(".")
             local = not node.name.startswith(".") and any(name in s for s in self.locals)
             return TypeValue(name) if name in self.type_names and not local else UNKNOWN
+        if isinstance(node, Select):
+            # A qualified type name (net.IP, google.protobuf.Timestamp) is a constant too.
+            qualified = qualified_name(node)
+            if qualified is not None:
+                name = qualified.lstrip(".")
+                root = name.split(".", 1)[0]
+                local = not qualified.startswith(".") and any(root in s for s in self.locals)
+                if name in self.type_names and not local:
+                    return TypeValue(name)
+            self.fold(node.operand)
+            return UNKNOWN
         if isinstance(node, ListLit):
             values = [self.fold(e) for e in node.elements]
             if node.optional_indices or any(v is UNKNOWN for v in values):
