@@ -60,6 +60,7 @@ from draspeed.cel.functions import FUNCTIONS, NON_STRICT, VARIADIC_OVERLOADS, Fu
 from draspeed.cel.meter import COST_LIMIT, Meter
 from draspeed.cel.stdlib import compare, contains_in, not_equal
 from draspeed.cel.values import (
+    INT64_MAX,
     OPTIONAL_NONE,
     QUALIFIER_TYPES,
     CostLimitExceeded,
@@ -70,6 +71,7 @@ from draspeed.cel.values import (
     TypeValue,
     UInt,
     cel_equal,
+    format_double,
     format_value,
     go_type_name,
     invalid_qualifier,
@@ -1011,13 +1013,18 @@ def _qualifier(q: _Qual) -> QualStep:
 
 
 def _list_position(key: Any) -> int:
+    """cel-go's IndexOrError: an int, or a uint or double that converts to one losslessly."""
     t = type(key)
-    if t is int or t is UInt:
-        return int(key)
-    if t is float and key.is_integer():
-        return int(key)
+    if t is int:
+        return key
+    if t is UInt:
+        if key <= INT64_MAX:
+            return int(key)
+        raise EvalError(f"unsupported index value {int(key)} in list")
     if t is float:
-        raise EvalError(f"unsupported index value {key} in list")
+        if key.is_integer() and -(2.0**63) < key < 2.0**63:  # (both bounds excluded)
+            return int(key)
+        raise EvalError(f"unsupported index value {format_double(key)} in list")
     raise EvalError(f"unsupported index type '{_tn(key)}' in list")
 
 
