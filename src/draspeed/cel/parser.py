@@ -529,7 +529,9 @@ class _Builder:
         try:
             return _unescape(body, as_bytes)
         except ValueError as exc:
-            self.errors.add(pos, f"Syntax error: {exc}")
+            # cel-go's unescape reports its own words (the lexer has already refused
+            # every escape that is not well-formed, as a syntax error).
+            self.errors.add(pos, str(exc))
             return b"" if as_bytes else ""
 
     # ---- macros ------------------------------------------------------------------
@@ -693,6 +695,8 @@ def _unescape(body: str, as_bytes: bool) -> Any:
             emit_code(int(digits, 16), True)
             i += 4
         elif esc in "uU":
+            if as_bytes:  # code points have no place among bytes
+                raise ValueError("unable to unescape string")
             width = 4 if esc == "u" else 8
             digits = body[i + 2 : i + 2 + width]
             if len(digits) != width or not all(c in "0123456789abcdefABCDEF" for c in digits):

@@ -193,7 +193,8 @@ def _number(src: str, i: int) -> list[tuple[int, int, int]]:
         int_acc = digits
         int_viable = digits
         uint_acc = digits + 1 if end < len(src) and src[end] in "uU" else -1
-        if src[i] == "0" and digits == 1 and end < len(src) and src[end] in "xX":
+        # (only a lowercase x starts a hexadecimal literal: "0X1f" is 0, then X1f)
+        if src[i] == "0" and digits == 1 and end < len(src) and src[end] == "x":
             hex_digits = _run(src, end + 1, _HEX)
             int_viable = 2 + hex_digits
             if hex_digits:
@@ -1107,13 +1108,13 @@ class _Parser:
         recovered, so a literal out of range is reported next to syntax errors too)."""
         text = token.text
         if token.type == NUM_INT:
-            value = int(text, 16) if text[:2] in ("0x", "0X") else int(text)
+            value = int(text, 16) if text[:2] == "0x" else int(text)
             if not -(2**63) <= (-value if sign is not None else value) < 2**63:
                 where = sign if sign is not None else token
                 self.visitor_errors.append((where.start, "invalid int literal"))
         elif token.type == NUM_UINT:
             body = text[:-1]
-            if int(body, 16 if body[:2] in ("0x", "0X") else 10) >= 2**64:
+            if int(body, 16 if body[:2] == "0x" else 10) >= 2**64:
                 self.visitor_errors.append((token.start, "invalid uint literal"))
         elif token.type == NUM_FLOAT and math.isinf(float(text)):
             # Go's ParseFloat refuses a value beyond the largest double (Python rounds
