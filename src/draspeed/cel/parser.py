@@ -31,6 +31,7 @@ from draspeed.cel.ast import (
 )
 from draspeed.cel.lalr import Token, Tree, UnexpectedCharacter, UnexpectedToken
 from draspeed.cel.lalr import parser as _lalr_parser
+from draspeed.cel.literals import literal_value
 from draspeed.cel.syntax_errors import NO_LOCATION, RECURSION_LIMIT, UNPLACED, syntax_errors
 
 INT64_MIN = -(1 << 63)
@@ -77,21 +78,6 @@ _BINARY = {
     "*": "_*_",
     "/": "_/_",
     "%": "_%_",
-}
-
-_SIMPLE_ESCAPES = {
-    "a": "\a",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-    "v": "\v",
-    '"': '"',
-    "'": "'",
-    "\\": "\\",
-    "?": "?",
-    "`": "`",
 }
 
 
@@ -519,15 +505,8 @@ class _Builder:
         return Const(pos, "double", -float(text) if negative else float(text))
 
     def _unquote(self, text: str, pos: int, *, as_bytes: bool) -> Any:
-        raw = text[0] in "rR"
-        if raw:
-            text = text[1:]
-        quote = text[:3] if text[:3] in ('"""', "'''") else text[0]
-        body = text[len(quote) : -len(quote)]
-        if raw:
-            return body.encode("utf-8") if as_bytes else body
         try:
-            return _unescape(body, as_bytes)
+            return literal_value(text, as_bytes)
         except ValueError as exc:
             # cel-go's unescape reports its own words (the lexer has already refused
             # every escape that is not well-formed, as a syntax error).
@@ -653,66 +632,3 @@ class _Builder:
         cel-go's visitor makes in its place (at the error, an expression of no kind)."""
         self.errors.add(at, message)
         return Node(at)
-
-
-def _unescape(body: str, as_bytes: bool) -> Any:
-    """CEL string escapes; hex/octal escapes are bytes in bytes literals, code points else."""
-    out_bytes = bytearray()
-    out: list[str] = []
-
-    def emit_text(s: str) -> None:
-        if as_bytes:
-            out_bytes.extend(s.encode("utf-8"))
-        else:
-            out.append(s)
-
-    def emit_code(value: int, is_byte: bool) -> None:
-        if as_bytes and is_byte:
-            out_bytes.append(value)
-        else:
-            if 0xD800 <= value <= 0xDFFF or value > 0x10FFFF:
-                raise ValueError("invalid unicode code point")
-            emit_text(chr(value))
-
-    i = 0
-    n = len(body)
-    while i < n:
-        ch = body[i]
-        if ch != "\\":
-            emit_text(ch)
-            i += 1
-            continue
-        if i + 1 >= n:
-            raise ValueError("invalid escape sequence")
-        esc = body[i + 1]
-        if esc in _SIMPLE_ESCAPES:
-            emit_text(_SIMPLE_ESCAPES[esc])
-            i += 2
-        elif esc in "xX":
-            digits = body[i + 2 : i + 4]
-            if len(digits) != 2 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise ValueError("invalid hex escape")
-            emit_code(int(digits, 16), True)
-            i += 4
-        elif esc in "uU":
-            if as_bytes:  # code points have no place among bytes
-                raise ValueError("unable to unescape string")
-            width = 4 if esc == "u" else 8
-            digits = body[i + 2 : i + 2 + width]
-            if len(digits) != width or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise ValueError("invalid unicode escape")
-            emit_code(int(digits, 16), False)
-            i += 2 + width
-        elif esc in "0123":
-            digits = body[i + 1 : i + 4]
-            if len(digits) != 3 or not all(c in "01234567" for c in digits):
-                raise ValueError("invalid octal escape")
-            emit_code(int(digits, 8), True)
-            i += 4
-        elif esc == "\n":
-            raise ValueError("invalid escape sequence")
-        else:
-            raise ValueError(f"invalid escape sequence '\\{esc}'")
-    if as_bytes:
-        return bytes(out_bytes)
-    return "".join(out)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from draspeed.cel.ast import Call, Const, CreateMessage, Ident, ListLit, MapLit, Node, Select
+from draspeed.cel.literals import literal_value
 
 __all__ = ["TreeVisitor", "syntax_errors"]
 
@@ -1094,18 +1095,18 @@ class _Parser:
                 raise self.no_viable(self.lt(), self.lt(2))
             sign = self.lt()
             self.match(MINUS, frozenset({second}))
-            self.check_number(self.lt(), sign)
+            self.check_literal(self.lt(), sign)
             self.match(second, _END)
             return
         if self.la() in _LITERAL_FIRST:
-            self.check_number(self.lt(), None)
+            self.check_literal(self.lt(), None)
             self.match(self.la(), _END)
             return
         raise self.no_viable(self.lt(), self.lt())
 
-    def check_number(self, token: _Token, sign: _Token | None) -> None:
-        """The visitor's range check of an integer literal (it reads the tree ANTLR
-        recovered, so a literal out of range is reported next to syntax errors too)."""
+    def check_literal(self, token: _Token, sign: _Token | None) -> None:
+        """The visitor's checks of a literal: a number's range, a string's escapes (it
+        reads the tree ANTLR recovered, so these are reported next to syntax errors)."""
         text = token.text
         if token.type == NUM_INT:
             value = int(text, 16) if text[:2] == "0x" else int(text)
@@ -1116,6 +1117,12 @@ class _Parser:
             body = text[:-1]
             if int(body, 16 if body[:2] == "0x" else 10) >= 2**64:
                 self.visitor_errors.append((token.start, "invalid uint literal"))
+        elif token.type in (STRING, BYTES):
+            # The visitor unescapes every literal of the recovered tree as well.
+            try:
+                literal_value(text[1:] if token.type == BYTES else text, token.type == BYTES)
+            except ValueError as exc:
+                self.visitor_errors.append((token.start, str(exc)))
         elif token.type == NUM_FLOAT and math.isinf(float(text)):
             # Go's ParseFloat refuses a value beyond the largest double (Python rounds
             # the same way, to infinity).
