@@ -1060,7 +1060,9 @@ def _qualify(obj: Any, key: Any) -> Any:
     if found:
         return value
     if type(obj) is list or type(obj) is tuple:
-        raise EvalError(f"index out of bounds: {_list_position(key)}")
+        _list_position(key)  # (an index that is no int64 fails first)
+        # The index as given, in Go's %v: a double as a double.
+        raise EvalError(f"index out of bounds: {format_value(key)}")
     raise no_such_key(key)
 
 
