@@ -264,7 +264,7 @@ class _Loader:
         self.objects = Objects()
         self.caches = Caches()
         self.pending: Pending | None = None  # warnings held back (see json_list)
-        self._slice_builder: SliceBuilder | None = None  # made at the first slice (see one)
+        self._slice_builder: SliceBuilder | None = None  # made at the first slice built
         # (kind, namespace, name) -> the object kept and where it was read.
         self.seen: dict[tuple[str, str, str], tuple[DRAObject, str, int | None]] = {}
 
@@ -400,15 +400,8 @@ class _Loader:
         kind = envelope["kind"]
         item_kind = None if kind == "List" else kind[: -len("List")]
         api_version = envelope.get("apiVersion")
-        build = SliceBuilder(self.caches, self.validate).build
-        checked = partial(
-            CheckedDevices,
-            validate=self.validate,
-            caches=self.caches,
-            sink=self.objects.warnings,
-            pending=self.pending,
-            fields=self.mode,
-        )
+        build = self.slice_builder().build
+        checked = self.checked_devices()
         slices = self.objects.slices
         claims = self.objects.claims
         build_claim = ClaimBuilder(self.caches, self.validate).build
@@ -549,6 +542,25 @@ class _Loader:
         self.objects.add(decoded)
         return decoded
 
+    def slice_builder(self) -> SliceBuilder:
+        """The compiled slice builder of this load (one for bulk lists and single dicts:
+        they share the load's caches)."""
+        if self._slice_builder is None:
+            self._slice_builder = SliceBuilder(self.caches, self.validate)
+        return self._slice_builder
+
+    def checked_devices(self) -> partial[CheckedDevices]:
+        """The checked decoder of the devices the compiled builder does not take (warnings
+        held back or not as the load is at this moment)."""
+        return partial(
+            CheckedDevices,
+            validate=self.validate,
+            caches=self.caches,
+            sink=self.objects.warnings,
+            pending=self.pending,
+            fields=self.mode,
+        )
+
     def slice_by_json(self, obj: Mapping[str, Any], api_version: str) -> ResourceSlice | None:
         """A slice given as a dict (a YAML document, a client's object, a JSON text's
         document) built as the bulk JSON reader builds its items, from the dict's JSON
@@ -563,17 +575,8 @@ class _Loader:
             item = SLICE_DECODER.decode(text)
         except (msgspec.MsgspecError, TypeError, ValueError, OverflowError):
             return None
-        if self._slice_builder is None:
-            self._slice_builder = SliceBuilder(self.caches, self.validate)
-        checked = partial(
-            CheckedDevices,
-            validate=self.validate,
-            caches=self.caches,
-            sink=self.objects.warnings,
-            pending=self.pending,
-            fields=self.mode,
-        )
-        built = self._slice_builder.build(item, msgspec.Raw(text), api_version, checked)
+        build = self.slice_builder().build
+        built = build(item, msgspec.Raw(text), api_version, self.checked_devices())
         if built is not None:
             built.raw = dict_of(obj)
             built.raw_text = None
