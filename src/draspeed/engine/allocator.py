@@ -21,6 +21,7 @@ from draspeed.api.model import (
 from draspeed.cel import check_deadline
 from draspeed.collector import collector_paused
 from draspeed.engine import _core
+from draspeed.engine.analogy import Recipe, kind_of_answer, located_picks, make_recipe
 from draspeed.engine.claim_arrays import (
     DEFERRED,
     MAX_RESULTS,
@@ -162,6 +163,12 @@ class Allocator:
                 arrays.remember(n, self.last_stats, templates)
             if templates is not None:  # the common answer, usually asked before: copy and go
                 return _copies(arrays, templates, self.share_id)
+            if code == _FOUND:
+                made = _by_analogy(arrays, claims, n, picks, chosen)
+                if made is not None:
+                    if state is None:
+                        arrays.answers[n] = (self.last_stats, made[0], made[1], False)
+                    return fill_template(*made)
             outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
             try:
                 answer = outcome.raise_or_results(self.share_id)
@@ -577,6 +584,44 @@ def _answer_copies(
     if shared:
         _fresh_share_ids(copies, share_id)
     return copies
+
+
+_UNSEEN = object()
+
+
+def _by_analogy(
+    arrays: ClaimArrays,
+    claims: list[ResourceClaim],
+    n: int,
+    picks: Picks,
+    chosen_sub: tuple[int, ...],
+) -> tuple[Template, tuple[object, ...]] | None:
+    """Node n's first answer as a shape and its leaves, made from an earlier node's
+    answer of the same kind (:mod:`draspeed.engine.analogy`), or None: the long way."""
+    offset = int(arrays.layout.node_ptr[n])
+    absolute = [[(a, offset + p) for a, p in claim] for claim in picks]
+    found = located_picks(arrays, absolute)
+    if found is None:
+        return None
+    located, selection = found
+    kind = kind_of_answer(picks, chosen_sub, selection)
+    recipe = arrays.analogies.get(kind, _UNSEEN)
+    if recipe is None:
+        return None
+    node_name = arrays.layout.nodes[n].name
+    if recipe is _UNSEEN:
+        try:
+            real = _build_results(arrays, claims, n, absolute, list(chosen_sub))
+        except AllocationError:  # (a node selector upstream refuses: the long way says so)
+            arrays.analogies[kind] = None
+            return None
+        made = make_recipe(arrays, claims, located, chosen_sub, node_name, real, arrays.shapes)
+        arrays.analogies[kind] = made
+        if made is None:
+            return None
+        return made.shape, made.leaves
+    assert isinstance(recipe, Recipe)
+    return recipe.shape, recipe.fill(node_name, located)
 
 
 def _build_results(

@@ -44,6 +44,7 @@ from draspeed.rules.texts import ClaimAllocationError, ClaimText
 from draspeed.rules.tolerations import taint_blocks
 
 if TYPE_CHECKING:
+    from draspeed.engine.analogy import Recipe
     from draspeed.quantity import Quantity
 
 MAX_RESULTS = ALLOCATION_RESULTS_MAX_SIZE
@@ -219,7 +220,10 @@ class ClaimArrays:
         # hold a shared device) of a node that fitted, searched with these arrays' state
         self.answers: dict[int, tuple[Any, Template, tuple[object, ...], bool]] = {}
         # The shapes of the remembered answers, one object each (see remember).
-        self._shapes: dict[bytes, Template] = {}
+        self.shapes: dict[bytes, Template] = {}
+        # Kinds of answers -> how a node's first answer of the kind is made from an
+        # earlier node's (None: the long way; see draspeed.engine.analogy).
+        self.analogies: dict[Any, Recipe | None] = {}
         # search_nodes' answer over ``searchable`` with these arrays' state (read only)
         self.searched: dict[str, Any] | None = None
         # Per claim and subrequests taken: its requests' classes, the subrequests and
@@ -241,7 +245,7 @@ class ClaimArrays:
         """Remember node n's answer (``results``: remembered results, never handed out),
         searched with these arrays' state: kept as a shape shared with every answer of
         its kind and the answer's own leaves."""
-        _, shape, leaves = split_template(results, self._shapes)
+        _, shape, leaves = split_template(results, self.shapes)
         self.answers[n] = (stats, shape, leaves, id(results) in self.shared_results)
 
     def _preflight(self, node: int | None) -> Plan:
