@@ -71,6 +71,7 @@ from draspeed.api.model import (
 from draspeed.api.slice_schema import JSONDevice, JSONMetadata, JSONPool, JSONSlice, JSONSpec
 
 cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *o)
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyDict_GET_SIZE(object o)
     void *PyUnicode_DATA(object o)
@@ -129,6 +130,7 @@ cdef class _Layout:
     cdef Py_ssize_t source[MAX_SLOTS]  # the argument's index, or FROM_*
     cdef PyObject *constant[MAX_SLOTS]  # FROM_CONSTANT defaults (owned by ``defaults``)
     cdef list defaults
+    cdef bint walked_later  # left tracked for the loader's walk (see make)
 
     cdef object make(self, PyObject **arguments):
         """The new instance; ``arguments`` are borrowed from the caller, and a NULL one
@@ -144,10 +146,17 @@ cdef class _Layout:
                 draspeed_set_slot(obj, self.offset[i], self.constant[i])
             elif source == FROM_LIST:
                 container = []
+                PyObject_GC_UnTrack(<void *>container)  # (a dict is untracked while empty)
                 draspeed_set_slot(obj, self.offset[i], <PyObject *>container)
             else:
                 container = {}
                 draspeed_set_slot(obj, self.offset[i], <PyObject *>container)
+        # Decoded objects form no cycles and live as long as the caller keeps them: out
+        # of the cyclic collector's walks from the start. A slice and its spec stay
+        # tracked until the loader's walk (_model_tree.untrack) goes through them, and
+        # through what the checked decoder made inside them on the way.
+        if not self.walked_later:
+            PyObject_GC_UnTrack(<void *>obj)
         return obj
 
 
@@ -204,6 +213,7 @@ cdef _Layout _SPEC = _layout(
 cdef _Layout _SLICE = _layout(
     ResourceSlice, ("metadata", "spec", "api_version", "raw", "raw_text")
 )
+_SPEC.walked_later = _SLICE.walked_later = True
 
 # DeviceAttribute kinds (interned by the compiler: one object each).
 cdef str _INT = "int"
@@ -452,6 +462,8 @@ cdef object _common_device(_Tables t, object d):
 
     if t.validate and PyDict_GET_SIZE(attrs) + PyDict_GET_SIZE(caps) > _MAX_FIELDS:
         return None
+    PyObject_GC_UnTrack(<void *>attrs)
+    PyObject_GC_UnTrack(<void *>caps)
     return _new_device(name, attrs, caps)
 
 
@@ -1255,9 +1267,13 @@ cdef object _typed_device(SliceBuilder b, dict key_names, object d):
         return None
     if b.validate and attributes + capacities > _MAX_FIELDS:
         return None
+    PyObject_GC_UnTrack(<void *>attrs)
+    PyObject_GC_UnTrack(<void *>caps)
     device = _new_device(name, attrs, caps)
     if uses:
-        device.consumes_counters = list(<tuple>uses)
+        counters = list(<tuple>uses)
+        PyObject_GC_UnTrack(<void *>counters)
+        device.consumes_counters = counters
     return device
 
 

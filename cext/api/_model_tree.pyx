@@ -48,6 +48,8 @@ from model_slots cimport (
 
 cdef extern from "Python.h":
     PyTypeObject *Py_TYPE(object o)
+    int PyObject_GC_IsTracked(object o)
+    void PyObject_GC_UnTrack(void *o)
     int Py_EnterRecursiveCall(const char *where)  # nonzero: RecursionError set
     void Py_LeaveRecursiveCall()
     const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
@@ -75,6 +77,8 @@ cdef Py_ssize_t _n_fields[MAX_CLASSES]
 cdef Py_ssize_t _field_offset[MAX_CLASSES][MAX_FIELDS]
 cdef Py_ssize_t _n_classes = 0
 cdef list _kept = []  # strong references to the classes above
+# Slots :func:`untrack` leaves alone: ``raw`` is what the caller gave (a dict of theirs).
+cdef bint _keep_tracked[MAX_CLASSES][MAX_FIELDS]
 
 
 cdef void _register(type cls) except *:
@@ -91,6 +95,7 @@ cdef void _register(type cls) except *:
         if offset < 0:
             raise RuntimeError(f"draspeed.api._model_tree: {cls.__name__}.{f.name} is not a plain slot")
         _field_offset[k][i] = offset
+        _keep_tracked[k][i] = f.name == "raw"
         i += 1
     _n_fields[k] = i
     _frozen[k] = cls.__dataclass_params__.frozen
@@ -568,3 +573,63 @@ def signature(o):
         return PyBytes_FromStringAndSize(out.data, out.n)
     finally:
         free(out.data)
+
+
+# A decoded cluster is millions of small objects that form no cycles and live as long as
+# the caller keeps them: the cyclic collector can free none of them, yet each
+# collection walks every one it tracks (a million dynamic-MIG devices: 1.2 s for the
+# first young-generation collection after the load, then as much again in each older
+# one). Untracked, they are freed by reference counting as before; a cycle a caller
+# makes through them later is never collected (as with msgspec's ``gc=False`` structs).
+
+
+cdef int _untrack(object o) except -1:
+    cdef PyObject *t = <PyObject*>Py_TYPE(o)
+    cdef Py_ssize_t i, k
+    cdef PyObject *value
+    if not PyObject_GC_IsTracked(o):  # atoms, and what was untracked already (shared)
+        return 0
+    if t == <PyObject*>list:
+        PyObject_GC_UnTrack(<void*>o)
+        _enter()
+        try:
+            for item in <list>o:
+                _untrack(item)
+        finally:
+            Py_LeaveRecursiveCall()
+        return 0
+    if t == <PyObject*>dict:
+        PyObject_GC_UnTrack(<void*>o)
+        _enter()
+        try:
+            for item in (<dict>o).values():  # (keys are strings)
+                _untrack(item)
+        finally:
+            Py_LeaveRecursiveCall()
+        return 0
+    if t == <PyObject*>Quantity:  # numbers and its string
+        PyObject_GC_UnTrack(<void*>o)
+        return 0
+    k = _class_index(t)
+    if k < 0:  # not ours: left to the collector, and so is what it holds
+        return 0
+    PyObject_GC_UnTrack(<void*>o)
+    _enter()
+    try:
+        for i in range(_n_fields[k]):
+            if _keep_tracked[k][i]:
+                continue
+            value = draspeed_get_slot(o, _field_offset[k][i])
+            if value != NULL:
+                _untrack(<object>value)
+    finally:
+        Py_LeaveRecursiveCall()
+    return 0
+
+
+def untrack(list objects):
+    """Take each model object of ``objects``, and the lists, dicts, model objects and
+    quantities it holds, out of the cyclic collector's sight (``raw`` excepted: the
+    caller's own). Objects of other types, and what they hold, stay tracked."""
+    for o in objects:
+        _untrack(o)

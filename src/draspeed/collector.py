@@ -5,7 +5,9 @@ create hundreds of thousands of objects that all stay alive and form no cycles. 
 full collection the allocations trigger walks the whole heap for nothing, and there
 are more of them the bigger the heap: on a 200,000-device cluster file they were
 three fifths of ``draspeed allocate``'s time. :func:`collector_paused` switches the
-collector off for the duration and back on after, if it was on.
+collector off for the duration and back on after, if it was on. (What ``load`` decodes
+is moreover taken out of the collector's sight for good:
+``draspeed.api._model_tree.untrack``.)
 
 Capacity fills and trace replays (:func:`without_collector`) run paused too: they make
 and drop many objects (snapshot versions, answers) that reference counting frees, with

@@ -23,6 +23,10 @@ def fill_template(shape: Template, leaves: tuple[object, ...]) -> Any:
     """A copy of the tree split_template took apart, its holes filled in walk order."""
     ...
 
+def untrack(objects: list[Any]) -> None:
+    """Take model trees out of the cyclic collector's sight (``raw`` excepted)."""
+    ...
+
 def signature(o: object) -> bytes:
     """Bytes that only an equal model tree writes; TypeError for an unknown value type."""
     ...

@@ -49,6 +49,7 @@ from typing import Any
 
 import msgspec
 
+from draspeed.api._model_tree import untrack
 from draspeed.api.bulk import ListText, NotJSON, read_list
 from draspeed.api.bulk_claims import ClaimBuilder, JSONClaim
 from draspeed.api.clients import to_plain
@@ -193,7 +194,10 @@ def load(
     with collector_paused():
         for i, source in enumerate(sources):
             loader.source(source, f"[{i}]" if several else "")
-    objects = loader.objects
+        objects = loader.objects
+        # Long-lived and acyclic: out of the cyclic collector's walks (see untrack).
+        for decoded in objects.by_kind().values():
+            untrack(decoded)
     if objects.skipped:
         text = skipped_warning(objects.skipped)
         objects.warnings.append(text)
