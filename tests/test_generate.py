@@ -370,3 +370,21 @@ def test_every_kind_has_a_cli() -> None:
     for kind in KINDS:
         code, out, _ = _cli(kind, "--nodes", "1", "-o", "json")
         assert code == 0 and load(out).slices
+
+
+def test_a_claim_from_a_template_keeps_the_templates_api_version() -> None:
+    """A v1beta1 template's spec is written as v1beta1 writes it (``deviceClassName``
+    directly in the request): its claim says so, and loads."""
+    from draspeed.generate.scenarios import claim_from_template
+
+    template = {
+        "apiVersion": "resource.k8s.io/v1beta1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu", "namespace": "team"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}}},
+    }
+    claim = claim_from_template(template, "pod-gpu")
+    assert claim["apiVersion"] == "resource.k8s.io/v1beta1"
+    (decoded,) = load([claim], validate=True).claims
+    assert decoded.key == "team/pod-gpu"
+    assert decoded.spec.devices.requests[0].exactly.device_class_name == "c"

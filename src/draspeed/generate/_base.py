@@ -333,10 +333,11 @@ def subrequest(
 
 
 def claim_from_template(template: Obj, name: str | None = None) -> Obj:
-    """A pending ResourceClaim with the template's spec, in the template's namespace."""
+    """A pending ResourceClaim with the template's spec, in the template's namespace and
+    API version (a claim spec is written as its version writes it)."""
     meta = template["metadata"]
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": template.get("apiVersion", API_VERSION),
         "kind": "ResourceClaim",
         "metadata": {
             "name": name or f"pod-{meta['name']}",
