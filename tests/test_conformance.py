@@ -1,11 +1,14 @@
 """Conformance: upstream's answers, as data, through the ``draspeed allocate`` command.
 
-Two corpora share one format (``<case>.yaml`` objects in, ``<case>.expected.json``
+Three corpora share one format (``<case>.yaml`` objects in, ``<case>.expected.json``
 answer out; see tests/data/differential/README.md):
 
 - ``tests/data/differential``: 300 random scenarios and 11 written for CEL timestamps,
   durations and the format library, answered by the real upstream allocator;
-- ``tests/conformance/upstream``: upstream's own allocator test table, ported to data.
+- ``tests/conformance/upstream``: upstream's own allocator test table, ported to data;
+- ``tests/conformance/drivers``: DeviceClasses, ResourceSlices and example claims that
+  public DRA driver projects publish (NVIDIA GPU, dranet, dra-example-driver, the CPU
+  and TPU drivers), each claim on its slices' node, answered by the upstream allocator.
 
 Every case runs through the CLI in-process for each engine and must give the same
 exit status, the same claims' ``status.allocation`` (shareIDs normalised), the same
@@ -33,6 +36,7 @@ from draspeed.testing.engines import normalise
 HERE = Path(__file__).parent
 DIFFERENTIAL = HERE / "data" / "differential"
 UPSTREAM = HERE / "conformance" / "upstream"
+DRIVERS = HERE / "conformance" / "drivers"
 OVERRIDES = HERE / "conformance" / "overrides.yaml"
 ENGINES = ("fast", "reference")
 
@@ -115,7 +119,14 @@ def test_upstream_table(case: Path, engine: str) -> None:
     run_case(case, engine, validate="ignore")
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", _cases(DRIVERS), ids=lambda p: p.name.split(".")[0])
+def test_real_driver_objects(case: Path, engine: str) -> None:
+    run_case(case, engine, validate="strict")  # as published: the API server takes them
+
+
 def test_corpora_present() -> None:
-    """Both corpora are in the repository: a clean clone runs every case."""
+    """The corpora are in the repository: a clean clone runs every case."""
     assert len(_cases(DIFFERENTIAL)) == 311  # 300 random (s1-*), 11 CEL scenarios (t-*)
     assert len(_cases(UPSTREAM)) == 223
+    assert len(_cases(DRIVERS)) == 119
