@@ -104,6 +104,10 @@ LEAVES = [
     f'{A}.uuid.startsWith("u-1")',
     f'{A}.uuid.matches("^u-[0-4]")',
     f'{A}.?uuid.orValue("") < "u-5"',
+    f'{A}["uuid"].endsWith("9")',
+    f'{A}.model.contains("10")',
+    f'{A}.numa.startsWith("1")',
+    f'{A}.tags.contains("a")',
     # Names alone (keys of a domain map, or the domains).
     f'"model" in {A}',
     f'"memory" in {C}',

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from draspeed.cel import stdlib
 from draspeed.cel.ast import (
     Bind,
     Call,
@@ -44,6 +45,7 @@ from draspeed.cel.ast import (
     Ternary,
     children,
 )
+from draspeed.cel.cost import call_cost
 from draspeed.cel.deadline import CHECK_EVERY, check_deadline
 from draspeed.cel.evaluator import Activation, Compiler
 from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, swap_meter
@@ -716,13 +718,20 @@ def _eval_leaf(
     devices = _Devices(leaf.reads, columns)
     # One activation for every combination, made current once (reset before each run).
     act = Activation(None, leaf.nslots, COST_LIMIT, deadline)
+    direct = _StringCall.of(leaf, columns)
     previous = swap_meter(act)
     try:
         for k, combo in enumerate(combos):
             if deadline is not None and not k & CHECK_EVERY:
                 check_deadline(deadline)
-            act.device = devices.at(decode(combo))
-            value, error, cost, groups = _run_leaf(leaf, act)
+            found = None if direct is None else direct.answer(combo)
+            if found is not None:
+                value, error, cost, groups = found
+            else:
+                act.device = devices.at(decode(combo))
+                value, error, cost, groups = _run_leaf(leaf, act)
+                if direct is not None and error is None:
+                    direct.learn(combo, cost)
             vals.append(value)
             errs.append(0 if error is None else messages.code(error))
             costs.append(cost)
@@ -743,6 +752,103 @@ def _eval_leaf(
         res_groups[present] = groups_read
     max_cost = max(costs, default=0)
     return _LeafValues(combined, present, res_val, res_err, res_cost, res_groups, max_cost)
+
+
+# String methods a leaf may apply to one attribute, with a constant string argument.
+_STRING_METHODS = {
+    "startsWith": stdlib.str_starts_with,
+    "endsWith": stdlib.str_ends_with,
+    "contains": stdlib.str_contains,
+}
+
+
+def _plain_attribute(node: Node) -> tuple[str, str] | None:
+    """(domain, name) if ``node`` is ``device.attributes[domain].name`` itself (written
+    with selects or constant-string indexes, no ``.?``)."""
+    names: list[str] = []
+    for _ in range(3):
+        if isinstance(node, Select) and not node.test_only and not node.optional:
+            names.append(node.field)
+            node = node.operand
+        elif (
+            isinstance(node, Index)
+            and not node.optional
+            and isinstance(node.key, Const)
+            and node.key.kind == "string"
+        ):
+            names.append(node.key.value)
+            node = node.operand
+        else:
+            return None
+    if not (isinstance(node, Ident) and node.name.lstrip(".") == "device"):
+        return None
+    name, domain, attributes = names
+    return (domain, name) if attributes == "attributes" else None
+
+
+class _StringCall:
+    """A leaf that is a string method of one attribute with a constant string argument
+    (``device.attributes["d"].uuid.startsWith("GPU-")``), answered for a string value
+    by the method itself: a selector reading what differs on every device is evaluated
+    once per device, and the leaf's program, metered step by step, cost ten times the
+    method. What the program charges beside the call does not depend on the string, so
+    it is learnt from the program's own runs (two that agree); other values, and every
+    value until then, take the program."""
+
+    __slots__ = ("arg", "base", "function", "method", "overload", "seen", "values")
+
+    def __init__(self, call: Call, values: list[Any]) -> None:
+        self.function = call.function
+        self.method = _STRING_METHODS[call.function]
+        self.arg = call.args[0].value  # type: ignore[attr-defined]
+        self.overload = call.overloads[0] if len(call.overloads) == 1 else ""
+        self.values = values
+        self.base: int | None = None
+        self.seen: list[int] = []
+
+    @classmethod
+    def of(cls, leaf: Leaf, columns: list[Column]) -> _StringCall | None:
+        call = leaf.node
+        if not (
+            isinstance(call, Call)
+            and call.function in _STRING_METHODS
+            and call.target is not None
+            and len(call.args) == 1
+            and isinstance(call.args[0], Const)
+            and call.args[0].kind == "string"
+            and len(columns) == 1
+        ):
+            return None
+        read = _plain_attribute(call.target)
+        if read is None or leaf.reads != (("attr", *read),):
+            return None
+        return cls(call, columns[0].values)
+
+    def _string(self, combo: int) -> str | None:
+        value = self.values[combo - 1] if combo > 0 else None
+        return value if type(value) is str else None
+
+    def answer(self, combo: int) -> tuple[bool, None, int, int] | None:
+        if self.base is None:
+            return None
+        value = self._string(combo)
+        if value is None:
+            return None
+        cost = self.base + call_cost(self.function, self.overload, (value, self.arg))
+        if cost > COST_LIMIT:
+            return None  # the program words the limit
+        return self.method(value, self.arg), None, cost, 0
+
+    def learn(self, combo: int, cost: int) -> None:
+        """What the program charged for ``combo``, answered without an error."""
+        value = self._string(combo)
+        if value is None or self.base is not None:
+            return
+        self.seen.append(cost - call_cost(self.function, self.overload, (value, self.arg)))
+        if len(self.seen) == 2:
+            self.base = self.seen[0] if self.seen[0] == self.seen[1] else None
+            if self.base is None:
+                self.seen.append(0)  # (never learns: three entries)
 
 
 class _Devices:

@@ -1,0 +1,101 @@
+"""A leaf that applies a string method to one attribute (``uuid.startsWith("GPU-")``)
+is answered by the method for string values (draspeed.cel.vector._StringCall): the
+same verdict, error and cost per device as the leaf's metered program, for strings of
+every length and values of every kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import draspeed.cel.vector as vector
+from draspeed.api.model import Device, DeviceAttribute
+from draspeed.cel import DeviceTable, compile_selector
+
+DOMAIN = "gpu.example.com"
+
+_VALUES: list[DeviceAttribute | None] = [
+    DeviceAttribute("string", ""),
+    DeviceAttribute("string", "GPU-"),
+    DeviceAttribute("string", "GPU-1234"),
+    DeviceAttribute("string", "gpu-1234"),
+    DeviceAttribute("string", "x" * 9),
+    DeviceAttribute("string", "x" * 11),
+    DeviceAttribute("string", "ü" * 25 + "GPU-"),
+    DeviceAttribute("string", "GPU-" + "y" * 100_000),
+    DeviceAttribute("string", "z" * 10_000_001),  # past the cost limit for any method
+    DeviceAttribute("int", 7),
+    DeviceAttribute("bool", True),
+    DeviceAttribute("version", "1.2.3"),
+    DeviceAttribute("strings", ("GPU-1",)),
+    DeviceAttribute(None),
+    None,  # absent
+]
+
+
+def _table() -> DeviceTable:
+    devices = []
+    for i, value in enumerate(_VALUES * 2):
+        attributes = {f"{DOMAIN}/model": DeviceAttribute("string", "a100")}
+        if value is not None:
+            attributes[f"{DOMAIN}/uuid"] = value
+        devices.append((DOMAIN, Device(name=f"d{i}", attributes=attributes)))
+    return DeviceTable.build(devices)
+
+
+SELECTORS = [
+    f'device.attributes["{DOMAIN}"].uuid.startsWith("GPU-")',
+    f'device.attributes["{DOMAIN}"]["uuid"].endsWith("4")',
+    f'device.attributes["{DOMAIN}"].uuid.contains("")',
+    f'device.attributes["{DOMAIN}"].uuid.contains("ü")',
+    f'device.attributes["{DOMAIN}"].uuid.startsWith("GPU-") && '
+    f'device.attributes["{DOMAIN}"].model == "a100"',
+    f'!device.attributes["{DOMAIN}"].uuid.endsWith("y") || device.driver == "x"',
+]
+
+
+def _leaf_values(expr: str, table: DeviceTable) -> list[Any]:
+    selector = compile_selector(expr)
+    plan = vector.plan_for(selector)
+    messages = vector._Messages(None)
+    out = []
+    for leaf in plan.leaves:
+        got = vector._eval_leaf(leaf, table, None, messages, False)
+        out.append([got.val.tolist(), got.err.tolist(), got.cost.tolist(), got.groups.tolist()])
+    return out
+
+
+@pytest.mark.parametrize("expr", SELECTORS)
+def test_string_calls_answer_as_the_program(expr: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table()
+    direct = _leaf_values(expr, table)
+    answered = compile_selector(expr).evaluate(table)
+    with monkeypatch.context() as patched:
+        patched.setattr(vector._StringCall, "of", classmethod(lambda cls, *args: None))
+        assert _leaf_values(expr, table) == direct
+        metered = compile_selector(expr).evaluate(table)
+    for got, want in zip(answered, metered, strict=True):
+        if isinstance(got, np.ndarray):
+            assert got.tolist() == want.tolist()
+        else:
+            assert got == want
+
+
+def test_the_method_answers_string_values_after_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not vacuous: past the two runs it learns from, every string value within the
+    cost limit is answered by the method."""
+    answered: list[Any] = []
+    answer = vector._StringCall.answer
+
+    def counting(self: Any, combo: int) -> Any:
+        found = answer(self, combo)
+        if found is not None:
+            answered.append(combo)
+        return found
+
+    monkeypatch.setattr(vector._StringCall, "answer", counting)
+    _leaf_values(SELECTORS[0], _table())
+    strings = sum(1 for v in _VALUES if v is not None and v.kind == "string")
+    assert len(answered) == strings - 3  # two learnt from, one past the cost limit
