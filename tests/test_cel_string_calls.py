@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 import draspeed.cel.vector as vector
@@ -76,11 +75,10 @@ def test_string_calls_answer_as_the_program(expr: str, monkeypatch: pytest.Monke
         patched.setattr(vector._StringCall, "of", classmethod(lambda cls, *args: None))
         assert _leaf_values(expr, table) == direct
         metered = compile_selector(expr).evaluate(table)
-    for got, want in zip(answered, metered, strict=True):
-        if isinstance(got, np.ndarray):
-            assert got.tolist() == want.tolist()
-        else:
-            assert got == want
+    (match, error, messages), (want_match, want_error, want_messages) = answered, metered
+    assert match.tolist() == want_match.tolist()
+    assert error.tolist() == want_error.tolist()
+    assert messages == want_messages
 
 
 def test_the_method_answers_string_values_after_two(monkeypatch: pytest.MonkeyPatch) -> None:

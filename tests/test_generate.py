@@ -387,4 +387,5 @@ def test_a_claim_from_a_template_keeps_the_templates_api_version() -> None:
     assert claim["apiVersion"] == "resource.k8s.io/v1beta1"
     (decoded,) = load([claim], validate=True).claims
     assert decoded.key == "team/pod-gpu"
-    assert decoded.spec.devices.requests[0].exactly.device_class_name == "c"
+    exactly = decoded.spec.devices.requests[0].exactly
+    assert exactly is not None and exactly.device_class_name == "c"
