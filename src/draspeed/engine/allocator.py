@@ -598,7 +598,7 @@ def _by_analogy(
 ) -> tuple[Template, tuple[object, ...]] | None:
     """Node n's first answer as a shape and its leaves, made from an earlier node's
     answer of the same kind (:mod:`draspeed.engine.analogy`), or None: the long way."""
-    offset = int(arrays.layout.node_ptr[n])
+    offset = arrays.layout.node_ptr.item(n)
     absolute = [[(a, offset + p) for a, p in claim] for claim in picks]
     found = located_picks(arrays, absolute)
     if found is None:

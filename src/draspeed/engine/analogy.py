@@ -38,8 +38,8 @@ _NODE_MARK = _MARK + "node"
 
 # A pick as the search gives it, per claim: (alternative, layout position).
 Picks = Sequence[Sequence[tuple[int, int]]]
-# Each pick's alternative, device ID, device and slice, per claim.
-Located = list[list[tuple[int, DeviceID, Device, ResourceSlice]]]
+# Each pick's alternative, (driver, pool, device) names, device and slice, per claim.
+Located = list[list[tuple[int, tuple[str, str, str], Device, ResourceSlice]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,17 +68,19 @@ def located_picks(arrays: ClaimArrays, picks: Picks) -> tuple[Located, tuple[Any
     device, or binding conditions the answer copies."""
     layout = arrays.layout
     reads_binding = arrays.snap.features.device_binding_and_status
+    shared = arrays.share_use
     out: Located = []
     selection = []
     for claim in picks:
         located = []
         for a, lp in claim:
-            if (a, lp) in arrays.share_use:
+            if shared and (a, lp) in shared:
                 return None
-            device_id, device, rs = layout.located_at(lp)
+            rs, device = layout.slice_and_device(lp)
             if reads_binding and (device.binding_conditions or device.binding_failure_conditions):
                 return None
-            located.append((a, device_id, device, rs))
+            spec = rs.spec
+            located.append((a, (spec.driver, spec.pool.name, device.name), device, rs))
             selection.append(_node_selection(device, rs))
         out.append(located)
     return out, tuple(selection)

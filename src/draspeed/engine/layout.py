@@ -374,12 +374,16 @@ class Layout:
 
     def _slice_and_device(self, lp: int) -> tuple[ResourceSlice, Device]:
         slices, index = self._places
-        rs = self.snap.table.slices[int(slices[lp])]
-        return rs, rs.spec.devices[int(index[lp])]
+        rs = self.snap.table.slices[slices.item(lp)]
+        return rs, rs.spec.devices[index.item(lp)]
 
     def device_at(self, lp: int) -> Device:
         """The device at layout position lp."""
         return self._slice_and_device(lp)[1]
+
+    def slice_and_device(self, lp: int) -> tuple[ResourceSlice, Device]:
+        """The slice and the device at layout position lp."""
+        return self._slice_and_device(lp)
 
     def located_at(self, lp: int) -> tuple[DeviceID, Device, ResourceSlice]:
         """The ID, device and slice at layout position lp."""
