@@ -553,3 +553,28 @@ def test_long_output_is_written_in_pieces() -> None:
     assert max(out.sizes) == 1024 and len(out.sizes) == -(-len(text) // 1024)
     write_text(out, "", chunk=1024)
     assert out.getvalue() == text
+
+
+def test_max_input_bytes_raises_or_lowers_the_limit_of_every_input(tmp_path: Path) -> None:
+    """``--max-input-bytes`` bounds each -f file (and --claims file) as ``load``'s
+    ``max_bytes`` does; sizes as whole numbers or quantities."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(demo_cluster_text())
+    size = cluster.stat().st_size
+
+    def feasible(*extra: str) -> tuple[int, str]:
+        out, err = io.StringIO(), io.StringIO()
+        status = main(["feasible", "-f", str(cluster), "-o", "name", *extra], out, err)
+        return status, err.getvalue()
+
+    answered = feasible()
+    assert answered[0] in (0, 1)  # (nodes fit, or none does)
+    assert feasible(f"--max-input-bytes={size}") == answered
+    assert feasible("--max-input-bytes=1Mi") == answered
+    status, err = feasible(f"--max-input-bytes={size - 1}")
+    assert status == 2
+    assert f"{size} bytes is more than the limit of {size - 1} bytes" in err
+    assert "--max-input-bytes" in err
+    for bad in ("0", "-5", "1.5", "lots"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["feasible", "-f", "x", "--max-input-bytes", bad])

@@ -575,14 +575,18 @@ def test_file_size_limit_is_checked_before_reading(tmp_path: Path) -> None:
     error = _error(path, max_bytes=size - 1)
     assert (error.obj, error.path) == (str(path), "")
     assert error.message == (
-        f"{size} bytes is more than the limit of {size - 1} bytes (load(..., max_bytes=...))"
+        f"{size} bytes is more than the limit of {size - 1} bytes "
+        "(load(..., max_bytes=...); on the command line, --max-input-bytes)"
     )
 
 
 def test_size_limit_of_a_file_without_a_size() -> None:
     """A character device reports no size: it is read up to the limit, never beyond."""
     error = _error("/dev/zero", max_bytes=1000)
-    assert str(error) == "/dev/zero: more than the limit of 1000 bytes (load(..., max_bytes=...))"
+    assert str(error) == (
+        "/dev/zero: more than the limit of 1000 bytes "
+        "(load(..., max_bytes=...); on the command line, --max-input-bytes)"
+    )
 
 
 def test_stdin_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:

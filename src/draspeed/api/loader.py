@@ -644,7 +644,10 @@ def _note(exc: InputError, where: str, item: int | None) -> None:
 
 def _too_big(size: int | None, limit: int) -> str:
     what = "more" if size is None else f"{size} bytes is more"
-    return f"{what} than the limit of {limit} bytes (load(..., max_bytes=...))"
+    return (
+        f"{what} than the limit of {limit} bytes "
+        "(load(..., max_bytes=...); on the command line, --max-input-bytes)"
+    )
 
 
 def _prefix(item: int | None) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from draspeed.api.context import Validation, validation_mode
+from draspeed.api.text import DEFAULT_MAX_BYTES
 from draspeed.cli.render import Progress
 from draspeed.cluster import ENGINES, Cluster
 from draspeed.errors import DraspeedError, InputError
@@ -111,6 +112,21 @@ def positive(text: str) -> int:
     return value
 
 
+def byte_size(text: str) -> int:
+    """A size in bytes, as a whole number or a Kubernetes quantity (``2Gi``, ``1500M``)."""
+    from draspeed.quantity import Quantity
+
+    try:
+        size = Quantity.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size in bytes (e.g. 2Gi, 1500M, 4000000000), got {text!r}"
+        ) from None
+    if size < 1 or not size.is_integer():
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, 1 or more: {text!r}")
+    return size.nanos // 10**9
+
+
 def command_parser(
     subparsers: Any,
     name: str,
@@ -148,6 +164,13 @@ def add_source(p: Arguments) -> None:
         "--recursive",
         action="store_true",
         help="read the directories of -f recursively, as kubectl -R",
+    )
+    p.add_argument(
+        "--max-input-bytes",
+        type=byte_size,
+        default=DEFAULT_MAX_BYTES,
+        metavar="SIZE",
+        help="the most a file, URL or stdin of -f may hold, e.g. 4Gi (default 1Gi)",
     )
     p.add_argument(
         "--from-cluster",
@@ -347,6 +370,7 @@ def _read_sources(args: argparse.Namespace, err: TextIO, pods: Any) -> Objects:
             validate=getattr(args, "validate", True),
             recursive=args.recursive,
             timeout=args.request_timeout or 30.0,
+            max_bytes=args.max_input_bytes,
         )
 
 
@@ -371,7 +395,11 @@ def read_inputs(args: argparse.Namespace, err: TextIO) -> Inputs:
         query = PodQuery((), namespace, selector) if many else PodQuery(tuple(keys))
     objects = load_sources(args, err, pods=query)
     claims_files = getattr(args, "claims", None)
-    claims = load(*claims_files, validate=args.validate) if claims_files else None
+    claims = (
+        load(*claims_files, validate=args.validate, max_bytes=args.max_input_bytes)
+        if claims_files
+        else None
+    )
     cluster = Cluster.from_objects(objects, features=args.feature_gates, claims=claims)
     for warning in cluster.warnings:
         err.write(f"warning: {warning}\n")
