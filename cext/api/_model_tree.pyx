@@ -578,8 +578,8 @@ def signature(o):
 # A decoded cluster is millions of small objects that form no cycles and live as long as
 # the caller keeps them: the cyclic collector can free none of them, yet each
 # collection walks every one it tracks (a million dynamic-MIG devices: 1.2 s for the
-# first young-generation collection after the load, then as much again in each older
-# one). Untracked, they are freed by reference counting as before; a cycle a caller
+# first young-generation collection after the load; the older generations walk them
+# again as they are promoted). Untracked, they are freed by reference counting as before; a cycle a caller
 # makes through them later is never collected (as with msgspec's ``gc=False`` structs).
 
 

@@ -34,6 +34,18 @@ def literal_value(text: str, as_bytes: bool) -> Any:
     return _unescape(body, as_bytes)
 
 
+_DIGITS = {8: "01234567", 16: "0123456789abcdefABCDEF"}
+
+
+def _digits(body: str, start: int, width: int, base: int, error: str) -> int:
+    """The number the ``width`` digits of ``base`` at ``start`` write; ValueError(error)
+    when there are fewer, or one is not such a digit."""
+    digits = body[start : start + width]
+    if len(digits) != width or not all(c in _DIGITS[base] for c in digits):
+        raise ValueError(error)
+    return int(digits, base)
+
+
 def _unescape(body: str, as_bytes: bool) -> Any:
     """CEL string escapes; hex/octal escapes are bytes in bytes literals, code points else."""
     out_bytes = bytearray()
@@ -68,25 +80,16 @@ def _unescape(body: str, as_bytes: bool) -> Any:
             emit_text(_SIMPLE_ESCAPES[esc])
             i += 2
         elif esc in "xX":
-            digits = body[i + 2 : i + 4]
-            if len(digits) != 2 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise ValueError("invalid hex escape")
-            emit_code(int(digits, 16), True)
+            emit_code(_digits(body, i + 2, 2, 16, "invalid hex escape"), True)
             i += 4
         elif esc in "uU":
             if as_bytes:  # code points have no place among bytes
                 raise ValueError("unable to unescape string")
             width = 4 if esc == "u" else 8
-            digits = body[i + 2 : i + 2 + width]
-            if len(digits) != width or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise ValueError("invalid unicode escape")
-            emit_code(int(digits, 16), False)
+            emit_code(_digits(body, i + 2, width, 16, "invalid unicode escape"), False)
             i += 2 + width
         elif esc in "0123":
-            digits = body[i + 1 : i + 4]
-            if len(digits) != 3 or not all(c in "01234567" for c in digits):
-                raise ValueError("invalid octal escape")
-            emit_code(int(digits, 8), True)
+            emit_code(_digits(body, i + 1, 3, 8, "invalid octal escape"), True)
             i += 4
         elif esc == "\n":
             raise ValueError("invalid escape sequence")

@@ -795,7 +795,7 @@ class _StringCall:
     it is learnt from the program's own runs (two that agree); other values, and every
     value until then, take the program."""
 
-    __slots__ = ("arg", "base", "function", "method", "overload", "seen", "values")
+    __slots__ = ("arg", "base", "first", "function", "learning", "method", "overload", "values")
 
     def __init__(self, call: Call, values: list[Any]) -> None:
         self.function = call.function
@@ -803,8 +803,9 @@ class _StringCall:
         self.arg = call.args[0].value  # type: ignore[attr-defined]
         self.overload = call.overloads[0] if len(call.overloads) == 1 else ""
         self.values = values
-        self.base: int | None = None
-        self.seen: list[int] = []
+        self.base: int | None = None  # known once two runs agreed
+        self.first: int | None = None  # the first run's
+        self.learning = True
 
     @classmethod
     def of(cls, leaf: Leaf, columns: list[Column]) -> _StringCall | None:
@@ -841,14 +842,15 @@ class _StringCall:
 
     def learn(self, combo: int, cost: int) -> None:
         """What the program charged for ``combo``, answered without an error."""
-        value = self._string(combo)
-        if value is None or self.base is not None:
+        value = self._string(combo) if self.learning else None
+        if value is None:
             return
-        self.seen.append(cost - call_cost(self.function, self.overload, (value, self.arg)))
-        if len(self.seen) == 2:
-            self.base = self.seen[0] if self.seen[0] == self.seen[1] else None
-            if self.base is None:
-                self.seen.append(0)  # (never learns: three entries)
+        base = cost - call_cost(self.function, self.overload, (value, self.arg))
+        if self.first is None:
+            self.first = base
+            return
+        self.base = base if base == self.first else None  # else the program, always
+        self.learning = False
 
 
 class _Devices:

@@ -615,7 +615,7 @@ def _by_analogy(
         except AllocationError:  # (a node selector upstream refuses: the long way says so)
             arrays.analogies[kind] = None
             return None
-        made = make_recipe(arrays, claims, located, chosen_sub, node_name, real, arrays.shapes)
+        made = make_recipe(arrays, claims, located, chosen_sub, node_name, real)
         arrays.analogies[kind] = made
         if made is None:
             return None

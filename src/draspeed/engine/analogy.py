@@ -120,7 +120,6 @@ def make_recipe(
     chosen_sub: Sequence[int],
     node_name: str,
     real: list[Any],
-    shapes: dict[bytes, Template],
 ) -> Recipe | None:
     """The recipe of ``real`` (the answer built the long way on this node), or None if
     the answer built with markers does not say where every name goes."""
@@ -158,7 +157,7 @@ def make_recipe(
                 claim, chosen, classes, selected, _NODE_MARK, arrays.snap.features, config
             )
         )
-    key, shape, leaves = split_template(real, shapes)
+    key, shape, leaves = split_template(real, arrays.shapes)
     marked_key, _, marked_leaves = split_template(marked, {})
     if marked_key != key or len(marked_leaves) != len(leaves):
         return None

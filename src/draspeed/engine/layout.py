@@ -372,22 +372,19 @@ class Layout:
         first = table.column("s_first", n_slices)
         return slices, self.g - first[slices]
 
-    def _slice_and_device(self, lp: int) -> tuple[ResourceSlice, Device]:
+    def slice_and_device(self, lp: int) -> tuple[ResourceSlice, Device]:
+        """The slice and the device at layout position lp."""
         slices, index = self._places
         rs = self.snap.table.slices[slices.item(lp)]
         return rs, rs.spec.devices[index.item(lp)]
 
     def device_at(self, lp: int) -> Device:
         """The device at layout position lp."""
-        return self._slice_and_device(lp)[1]
-
-    def slice_and_device(self, lp: int) -> tuple[ResourceSlice, Device]:
-        """The slice and the device at layout position lp."""
-        return self._slice_and_device(lp)
+        return self.slice_and_device(lp)[1]
 
     def located_at(self, lp: int) -> tuple[DeviceID, Device, ResourceSlice]:
         """The ID, device and slice at layout position lp."""
-        rs, device = self._slice_and_device(lp)
+        rs, device = self.slice_and_device(lp)
         spec = rs.spec
         return DeviceID(spec.driver, spec.pool.name, device.name), device, rs
 
