@@ -4,8 +4,9 @@ A scheduler asks every node once per pod. Answers on different nodes whose chose
 devices take the same alternatives and read alike for the node selector (each in a
 node-local slice, or in slices with the same selector object) differ only in strings:
 the node's name and each chosen device's driver, pool and name. Building each
-answer's result objects in Python cost most of a node's first answer (about 13 of 17
-us on 500 scheduler_perf nodes), while the compiled copy of a remembered answer
+answer's result objects in Python cost half of a node's share of a first pass (13.3 of
+27 us on 500 scheduler_perf nodes, the snapshot's and the claim arrays' builds spread
+over the nodes), while the compiled copy of a remembered answer
 (:func:`draspeed.api._model_tree.fill_template`) costs under one.
 
 So the first node of a kind builds its answer the long way and once more with marker
