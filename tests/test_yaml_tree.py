@@ -38,7 +38,7 @@ def _read(text: str | bytes, tree: bool) -> Any:
     saved = text_module._TREE_MAX_DEPTH
     text_module._TREE_MAX_DEPTH = limits.max_depth if tree else 0
     try:
-        return ("docs", list(text_module._yaml_documents(text, limits)))
+        return ("docs", list(text_module._general_documents(text, limits)))
     except Exception as exc:  # the two ways must fail alike
         return ("error", type(exc).__name__, str(exc))
     finally:

@@ -6,7 +6,12 @@ construction builds from a node tree that libyaml's composer made: strings, mapp
 sequences directly, every other node by the loader's own constructors. The walk was a
 quarter of reading a cluster's YAML in Python; here it is a C loop over the nodes.
 
-Only the common case is taken here: a mapping with a merge key or another special key,
+Also here, because libyaml's composer calls them once per node: the loader's tag
+resolution, remembered per (kind, text, implicit) (:func:`resolve_remembered`), and
+the two path-resolver hooks, which have nothing to do when no path resolvers are set
+(:func:`no_path_resolvers`).
+
+Only the common case of construction is taken here: a mapping with a merge key or another special key,
 a key that is not a string, or a repeated key is handed to the loader's own mapping
 construction (``loader._mapping``), which words every error and keeps or refuses
 duplicates as configured; that mapping is then built there entirely, as before.
@@ -14,7 +19,10 @@ duplicates as configured; that mapping is then built there entirely, as before.
 
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from cpython.dict cimport PyDict_Contains, PyDict_SetItem
+from yaml.resolver import Resolver
+
+from cpython.dict cimport PyDict_Contains, PyDict_GetItem, PyDict_SetItem
+from cpython.object cimport PyObject
 from cpython.list cimport PyList_Append
 
 cdef str _STR_TAG = "tag:yaml.org,2002:str"
@@ -25,6 +33,30 @@ cdef str _VALUE_TAG = "tag:yaml.org,2002:value"
 cdef object _SCALAR = ScalarNode
 cdef object _MAPPING = MappingNode
 cdef object _SEQUENCE = SequenceNode
+
+
+cdef object _resolve = Resolver.resolve
+
+
+def resolve_remembered(object loader, object kind, object value, object implicit):
+    """``Resolver.resolve`` of the loader, remembered in ``loader._tags`` (up to
+    ``loader.tags_remembered`` distinct keys): PyYAML tries a list of regular
+    expressions per plain scalar, while a dump repeats a few hundred distinct texts."""
+    cdef dict tags = loader._tags
+    key = (kind, value, implicit)
+    cdef PyObject *found = PyDict_GetItem(tags, key)
+    if found != NULL:
+        return <object>found
+    tag = _resolve(loader, kind, value, implicit)
+    if len(tags) < loader.tags_remembered:
+        PyDict_SetItem(tags, key, tag)
+    return tag
+
+
+def no_path_resolvers(object loader, object current_node=None, object current_index=None):
+    """``Resolver.descend_resolver`` and ``ascend_resolver`` for a loader whose class
+    sets no path resolvers: PyYAML's return at once then too."""
+    return None
 
 
 def construct_tree(object loader, object root):

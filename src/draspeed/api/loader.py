@@ -83,6 +83,7 @@ from draspeed.api.text import (
     DEFAULT_MAX_DEPTH,
     Limits,
     TextError,
+    parse_documents,
 )
 from draspeed.api.text import parse_text as _parse_text
 from draspeed.collector import collector_paused
@@ -268,6 +269,8 @@ class _Loader:
         self.objects = Objects()
         self.caches = Caches()
         self.pending: Pending | None = None  # warnings held back (see json_list)
+        # The documents being read are JSON-exact (see draspeed.api.text.Parsed).
+        self.json_exact = False
         self._slice_builder: SliceBuilder | None = None  # made at the first slice built
         # (kind, namespace, name) -> the object kept and where it was read.
         self.seen: dict[tuple[str, str, str], tuple[DRAObject, str, int | None]] = {}
@@ -351,10 +354,14 @@ class _Loader:
             self.warn_text(f"{origin} document {document}: {path}: {message}")
 
         try:
-            docs = _parse_text(text, self.limits, self.mode, duplicate)
+            parsed = parse_documents(text, self.limits, self.mode, duplicate)
         except TextError as exc:
             raise _text_error(origin, exc) from None
-        self.documents(docs, origin)
+        self.json_exact = parsed.json_exact
+        try:
+            self.documents(parsed.docs, origin)
+        finally:
+            self.json_exact = False
 
     def warn_text(self, text: str) -> None:
         """A warning about the input: listed, and warned (held back while a bulk list
@@ -574,7 +581,8 @@ class _Loader:
         quarters of loading a YAML dump after its parse. ``raw`` stays the dict."""
         try:
             text = _JSON_ENCODER.encode(obj)
-            if msgspec.json.decode(text) != obj:
+            # (A JSON-exact document's text says what it says: no need to look.)
+            if not self.json_exact and msgspec.json.decode(text) != obj:
                 return None
             item = SLICE_DECODER.decode(text)
         except (msgspec.MsgspecError, TypeError, ValueError, OverflowError):

@@ -27,6 +27,7 @@ field path and the message; the loader prefixes the file name.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import re
@@ -49,8 +50,9 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
+from draspeed.api import _libyaml
 from draspeed.api._jsontext import json_text_check
-from draspeed.api._yaml_tree import construct_tree
+from draspeed.api._yaml_tree import construct_tree, no_path_resolvers, resolve_remembered
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB per file or standard input
 # Kubernetes objects nest about 10 levels deep, opaque driver parameters a few more;
@@ -89,6 +91,16 @@ class TextError(Exception):
 OnDuplicate = Callable[[int, str, str], None]
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """The documents of a text; ``json_exact``: every mapping key is a string and every
+    value one JSON holds exactly (a string, an int, a finite float, a bool, null, a
+    list, a mapping), so the documents' JSON text decodes to them again."""
+
+    docs: list[Any]
+    json_exact: bool
+
+
 def parse_text(
     text: str | bytes,
     limits: Limits = Limits(),
@@ -100,6 +112,16 @@ def parse_text(
     A repeated mapping key is a :class:`TextError` (``duplicates="strict"``), else the
     last value is kept, and with "warn" ``on_duplicate`` hears of it.
     """
+    return parse_documents(text, limits, duplicates, on_duplicate).docs
+
+
+def parse_documents(
+    text: str | bytes,
+    limits: Limits = Limits(),
+    duplicates: Literal["strict", "warn", "ignore"] = "strict",
+    on_duplicate: OnDuplicate | None = None,
+) -> Parsed:
+    """:func:`parse_text`, saying whether the documents are JSON-exact."""
     report: OnDuplicate | None = None
     if duplicates != "strict":
         report = (on_duplicate if duplicates == "warn" else None) or _quiet
@@ -108,10 +130,11 @@ def parse_text(
     if head[:1] in ("{", "[", b"{", b"["):
         doc = _decode_json(text, limits, report)
         if type(doc) is not _NotJSONText:
-            return [doc]
+            return Parsed([doc], json_exact=False)
         not_json = doc
     try:
-        return list(_yaml_documents(text, limits, report))
+        docs, exact = _yaml_documents(text, limits, report)
+        return Parsed(docs, json_exact=exact)
     except yaml.YAMLError as exc:
         problem = _yaml_problem(exc)
         if not_json is not None:  # meant as JSON, most likely: say what is wrong with it
@@ -323,18 +346,16 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
         self.duplicates: list[_DuplicateKey] = []
         self._tags: dict[tuple[Any, Any, Any], str] = {}
 
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        """PyYAML's tag resolution, remembered per (kind, text, implicit): it tries a
-        list of regular expressions per plain scalar, a quarter of composing a cluster's
-        YAML, while a dump repeats a few hundred distinct texts (no path resolvers are
-        set, so nothing else decides a tag)."""
-        key = (kind, value, implicit)
-        tag = self._tags.get(key)
-        if tag is None:
-            tag = Resolver.resolve(self, kind, value, implicit)
-            if len(self._tags) < _TAGS_REMEMBERED:
-                self._tags[key] = tag
-        return tag
+    # PyYAML's tag resolution tries a list of regular expressions per plain scalar, a
+    # quarter of composing a cluster's YAML, while a dump repeats a few hundred
+    # distinct texts: remembered per (kind, text, implicit), in compiled code, as are
+    # the path-resolver hooks libyaml's composer calls per node. Nothing else decides a
+    # tag: this class sets no path resolvers (whatever another loader adds).
+    yaml_path_resolvers: dict[Any, Any] = {}  # noqa: RUF012 (PyYAML's class attribute)
+    tags_remembered = _TAGS_REMEMBERED
+    resolve = resolve_remembered
+    descend_resolver = no_path_resolvers
+    ascend_resolver = no_path_resolvers
 
     # ---- composing ---------------------------------------------------------------
 
@@ -535,6 +556,36 @@ _DocumentLoader.yaml_implicit_resolvers = {
 
 def _yaml_documents(
     text: str | bytes, limits: Limits, report: OnDuplicate | None = None
+) -> tuple[list[Any], bool]:
+    """The non-empty documents of a YAML text, and whether they are JSON-exact: the
+    common case read straight from libyaml's events (:mod:`draspeed.api._libyaml`,
+    which makes only JSON-exact documents), anything else the general way."""
+    if _DIRECT:
+        docs = _direct_documents(text, limits)
+        if docs is not None:
+            return docs, True
+    return list(_general_documents(text, limits, report)), False
+
+
+def _direct_documents(text: str | bytes, limits: Limits) -> list[Any] | None:
+    if isinstance(text, str):
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: the general reading words it
+            return None
+        if data.startswith(b"\xef\xbb\xbf"):
+            return None  # a BOM in decoded text is a character, not an encoding mark
+    else:
+        data = text
+    loader = _DocumentLoader(b"", limits)
+    try:
+        return _libyaml.documents(data, loader, ScalarNode, limits.max_depth)
+    finally:
+        loader.dispose()
+
+
+def _general_documents(
+    text: str | bytes, limits: Limits, report: OnDuplicate | None = None
 ) -> Iterator[Any]:
     loader = _DocumentLoader(text, limits, keep_duplicates=report is not None)
     count = 0
@@ -579,6 +630,39 @@ def _yaml_documents(
         raise TextError(count + 1, "", _too_deep(limits.max_depth, where)) from None
     finally:
         loader.dispose()
+
+
+# A document with every kind of scalar and collection the direct reading takes (and an
+# empty document, which is skipped): libyaml is used directly only if it reads this as
+# the general reading does.
+_PROBE = (
+    "a: 1\nb: [x, 'y', \"z\", 2.5, true, ~, null, -0x1F, 1_000, 0o17, 1:30, -.5, +12]\n"
+    "c:\n  d: |\n    block\n  e: >-\n    folded\n    text\n  f: {g: h, i: [], j: {}}\n"
+    "  k: 2024-01-01T00:00:00Z\nl: Yes\nm: ''\nn:\n- - o\n  - p\n- q: r\n  s:\n"
+    '---\n---\n"\u00e9": "\\u00e9\\t\\x41"\n...\n--- plain\n'
+)
+
+
+def _libyaml_functions() -> dict[str, int]:
+    """The addresses of the libyaml functions :mod:`draspeed.api._libyaml` calls, in
+    PyYAML's compiled module (which carries libyaml, or links it); {} if not found."""
+    try:
+        from yaml import _yaml as compiled
+
+        library = ctypes.CDLL(compiled.__file__)
+        return {
+            name: ctypes.cast(getattr(library, name), ctypes.c_void_p).value or 0
+            for name in _libyaml.FUNCTIONS
+        }
+    except (ImportError, OSError, AttributeError):
+        return {}
+
+
+def _probe_direct() -> bool:
+    probe = _PROBE.encode("utf-8")
+    general = list(_general_documents(probe, Limits()))
+    direct = _direct_documents(probe, Limits())
+    return direct is not None and repr(direct) == repr(general)
 
 
 def _libyaml_roots(loader: _DocumentLoader) -> Iterator[Node]:
@@ -698,3 +782,7 @@ def _go_special_float(value: float) -> str:
 
 def _at(mark: Any) -> str:
     return f" at line {mark.line + 1}, column {mark.column + 1}"
+
+
+# (At the end: the probe reads the text the general way, with all of this module.)
+_DIRECT = _HAS_LIBYAML and _libyaml.enable(_libyaml_functions(), _probe_direct)
