@@ -243,3 +243,12 @@ def test_random_texts_read_alike(seed: int) -> None:
             # JSON-exact (the loader builds slices from their JSON text unchecked)
             assert repr(msgspec.json.decode(msgspec.json.encode(direct))) == repr(direct)
     assert taken >= 150  # the direct reading is exercised, not only refused
+
+
+def test_remembered_scalars_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the loader's limit of remembered texts, scalars are still resolved, each
+    time afresh (a text of a million distinct numbers costs no dict entry each)."""
+    monkeypatch.setattr(text_module._DocumentLoader, "tags_remembered", 3)
+    text = "a: [" + ", ".join(["1", "x", "yes", "~", "2.5", "1", "x", "yes", "0x1F"]) + "]\n"
+    assert _direct(text) == [{"a": [1, "x", True, None, 2.5, 1, "x", True, 31]}]
+    assert _general(text, Limits()) == ("docs", repr(_direct(text)))

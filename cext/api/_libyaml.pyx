@@ -162,7 +162,8 @@ cdef class _Builder:
     cdef object resolve
     cdef object scalar_node
     cdef dict constructors
-    cdef dict plain  # plain scalar text -> its value
+    cdef dict plain  # plain scalar text -> its value (up to ``remembered`` of them)
+    cdef Py_ssize_t remembered
     cdef Py_ssize_t max_depth
 
     def __cinit__(self, object loader, object scalar_node, Py_ssize_t max_depth):
@@ -171,6 +172,9 @@ cdef class _Builder:
         self.scalar_node = scalar_node
         self.constructors = loader.yaml_constructors
         self.plain = {}
+        # As many as the loader remembers tags of: a dump repeats a few hundred distinct
+        # texts, and a text of distinct numbers must not cost a dict entry each.
+        self.remembered = loader.tags_remembered
         self.max_depth = max_depth
 
     cdef object scalar(self, _event *event):
@@ -197,7 +201,8 @@ cdef class _Builder:
                 raise _Uncommon() from None
         else:  # a merge key, a timestamp the loader keeps, ...: the general way
             raise _Uncommon()
-        PyDict_SetItem(self.plain, text, value)
+        if len(self.plain) < self.remembered:
+            PyDict_SetItem(self.plain, text, value)
         return value
 
     cdef list documents(self, const unsigned char *data, size_t size):
