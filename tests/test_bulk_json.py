@@ -516,10 +516,12 @@ def _write(doc: Any, style: str) -> bytes:
         return msgspec.json.encode(doc)
     if style == "indented":
         return json.dumps(doc, indent=2, ensure_ascii=False).encode()
+    if style == "kubectl":  # four spaces a level (read without them: see bulk.py)
+        return json.dumps(doc, indent=4, ensure_ascii=False).encode()
     return json.dumps(doc, ensure_ascii=True).encode()
 
 
-_STYLES = ["compact", "indented", "escaped"]
+_STYLES = ["compact", "indented", "kubectl", "escaped"]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from draspeed.api._jsontext import json_list_spans, json_text_check
+from draspeed.api._jsontext import json_compact, json_list_spans, json_text_check
 
 # ------------------------------------------------------------------ writing JSON
 
@@ -250,3 +250,65 @@ def test_spans_take_plain_numbers_and_text(value: bytes) -> None:
 
 def test_spans_of_an_empty_list() -> None:
     assert json_list_spans(b'{"items": []}', 2) == (10, 11, [])
+
+
+# ---------------------------------------------------------------- json_compact
+
+_SPACE = st.text(alphabet=" \t\n\r", max_size=3)
+_TOKENS = ["{", "}", "[", "]", ":", ",", '"a"', '"b c"', '" \\" "', "1", "-2", "3.5", "1e3"]
+_TOKENS += ["true", "false", "null", "tru", "e", "2", '"', "\\", "+", "."]
+
+
+def _spaced(tokens: list[str], spaces: list[str]) -> bytes:
+    spaces = (spaces + [""] * len(tokens))[: len(tokens)]
+    return "".join(t + sp for t, sp in zip(tokens, spaces, strict=True)).encode()
+
+
+def _decoded(data: bytes) -> tuple[str, Any]:
+    try:
+        return ("json", msgspec.json.decode(data))
+    except (msgspec.DecodeError, ValueError):
+        return ("no json", None)
+
+
+@given(value=_values, indent=st.sampled_from([None, 0, 2, 4]), data=st.data())
+def test_compact_text_decodes_alike(value: Any, indent: int | None, data: st.DataObject) -> None:
+    """Whitespace drawn between any two characters of a JSON text: where the text is
+    still JSON, its compact form decodes to the same (whitespace in strings stays)."""
+    tokens = list(json.dumps(msgspec.json.decode(_write(value, None).encode()), indent=indent))
+    text = _spaced(tokens, data.draw(st.lists(_SPACE, max_size=len(tokens))))
+    if _decoded(text)[0] == "no json":  # a space drawn inside a number or a literal
+        return
+    compact = json_compact(text)
+    assert compact is not None
+    assert _decoded(compact) == _decoded(text)
+    assert json_compact(compact) == compact  # nothing left to take
+
+
+@given(tokens=st.lists(st.sampled_from(_TOKENS), max_size=12), data=st.data())
+def test_compact_never_makes_json_of_no_json(tokens: list[str], data: st.DataObject) -> None:
+    text = _spaced(tokens, data.draw(st.lists(_SPACE, max_size=len(tokens))))
+    compact = json_compact(text)
+    if _decoded(text)[0] == "json":
+        assert compact is not None and _decoded(compact) == _decoded(text)
+    else:
+        assert compact is None or _decoded(compact)[0] == "no json"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (b'{ "a" : [ 1 , 2 ] }\n', b'{"a":[1,2]}'),
+        (b'\t"in a string:  \\"  kept"\r\n', b'"in a string:  \\"  kept"'),
+        (b"[1 2]", None),
+        (b"[tru e]", None),
+        (b"[-1 .5]", None),
+        (b'"unterminated  ', b'"unterminated  '),
+        (b'"ends in an escape\\', b'"ends in an escape\\'),
+        (b"   ", b""),
+        (b"", b""),
+        (b"[1,\x0c2]", b"[1,\x0c2]"),  # a form feed is no JSON whitespace: left for the decoder
+    ],
+)
+def test_compact_examples(text: bytes, expected: bytes | None) -> None:
+    assert json_compact(text) == expected

@@ -12,13 +12,19 @@ pass over its bytes:
   ``{..., "items": [{...}, {...}], ...}``, plus where each item's object starts and ends,
   so that the items can be decoded (and kept as text) one by one.
 
-Both assume the text is JSON that msgspec accepts (or will be asked to accept): on other
+- :func:`json_compact`: the text without the whitespace between its tokens (kubectl
+  indents its JSON: four spaces a level make a cluster dump three times its size,
+  and every later pass, this module's and msgspec's, reads every byte).
+
+The first two assume the text is JSON that msgspec accepts (or will be asked to accept): on other
 bytes they stop without reading past the end, and their answers mean nothing.
 """
 
 cimport cython
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport qsort
 from libc.string cimport memcmp, memcpy
@@ -28,6 +34,8 @@ from model_slots cimport mix_bytes
 cdef extern from "Python.h":
     char *PyBytes_AS_STRING(object o)
     Py_ssize_t PyBytes_GET_SIZE(object o)
+    PyObject *PyBytes_FromStringAndSize(const char *v, Py_ssize_t size)
+    int _PyBytes_Resize(PyObject **bytes, Py_ssize_t newsize) except -1
 
 
 cdef struct Key:
@@ -581,3 +589,96 @@ def json_list_spans(data: bytes, Py_ssize_t max_depth) -> object:
         (scanner.spans[k], scanner.spans[k + 1]) for k in range(0, scanner.n_spans, 2)
     ]
     return (scanner.items_open, scanner.items_close, spans)
+
+
+# Byte classes of json_compact: JSON's whitespace, the bytes that end a token (structure
+# and quotes), and the rest (letters, digits, signs, dots: parts of one token).
+cdef enum ByteClass:
+    C_TOKEN = 0
+    C_SPACE = 1
+    C_EDGE = 2
+
+cdef unsigned char _CLASS[256]
+for _b in range(256):
+    _CLASS[_b] = C_TOKEN
+for _b in (32, 9, 10, 13):  # space, tab, line feed, carriage return
+    _CLASS[_b] = C_SPACE
+for _b in list(b'{}[]:,"'):
+    _CLASS[_b] = C_EDGE
+
+
+cdef unsigned char _STRING_STOP[256]  # what ends a string's plain run: quote, backslash
+for _b in range(256):
+    _STRING_STOP[_b] = _b == 34 or _b == 92
+
+cdef uint64_t _SPACES8 = 0x2020202020202020
+
+
+cdef inline uint64_t _load8(const unsigned char *p) noexcept nogil:
+    cdef uint64_t v
+    memcpy(&v, p, 8)  # (unaligned: compilers make this one load)
+    return v
+
+
+def json_compact(data: bytes) -> object:
+    """``data`` without whitespace outside its strings, or None when whitespace there
+    separates two parts of what would then read as one token (``[1 2]`` is no JSON, and
+    ``[12]`` would be): the text is no JSON, and is left as it is for its error.
+
+    Strings are copied as they are, escapes included; a string still open at the end
+    is copied to the end (the decoder then finds what is wrong)."""
+    cdef const unsigned char *src = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    # A new bytes object of the input's size, written here and then cut to what was
+    # written (its only reference is this one until it is returned).
+    cdef PyObject *out = PyBytes_FromStringAndSize(NULL, n)
+    if out == NULL:
+        raise MemoryError()
+    cdef unsigned char *dst = <unsigned char *>PyBytes_AS_STRING(<object>out)
+    cdef Py_ssize_t i = 0, w = 0, start
+    cdef unsigned char c
+    cdef unsigned char last = C_EDGE  # class of the last byte written outside a string
+    with nogil:
+        while i < n:
+            c = src[i]
+            if _CLASS[c] == C_SPACE:
+                i += 1
+                # Indentation comes in long runs of spaces: eight at a time.
+                while i + 8 <= n and _load8(src + i) == _SPACES8:
+                    i += 8
+                while i < n and _CLASS[src[i]] == C_SPACE:
+                    i += 1
+                if last == C_TOKEN and i < n and _CLASS[src[i]] == C_TOKEN:
+                    w = -1  # whitespace between two parts of tokens: no JSON
+                    break
+                continue
+            if c != 34:  # not a quote: one byte of structure or of a token
+                dst[w] = c
+                w += 1
+                i += 1
+                last = _CLASS[c]
+                continue
+            # A string: to its closing quote, escapes copied with the byte they escape.
+            start = i
+            i += 1
+            while i < n:
+                c = src[i]
+                if _STRING_STOP[c]:
+                    if c == 34:
+                        i += 1
+                        break
+                    i += 2  # a backslash and the byte it escapes
+                else:
+                    i += 1
+            if i > n:
+                i = n
+            memcpy(dst + w, src + start, i - start)
+            w += i - start
+            last = C_EDGE
+    if w < 0:
+        Py_DECREF(<object>out)
+        return None
+    _PyBytes_Resize(&out, w)  # (on failure it has freed the object and set the error)
+    result = <object>out
+    Py_DECREF(result)  # the reference PyBytes_FromStringAndSize gave, now result's
+    return result

@@ -6,3 +6,7 @@ def json_text_check(data: bytes, max_depth: int) -> tuple[bool, bool]:
 def json_list_spans(data: bytes, max_depth: int) -> tuple[int, int, list[tuple[int, int]]] | None:
     """``(open, close, spans)`` of a list text ``{..., "items": [{...}, ...], ...}``
     within the limits, else None."""
+
+def json_compact(data: bytes) -> bytes | None:
+    """``data`` without whitespace outside its strings; None when that whitespace
+    separates two parts of a token (the text is no JSON)."""
