@@ -591,8 +591,8 @@ def json_list_spans(data: bytes, Py_ssize_t max_depth) -> object:
     return (scanner.items_open, scanner.items_close, spans)
 
 
-# Byte classes of json_compact: JSON's whitespace, the bytes that end a token (structure
-# and quotes), and the rest (letters, digits, signs, dots: parts of one token).
+# Byte classes of the compaction: JSON's whitespace, the bytes that end a token
+# (structure and quotes), and the rest (letters, digits, signs, dots: parts of a token).
 cdef enum ByteClass:
     C_TOKEN = 0
     C_SPACE = 1
@@ -605,7 +605,6 @@ for _b in (32, 9, 10, 13):  # space, tab, line feed, carriage return
     _CLASS[_b] = C_SPACE
 for _b in list(b'{}[]:,"'):
     _CLASS[_b] = C_EDGE
-
 
 cdef unsigned char _STRING_STOP[256]  # what ends a string's plain run: quote, backslash
 for _b in range(256):
@@ -620,65 +619,116 @@ cdef inline uint64_t _load8(const unsigned char *p) noexcept nogil:
     return v
 
 
-def json_compact(data: bytes) -> object:
-    """``data`` without whitespace outside its strings, or None when whitespace there
-    separates two parts of what would then read as one token (``[1 2]`` is no JSON, and
-    ``[12]`` would be): the text is no JSON, and is left as it is for its error.
+cdef class JSONCompactor:
+    """A JSON text without the whitespace outside its strings, fed in pieces (a big
+    file a piece at a time, never whole in memory).
 
     Strings are copied as they are, escapes included; a string still open at the end
-    is copied to the end (the decoder then finds what is wrong)."""
-    cdef const unsigned char *src = <const unsigned char *>PyBytes_AS_STRING(data)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-    # A new bytes object of the input's size, written here and then cut to what was
-    # written (its only reference is this one until it is returned).
-    cdef PyObject *out = PyBytes_FromStringAndSize(NULL, n)
-    if out == NULL:
-        raise MemoryError()
-    cdef unsigned char *dst = <unsigned char *>PyBytes_AS_STRING(<object>out)
-    cdef Py_ssize_t i = 0, w = 0, start
-    cdef unsigned char c
-    cdef unsigned char last = C_EDGE  # class of the last byte written outside a string
-    with nogil:
+    is copied to the end (the decoder then finds what is wrong). Whitespace that
+    separates two parts of what would then read as one token (``[1 2]`` is no JSON,
+    and ``[12]`` would be) means the text is no JSON: :meth:`finish` gives None, and the
+    text is left as it is for its error."""
+
+    cdef PyObject *out  # the bytes being written (its only reference), or NULL
+    cdef Py_ssize_t capacity, written
+    cdef bint in_string, escaped, spaced, failed
+    cdef unsigned char last  # class of the last byte written outside a string
+
+    def __cinit__(self, Py_ssize_t size_hint=0):
+        self.capacity = max(size_hint, 64)
+        self.out = PyBytes_FromStringAndSize(NULL, self.capacity)
+        if self.out == NULL:
+            raise MemoryError()
+        self.written = 0
+        self.last = C_EDGE
+
+    def __dealloc__(self):
+        if self.out != NULL:
+            Py_DECREF(<object>self.out)
+            self.out = NULL
+
+    def feed(self, const unsigned char[::1] piece not None) -> None:
+        """Compact the next ``piece`` of the text (any bytes-like object)."""
+        cdef Py_ssize_t n = piece.shape[0]
+        if self.out == NULL:
+            raise ValueError("finished")
+        if self.failed or n == 0:
+            return
+        if self.written + n > self.capacity:  # the piece at most as long compacted
+            self.capacity = max(self.written + n, 2 * self.capacity)
+            _PyBytes_Resize(&self.out, self.capacity)
+        cdef unsigned char *dst = <unsigned char *>PyBytes_AS_STRING(<object>self.out)
+        with nogil:
+            self._run(&piece[0], n, dst)
+
+    def finish(self) -> object:
+        """The compacted text, or None when it is no JSON (see the class)."""
+        if self.out == NULL:
+            raise ValueError("finished")
+        if self.failed:
+            Py_DECREF(<object>self.out)
+            self.out = NULL
+            return None
+        _PyBytes_Resize(&self.out, self.written)  # (on failure: freed, error set)
+        result = <object>self.out
+        Py_DECREF(result)  # the reference this object held, now result's
+        self.out = NULL
+        return result
+
+    cdef void _run(self, const unsigned char *src, Py_ssize_t n,
+                   unsigned char *dst) noexcept nogil:
+        cdef Py_ssize_t i = 0, w = self.written, start
+        cdef unsigned char c
         while i < n:
+            if self.in_string:
+                start = i
+                if self.escaped:  # the byte a backslash at the end of a piece escapes
+                    self.escaped = False
+                    i += 1
+                while i < n:
+                    c = src[i]
+                    if _STRING_STOP[c]:
+                        if c == 34:
+                            i += 1
+                            self.in_string = False
+                            break
+                        if i + 1 == n:
+                            self.escaped = True
+                            i += 1
+                        else:
+                            i += 2  # a backslash and the byte it escapes
+                    else:
+                        i += 1
+                memcpy(dst + w, src + start, i - start)
+                w += i - start
+                continue
             c = src[i]
             if _CLASS[c] == C_SPACE:
+                self.spaced = True
                 i += 1
                 # Indentation comes in long runs of spaces: eight at a time.
                 while i + 8 <= n and _load8(src + i) == _SPACES8:
                     i += 8
                 while i < n and _CLASS[src[i]] == C_SPACE:
                     i += 1
-                if last == C_TOKEN and i < n and _CLASS[src[i]] == C_TOKEN:
-                    w = -1  # whitespace between two parts of tokens: no JSON
+                continue
+            if self.spaced:
+                self.spaced = False
+                if self.last == C_TOKEN and _CLASS[c] == C_TOKEN:
+                    self.failed = True  # whitespace between two parts of tokens: no JSON
                     break
-                continue
-            if c != 34:  # not a quote: one byte of structure or of a token
-                dst[w] = c
-                w += 1
-                i += 1
-                last = _CLASS[c]
-                continue
-            # A string: to its closing quote, escapes copied with the byte they escape.
-            start = i
+            dst[w] = c
+            w += 1
             i += 1
-            while i < n:
-                c = src[i]
-                if _STRING_STOP[c]:
-                    if c == 34:
-                        i += 1
-                        break
-                    i += 2  # a backslash and the byte it escapes
-                else:
-                    i += 1
-            if i > n:
-                i = n
-            memcpy(dst + w, src + start, i - start)
-            w += i - start
-            last = C_EDGE
-    if w < 0:
-        Py_DECREF(<object>out)
-        return None
-    _PyBytes_Resize(&out, w)  # (on failure it has freed the object and set the error)
-    result = <object>out
-    Py_DECREF(result)  # the reference PyBytes_FromStringAndSize gave, now result's
-    return result
+            self.last = _CLASS[c]
+            if c == 34:
+                self.in_string = True
+        self.written = w
+
+
+def json_compact(data: bytes) -> object:
+    """``data`` without whitespace outside its strings, or None when it is no JSON
+    that way (see :class:`JSONCompactor`)."""
+    cdef JSONCompactor compactor = JSONCompactor(len(data))
+    compactor.feed(data)
+    return compactor.finish()

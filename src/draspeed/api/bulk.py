@@ -5,8 +5,9 @@ Parsing it into dicts, then reading the dicts back into the model, costs about t
 what reading the text once costs, so :func:`read_list` takes such a text apart instead:
 
 0. an indented text (kubectl's) loses the whitespace between its tokens first, in one
-   compiled pass (:func:`draspeed.api._jsontext.json_compact`): every later pass,
-   and every item's kept text, is then a third of the size;
+   compiled pass (:func:`draspeed.api._jsontext.json_compact`; a file, as it is read,
+   see ``draspeed.api.loader``): every later pass, and every item's kept text, is
+   then a third of the size;
 1. one compiled pass (:func:`draspeed.api._jsontext.json_list_spans`) checks the input
    limits of :mod:`draspeed.api.text` (nesting depth, duplicate keys) and finds where
    each item starts and ends;
@@ -55,13 +56,20 @@ _KINDS: dict[str, tuple[bytes, msgspec.json.Decoder[Any]]] = {
 # (kubectl indents by four spaces a level: two thirds of a dump's bytes); below,
 # compacting costs more than it saves.
 _SPACE_SHARE = 0.15
-_SAMPLE = 1 << 16
+SAMPLE = 1 << 16
 
 
-def _indented(data: bytes) -> bool:
-    sample = data[:_SAMPLE]
+def indented(data: bytes) -> bool:
+    """Whether ``data`` (its first :data:`SAMPLE` bytes) is mostly indentation."""
+    sample = data[:SAMPLE]
     spaces = sample.count(b" ") + sample.count(b"\n") + sample.count(b"\t") + sample.count(b"\r")
     return spaces > _SPACE_SHARE * len(sample)
+
+
+def indented_list(head: bytes) -> bool:
+    """Whether a text that begins with ``head`` may be an indented JSON list: read
+    compacted (:func:`read_list` does so itself for a text in memory)."""
+    return head[:64].lstrip()[:1] == b"{" and indented(head)
 
 
 class NotJSON(Exception):
@@ -125,7 +133,7 @@ def read_list(text: str | bytes, limits: Limits) -> ListText | None:
             return None
     else:
         data = text
-    if _indented(data):
+    if indented(data):
         compact = json_compact(data)
         if compact is None:
             return None  # whitespace inside a token: no JSON (the ordinary parse says so)

@@ -37,6 +37,7 @@ them raises one InputError naming the file (and document) and the limit.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import sys
@@ -49,6 +50,8 @@ from typing import Any
 
 import msgspec
 
+from draspeed.api import bulk
+from draspeed.api._jsontext import JSONCompactor
 from draspeed.api._model_tree import untrack
 from draspeed.api.bulk import ListText, NotJSON, read_list
 from draspeed.api.bulk_claims import ClaimBuilder, JSONClaim
@@ -240,6 +243,32 @@ def parse_text(text: str | bytes, limits: Limits | None = None) -> list[Any]:
         raise _text_error("<text>", exc) from None
 
 
+# Pieces of a file read at a time while it is compacted.
+_PIECE = 16 << 20
+
+
+def _compacted(
+    f: io.BufferedReader, origin: str, head: bytes, limit: int, size: int
+) -> bytes | None:
+    """The rest of the open file ``f``, after ``head``, compacted with ``head``
+    (:class:`~draspeed.api._jsontext.JSONCompactor`); None if it is no JSON that way.
+    InputError past ``limit`` bytes (a file that grew since its size was read)."""
+    compactor = JSONCompactor(size)
+    compactor.feed(head)
+    read = len(head)
+    piece = bytearray(_PIECE)
+    view = memoryview(piece)
+    while True:
+        n = f.readinto(piece)
+        if not n:
+            break
+        read += n
+        if read > limit:
+            raise InputError(origin, "", _too_big(None, limit))
+        compactor.feed(view[:n])
+    return compactor.finish()
+
+
 def _text_error(origin: str, exc: TextError) -> InputError:
     where = origin if exc.document is None else f"{origin} document {exc.document}"
     return InputError(where, exc.path, exc.message)
@@ -330,6 +359,17 @@ class _Loader:
                 # A regular file says its size: refuse before reading any of it.
                 if stat.S_ISREG(info.st_mode) and info.st_size > limit:
                     raise InputError(str(path), "", _too_big(info.st_size, limit))
+                if stat.S_ISREG(info.st_mode):
+                    head = f.read(min(limit + 1, bulk.SAMPLE))
+                    if bulk.indented_list(head):
+                        # Read a piece at a time, without its indentation: the whole
+                        # text is never in memory. What the bulk reading does not take
+                        # is read again as it is, the ordinary way (its errors name
+                        # places in that text).
+                        compact = _compacted(f, str(path), head, limit, info.st_size)
+                        if compact is not None and self.bulk_text(compact, str(path)):
+                            return
+                    f.seek(0)
                 data = f.read(limit + 1)
         except OSError as exc:
             raise InputError(str(path), "", exc.strerror or str(exc)) from exc
@@ -346,8 +386,7 @@ class _Loader:
         return data
 
     def text(self, text: str | bytes, origin: str) -> None:
-        listed = read_list(text, self.limits)
-        if listed is not None and self.json_list(listed, f"{origin} document 1"):
+        if self.bulk_text(text, origin):
             return
 
         def duplicate(document: int, path: str, message: str) -> None:
@@ -362,6 +401,12 @@ class _Loader:
             self.documents(parsed.docs, origin)
         finally:
             self.json_exact = False
+
+    def bulk_text(self, text: str | bytes, origin: str) -> bool:
+        """Read ``text`` as a JSON list item by item (:mod:`draspeed.api.bulk`); False,
+        with nothing added, when it is no such list (or not JSON after all)."""
+        listed = read_list(text, self.limits)
+        return listed is not None and self.json_list(listed, f"{origin} document 1")
 
     def warn_text(self, text: str) -> None:
         """A warning about the input: listed, and warned (held back while a bulk list
