@@ -42,6 +42,38 @@ cdef extern from *:
     static inline PyObject *draspeed_get_slot(PyObject *obj, Py_ssize_t offset) {
         return *(PyObject **)((char *)obj + offset);
     }
+    /* Ask the memory for an object's first two cache lines (a hint: nothing happens
+       where the compiler has no prefetch). Reading millions of small objects is
+       waiting on memory; asking for the next ones first overlaps the waits. */
+    static inline void draspeed_prefetch(const void *p) {
+    /* As instructions: GCC 12 drops __builtin_prefetch calls from a loop that makes
+       more than a few of them (measured on read_slices). */
+    #if defined(__GNUC__) && defined(__x86_64__)
+        __asm__ volatile("prefetcht0 (%0)" : : "r"(p));
+        __asm__ volatile("prefetcht0 64(%0)" : : "r"(p));
+    #elif defined(__GNUC__) && defined(__aarch64__)
+        __asm__ volatile("prfm pldl1keep, [%0]" : : "r"(p));
+        __asm__ volatile("prfm pldl1keep, [%0, #64]" : : "r"(p));
+    #elif defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(p);
+        __builtin_prefetch((const char *)p + 64);
+    #endif
+    }
+    /* A dict's table of entries, a list's array of items (their second level). */
+    static inline void draspeed_prefetch_contents(PyObject *o) {
+        if (o == NULL) return;
+        if (PyDict_CheckExact(o)) {  /* a device's map of a dozen entries: four lines */
+            draspeed_prefetch(((PyDictObject *)o)->ma_keys);
+            draspeed_prefetch((const char *)((PyDictObject *)o)->ma_keys + 128);
+        }
+        else if (PyList_CheckExact(o) && PyList_GET_SIZE(o) > 0)
+            draspeed_prefetch(((PyListObject *)o)->ob_item);
+    }
+    /* The same for the object in a slot, when the slot is filled. */
+    static inline void draspeed_prefetch_slot(PyObject *obj, Py_ssize_t offset) {
+        PyObject *value = *(PyObject **)((char *)obj + offset);
+        if (value != NULL) draspeed_prefetch(value);
+    }
     /* A dict with room for n entries (a plain dict resizes once past five). */
     static PyObject *draspeed_dict_presized(Py_ssize_t n) {
     #if PY_VERSION_HEX < 0x030F0000 && !defined(PYPY_VERSION)
@@ -56,6 +88,9 @@ cdef extern from *:
     void draspeed_set_slot(object obj, Py_ssize_t offset, PyObject *value)
     void draspeed_put_slot(object obj, Py_ssize_t offset, PyObject *value)
     PyObject *draspeed_get_slot(object obj, Py_ssize_t offset)
+    void draspeed_prefetch(const void *p) nogil
+    void draspeed_prefetch_slot(PyObject *obj, Py_ssize_t offset) nogil
+    void draspeed_prefetch_contents(PyObject *o)
     dict draspeed_dict_presized(Py_ssize_t n)
 
 
