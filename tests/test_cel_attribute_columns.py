@@ -165,3 +165,61 @@ def test_name_columns_as_the_device_maps_show_them(
             if len(read) > 1:
                 shown = shown.get(read[1], {})
             assert column.values[column.ids1[row] - 1] == tuple(shown), (read, row)
+
+
+# ---- attribute_codes: the column codes of distinct attribute objects ------------------
+
+_SCALARS = st.one_of(
+    st.integers(-3, 3), st.booleans(), st.sampled_from(["", "a", "1", "True", "1.2.3", "v1"])
+)
+_ATTRIBUTES = st.one_of(
+    st.none(),
+    # the plain kinds with values of any scalar type (an int kind holding True, ...)
+    st.builds(DeviceAttribute, st.sampled_from(["int", "bool", "string"]), _SCALARS),
+    st.builds(DeviceAttribute, st.just("version"), st.sampled_from(["1.2.3", "v1", "1.2"])),
+    st.builds(
+        DeviceAttribute, st.sampled_from(["ints", "strings"]), st.lists(_SCALARS, max_size=2)
+    ),
+    st.builds(DeviceAttribute, st.just(None), _SCALARS),
+)
+
+
+def _codes_one_by_one(distinct: list[int], objects: list[Any]) -> tuple[list[int], list[Any], bool]:
+    """The rule written out: a key per object, the first object of a key gives its value."""
+    code_of = [0] * (len(objects) + 1)
+    values: list[Any] = []
+    by_key: dict[Any, int] = {}
+    absent = False
+    for oid in distinct:
+        item = objects[oid - 1]
+        key = None if item is None else _attribute_key(item)
+        code = 0 if key is None else by_key.get(key)
+        if code is None:
+            value = _cel_attribute(item)
+            code = 0 if value is None else len(values) + 1
+            if value is not None:
+                values.append(value)
+            by_key[key] = code
+        absent = absent or code == 0
+        code_of[oid] = code
+    return code_of, values, absent
+
+
+@settings(max_examples=300)
+@given(objects=st.lists(_ATTRIBUTES, max_size=12), data=st.data())
+def test_attribute_codes_as_decided_one_by_one(objects: list[Any], data: st.DataObject) -> None:
+    """Kinds with values of another type (an int kind holding True, a string kind
+    holding 1), lists, absent objects and equal values in distinct objects alike."""
+    import numpy as np
+
+    from draspeed.cel import _columns
+
+    order = data.draw(st.permutations(range(1, len(objects) + 1)))
+    distinct = np.asarray(order, dtype=np.int32)
+    code_of, values, absent = _columns.attribute_codes(
+        distinct, objects, _attribute_key, _cel_attribute
+    )
+    want_codes, want_values, want_absent = _codes_one_by_one(list(order), objects)
+    assert code_of.tolist() == want_codes
+    assert [(type(v), v) for v in values] == [(type(v), v) for v in want_values]
+    assert absent == want_absent

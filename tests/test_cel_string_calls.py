@@ -97,3 +97,61 @@ def test_the_method_answers_string_values_after_two(monkeypatch: pytest.MonkeyPa
     _leaf_values(SELECTORS[0], _table())
     strings = sum(1 for v in _VALUES if v is not None and v.kind == "string")
     assert len(answered) == strings - 3  # two learnt from, one past the cost limit
+
+
+def _string_table(values: list[str]) -> DeviceTable:
+    devices = [
+        (DOMAIN, Device(name=f"d{i}", attributes={f"{DOMAIN}/uuid": DeviceAttribute("string", v)}))
+        for i, v in enumerate(values)
+    ]
+    return DeviceTable.build(devices)
+
+
+# A value per device, as UUIDs are: all strings, so that past the two runs the method
+# answers the rest at once (answer_all); and the kinds of column it leaves to one by one.
+_UUIDS = [f"GPU-{i:08x}-{'ab' * (i % 7)}" for i in range(300)] + ["", "GPU-", "4", "y"]
+STRING_COLUMNS = {
+    "uuids": _UUIDS,
+    "one-non-ascii": [*_UUIDS, "GPU-\u00fc"],
+    "one-past-the-limit": [*_UUIDS, "GPU-" + "z" * 10_000_001],
+    # each within the cost limit, together past a lazy evaluation's work budget
+    "past-the-work-budget": [f"GPU-{i:04}" + "w" * 100_000 for i in range(250)],
+}
+
+
+@pytest.mark.parametrize("expr", SELECTORS)
+@pytest.mark.parametrize("column", STRING_COLUMNS.values(), ids=STRING_COLUMNS.keys())
+def test_columns_of_strings_answer_as_the_program(
+    expr: str, column: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _string_table(column)
+    direct = _leaf_values(expr, table)
+    answered = compile_selector(expr).evaluate(table)
+    lazily = vector.evaluate_lazily(compile_selector(expr), table)
+    with monkeypatch.context() as patched:
+        patched.setattr(vector._StringCall, "of", classmethod(lambda cls, *args: None))
+        assert _leaf_values(expr, table) == direct
+        metered = compile_selector(expr).evaluate(table)
+        metered_lazily = vector.evaluate_lazily(compile_selector(expr), table)
+    for got, want in ((answered, metered), (lazily, metered_lazily)):
+        assert [a.tolist() if hasattr(a, "tolist") else a for a in got] == [
+            w.tolist() if hasattr(w, "tolist") else w for w in want
+        ]
+
+
+def test_a_column_of_strings_is_answered_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not vacuous: a column of ASCII strings within the limit is answered at once."""
+    batches: list[int] = []
+    answer_all = vector._StringCall.answer_all
+
+    def counting(self: Any, combos: list[int]) -> Any:
+        found = answer_all(self, combos)
+        batches.append(-1 if found is None else len(found[0]))
+        return found
+
+    monkeypatch.setattr(vector._StringCall, "answer_all", counting)
+    _leaf_values(SELECTORS[0], _string_table(_UUIDS))
+    assert batches == [len(_UUIDS) - 2]  # all but the two the program is learnt from
+    batches.clear()
+    _leaf_values(SELECTORS[0], _string_table(STRING_COLUMNS["one-non-ascii"]))
+    assert batches == [-1]

@@ -38,6 +38,9 @@ cdef Py_ssize_t _capacity_at = slot_offset(model.Device, "capacity")
 cdef Py_ssize_t _multi_at = slot_offset(model.Device, "allow_multiple_allocations")
 cdef Py_ssize_t _value_at = slot_offset(model.DeviceCapacity, "value")
 cdef Py_ssize_t _kind_at = slot_offset(model.DeviceAttribute, "kind")
+cdef Py_ssize_t _attribute_value_at = slot_offset(model.DeviceAttribute, "value")
+# Attribute kinds whose CEL value is the model's value itself (cel.device.attribute_value).
+cdef frozenset _PLAIN_KINDS = frozenset({"int", "bool", "string"})
 
 
 cdef inline object _field(object obj, Py_ssize_t offset, str name, PyTypeObject *cls):
@@ -452,6 +455,67 @@ cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, _AttributeColumns co
         k = columns.column((driver, name))
         if (driver + "/" + name) not in attrs:
             columns.data[k][i] = ptrmap_get(object_id, value, 0)
+
+
+def attribute_codes(const int32_t[::1] distinct, list objects, object key_of, object value_of):
+    """The column codes of the attribute objects ``objects[oid - 1]`` of the ``distinct``
+    object ids, in that order: ``(code_of, values, absent)``, ``code_of[oid]`` 0 (absent)
+    or 1 + the index of the object's CEL value in ``values``, the first distinct key
+    first. ``key_of``/``value_of`` decide, as ``draspeed.cel.table`` defines them; an
+    attribute of a plain kind (int, bool, string) with a value of exactly that type is
+    decided here without them (its key is ``(kind, value)``, its CEL value the value
+    itself), which is what they would answer: a column of UUIDs has a distinct object
+    per device."""
+    cdef Py_ssize_t n = distinct.shape[0], i
+    cdef int32_t oid, code
+    cdef bint absent = False
+    cdef dict by_key = {}
+    cdef list values = []
+    cdef PyObject *kind
+    cdef PyObject *raw
+    cdef PyObject *known
+    code_of_a = np.zeros(len(objects) + 1, np.int32)
+    cdef int32_t[::1] code_of = code_of_a
+    for i in range(n):
+        oid = distinct[i]
+        item = objects[oid - 1]
+        if item is None:
+            code_of[oid] = 0
+            absent = True
+            continue
+        plain = False
+        if Py_TYPE(item) == _ATTRIBUTE:
+            kind = draspeed_get_slot(item, _kind_at)
+            raw = draspeed_get_slot(item, _attribute_value_at)
+            if kind != NULL and raw != NULL and (<object>kind) in _PLAIN_KINDS:
+                value_type = type(<object>raw)
+                plain = (
+                    (value_type is str and <object>kind == "string")
+                    or (value_type is int and <object>kind == "int")
+                    or (value_type is bool and <object>kind == "bool")
+                )
+        if plain:
+            key = (<object>kind, <object>raw)
+        else:
+            key = key_of(item)
+        if key is None:
+            code = 0
+        else:
+            known = PyDict_GetItem(by_key, key)
+            if known != NULL:
+                code = <int32_t><object>known
+            else:
+                value = <object>raw if plain else value_of(item)
+                if value is None:
+                    code = 0
+                else:
+                    values.append(value)
+                    code = <int32_t>len(values)
+                by_key[key] = code
+        if code == 0:
+            absent = True
+        code_of[oid] = code
+    return code_of_a, values, absent
 
 
 def distinct_ids(const int32_t[::1] ids, Py_ssize_t n_objects):

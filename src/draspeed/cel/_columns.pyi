@@ -31,6 +31,12 @@ def attribute_pass(
     dict[tuple[str, str], npt.NDArray[np.int32]],
     list[DeviceAttribute],
 ]: ...
+def attribute_codes(
+    distinct: npt.NDArray[np.int32],
+    objects: list[Any],
+    key_of: Callable[[Any], Hashable | None],
+    value_of: Callable[[Any], Any],
+) -> tuple[npt.NDArray[np.int32], list[Any], bool]: ...
 def distinct_ids(
     ids: npt.NDArray[np.int32], n_objects: int
 ) -> tuple[npt.NDArray[np.int32], bool]: ...

@@ -89,13 +89,17 @@ _NATIVE_ORDER = frozenset({0, 1, 3})
 def _natural_order(values: list[Any]) -> list[int]:
     """The indices of ``values`` in their natural order (:func:`_sort_cmp`; stable)."""
     groups: dict[int, list[int]] = {}
-    for i, value in enumerate(values):
-        groups.setdefault(_KIND_ORDER.get(type(value), 9), []).append(i)
+    types = set(map(type, values))
+    if len(types) == 1:  # one kind (a column of UUIDs): no grouping pass
+        groups[_KIND_ORDER.get(types.pop(), 9)] = list(range(len(values)))
+    else:
+        for i, value in enumerate(values):
+            groups.setdefault(_KIND_ORDER.get(type(value), 9), []).append(i)
     order: list[int] = []
     for kind in sorted(groups):
         members = groups[kind]
         if kind in _NATIVE_ORDER:
-            members.sort(key=lambda i: values[i])
+            members.sort(key=values.__getitem__)
         elif kind < 6:  # floats, versions, quantities: their own comparison
 
             def by_value(i: int, j: int) -> int:
@@ -128,23 +132,8 @@ def _intern_ids(
     """:func:`_intern` of ``[objects[i - 1] if i else None for i in ids]``, asking
     ``key_of``/``value_of`` once per distinct object, in the order they first occur."""
     distinct, absent = _columns.distinct_ids(ids, len(objects))
-    code_of = np.zeros(len(objects) + 1, dtype=np.int32)
-    values: list[Any] = []
-    by_key: dict[Hashable, int] = {}
-    for oid in distinct.tolist():
-        item = objects[oid - 1]
-        key = None if item is None else key_of(item)
-        code = 0 if key is None else by_key.get(key)
-        if code is None:
-            value = value_of(item)
-            code = 0 if value is None else len(values) + 1
-            if value is not None:
-                values.append(value)
-            by_key[key] = code
-        if code == 0:
-            absent = True
-        code_of[oid] = code
-    return _sorted_column(code_of[ids], values, absent)
+    code_of, values, absent_there = _columns.attribute_codes(distinct, objects, key_of, value_of)
+    return _sorted_column(code_of[ids], values, absent or absent_there)
 
 
 def _sorted_column(local: np.ndarray, values: list[Any], absent: bool) -> Column:

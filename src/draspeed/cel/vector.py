@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -724,6 +725,21 @@ def _eval_leaf(
         for k, combo in enumerate(combos):
             if deadline is not None and not k & CHECK_EVERY:
                 check_deadline(deadline)
+            if direct is not None and direct.base is not None and direct.batch:
+                # Learnt: the rest at once, where every one of them is a string.
+                direct.batch = False
+                rest = direct.answer_all(combos[k:])
+                if rest is not None:
+                    rest_vals, rest_costs = rest
+                    total = int(rest_costs.sum())
+                    if lazy and messages.work + total > _WORK_BUDGET:
+                        raise _TooCostly()
+                    vals.extend(rest_vals)
+                    errs.extend([0] * len(rest_vals))
+                    costs.extend(rest_costs.tolist())
+                    groups_read.extend([0] * len(rest_vals))
+                    messages.work += total
+                    break
             found = None if direct is None else direct.answer(combo)
             if found is not None:
                 value, error, cost, groups = found
@@ -762,6 +778,14 @@ _STRING_METHODS = {
 }
 
 
+# The same as Python's own (CEL's string methods read code points, as Python's do).
+_PYTHON_STRING_METHODS = {
+    "startsWith": str.startswith,
+    "endsWith": str.endswith,
+    "contains": str.__contains__,
+}
+
+
 def _plain_attribute(node: Node) -> tuple[str, str] | None:
     """(domain, name) if ``node`` is ``device.attributes[domain].name`` itself (written
     with selects or constant-string indexes, no ``.?``)."""
@@ -795,7 +819,17 @@ class _StringCall:
     it is learnt from the program's own runs (two that agree); other values, and every
     value until then, take the program."""
 
-    __slots__ = ("arg", "base", "first", "function", "learning", "method", "overload", "values")
+    __slots__ = (
+        "arg",
+        "base",
+        "batch",
+        "first",
+        "function",
+        "learning",
+        "method",
+        "overload",
+        "values",
+    )
 
     def __init__(self, call: Call, values: list[Any]) -> None:
         self.function = call.function
@@ -806,6 +840,7 @@ class _StringCall:
         self.base: int | None = None  # known once two runs agreed
         self.first: int | None = None  # the first run's
         self.learning = True
+        self.batch = True  # answer_all not tried yet
 
     @classmethod
     def of(cls, leaf: Leaf, columns: list[Column]) -> _StringCall | None:
@@ -839,6 +874,28 @@ class _StringCall:
         if cost > COST_LIMIT:
             return None  # the program words the limit
         return self.method(value, self.arg), None, cost, 0
+
+    def answer_all(self, combos: list[int]) -> tuple[list[bool], np.ndarray] | None:
+        """Once learnt: the values and costs of all ``combos`` at once (a value per
+        device when they are UUIDs), or None unless each is an ASCII string within the
+        cost limit (then :meth:`answer` and the program take them one by one). The
+        method runs over them in C (``map``); the cost is worked out once per length,
+        on which alone it depends for ASCII text."""
+        assert self.base is not None
+        values = self.values
+        strings: list[Any] = [values[c - 1] if c > 0 else None for c in combos]
+        if set(map(type, strings)) != {str} or not all(map(str.isascii, strings)):
+            return None
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+        distinct, where = np.unique(lengths, return_inverse=True)
+        base, function, overload, arg = self.base, self.function, self.overload, self.arg
+        per_length = [
+            base + call_cost(function, overload, ("x" * n, arg)) for n in distinct.tolist()
+        ]
+        if max(per_length, default=0) > COST_LIMIT:
+            return None  # the program words the limit
+        found = list(map(_PYTHON_STRING_METHODS[function], strings, repeat(arg)))
+        return found, np.asarray(per_length, dtype=np.int64)[where.reshape(-1)]
 
     def learn(self, combo: int, cost: int) -> None:
         """What the program charged for ``combo``, answered without an error."""
