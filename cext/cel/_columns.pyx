@@ -15,13 +15,12 @@ from draspeed.api import model
 from libc.stdint cimport int32_t, uint8_t
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
-from cpython.list cimport PyList_GET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
 
 from model_slots cimport (
-    PtrMap, draspeed_get_slot, draspeed_prefetch, draspeed_prefetch_contents,
-    draspeed_prefetch_slot, ptrmap_free, ptrmap_get, ptrmap_init, ptrmap_put, slot_offset,
+    PtrMap, draspeed_get_slot, draspeed_prefetch_ahead, ptrmap_free, ptrmap_get, ptrmap_init,
+    ptrmap_put, slot_offset,
 )
 
 cdef extern from "Python.h":
@@ -39,8 +38,6 @@ cdef Py_ssize_t _multi_at = slot_offset(model.Device, "allow_multiple_allocation
 cdef Py_ssize_t _value_at = slot_offset(model.DeviceCapacity, "value")
 cdef Py_ssize_t _kind_at = slot_offset(model.DeviceAttribute, "kind")
 cdef Py_ssize_t _attribute_value_at = slot_offset(model.DeviceAttribute, "value")
-# Attribute kinds whose CEL value is the model's value itself (cel.device.attribute_value).
-cdef frozenset _PLAIN_KINDS = frozenset({"int", "bool", "string"})
 
 
 cdef inline object _field(object obj, Py_ssize_t offset, str name, PyTypeObject *cls):
@@ -70,6 +67,33 @@ def intern_rows(list items, object key_of, object value_of):
     return ids_a, values, absent
 
 
+# _code_of's "no value known yet: ask value_of".
+cdef object _ASK = object()
+
+
+cdef inline int32_t _code_of(dict by_key, list values, object key, object item,
+                             object value_of, object value) except -1:
+    """The code of ``key`` among the keys seen (``by_key``): 0 for a None key or a None
+    value, else 1 + the index in ``values`` of the value of the key's first item. A new
+    key's value is ``value``, or ``value_of(item)`` when that is :data:`_ASK`."""
+    cdef PyObject *hit
+    cdef int32_t code
+    if key is None:
+        return 0
+    hit = PyDict_GetItem(by_key, key)
+    if hit != NULL:
+        return <int32_t><object>hit
+    if value is _ASK:
+        value = value_of(item)
+    if value is None:
+        code = 0
+    else:
+        values.append(value)
+        code = <int32_t>len(values)
+    by_key[key] = code
+    return code
+
+
 cdef bint _intern_scan(list items, object key_of, object value_of, int32_t[::1] ids,
                        PtrMap *by_identity, list values, list keep) except -1:
     cdef Py_ssize_t n = len(items), i
@@ -87,21 +111,7 @@ cdef bint _intern_scan(list items, object key_of, object value_of, int32_t[::1] 
         if found != 0:
             code = found - 1
         else:
-            key = key_of(<object>item)
-            if key is None:
-                code = 0
-            else:
-                hit = by_key.get(key)
-                if hit is None:
-                    value = value_of(<object>item)
-                    if value is None:
-                        code = 0
-                    else:
-                        values.append(value)
-                        code = len(values)
-                    by_key[key] = code
-                else:
-                    code = hit
+            code = _code_of(by_key, values, key_of(<object>item), <object>item, value_of, _ASK)
             if ptrmap_put(by_identity, item, code + 1) < 0:
                 raise MemoryError()
             keep.append(<object>item)  # ids stay unique while the items are alive
@@ -111,22 +121,10 @@ cdef bint _intern_scan(list items, object key_of, object value_of, int32_t[::1] 
     return absent
 
 
-cdef inline void _prefetch_ahead(list devices, Py_ssize_t i, Py_ssize_t n,
-                                 Py_ssize_t map_at) noexcept:
-    """Before device i is read, ask the memory for the devices ahead (reading millions
-    of objects is waiting on memory; the waits then overlap): the device 8 on, the
-    map in slot ``map_at`` of the one 4 on, and that map's entries 2 on."""
-    cdef PyObject *ahead
-    if i + 8 < n:
-        draspeed_prefetch(PyList_GET_ITEM(devices, i + 8))
-    if i + 4 < n:
-        ahead = PyList_GET_ITEM(devices, i + 4)
-        if Py_TYPE(<object>ahead) == _DEVICE:
-            draspeed_prefetch_slot(ahead, map_at)
-    if i + 2 < n:
-        ahead = PyList_GET_ITEM(devices, i + 2)
-        if Py_TYPE(<object>ahead) == _DEVICE:
-            draspeed_prefetch_contents(draspeed_get_slot(<object>ahead, map_at))
+cdef inline void _prefetch_ahead(list devices, Py_ssize_t i, Py_ssize_t map_at) noexcept:
+    """Before device i is read, ask the memory for the devices ahead: the map in slot
+    ``map_at`` and its entries (see draspeed_prefetch_ahead)."""
+    draspeed_prefetch_ahead(devices, i, _DEVICE, &map_at, 1, &map_at, 1)
 
 
 def capacities(list devices, list drivers, str domain, str ident):
@@ -139,7 +137,7 @@ def capacities(list devices, list drivers, str domain, str ident):
     cdef list out = [None] * n
     cdef PyObject *found
     for i in range(n):
-        _prefetch_ahead(devices, i, n, _capacity_at)
+        _prefetch_ahead(devices, i, _capacity_at)
         caps = _field(devices[i], _capacity_at, "capacity", _DEVICE)
         if type(caps) is not dict:
             caps = dict(caps)
@@ -223,7 +221,7 @@ cdef void _key_scan(list devices, list drivers, bint capacity, int32_t[::1] ids,
     cdef dict by_numbers = {}  # bytes of a device's numbers -> its set id
     try:
         for i in range(n):
-            _prefetch_ahead(devices, i, n, _capacity_at if capacity else _attributes_at)
+            _prefetch_ahead(devices, i, _capacity_at if capacity else _attributes_at)
             if capacity:
                 mapping = _field(devices[i], _capacity_at, "capacity", _DEVICE)
             else:
@@ -369,7 +367,7 @@ cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, obj
     cdef bint risky, failed, bare
     cdef int verdict, column, oid
     for i in range(n):
-        _prefetch_ahead(devices, i, n, _attributes_at)
+        _prefetch_ahead(devices, i, _attributes_at)
         attrs = _field(devices[i], _attributes_at, "attributes", _DEVICE)
         if type(attrs) is not dict:
             attrs = dict(attrs)
@@ -473,45 +471,25 @@ def attribute_codes(const int32_t[::1] distinct, list objects, object key_of, ob
     cdef list values = []
     cdef PyObject *kind
     cdef PyObject *raw
-    cdef PyObject *known
     code_of_a = np.zeros(len(objects) + 1, np.int32)
     cdef int32_t[::1] code_of = code_of_a
     for i in range(n):
         oid = distinct[i]
         item = objects[oid - 1]
-        if item is None:
-            code_of[oid] = 0
-            absent = True
-            continue
-        plain = False
-        if Py_TYPE(item) == _ATTRIBUTE:
+        kind = raw = NULL
+        if item is not None and Py_TYPE(item) == _ATTRIBUTE:
             kind = draspeed_get_slot(item, _kind_at)
             raw = draspeed_get_slot(item, _attribute_value_at)
-            if kind != NULL and raw != NULL and (<object>kind) in _PLAIN_KINDS:
-                value_type = type(<object>raw)
-                plain = (
-                    (value_type is str and <object>kind == "string")
-                    or (value_type is int and <object>kind == "int")
-                    or (value_type is bool and <object>kind == "bool")
-                )
-        if plain:
-            key = (<object>kind, <object>raw)
-        else:
-            key = key_of(item)
-        if key is None:
+        if kind != NULL and raw != NULL and (
+            (type(<object>raw) is str and <object>kind == "string")
+            or (type(<object>raw) is int and <object>kind == "int")
+            or (type(<object>raw) is bool and <object>kind == "bool")
+        ):
+            code = _code_of(by_key, values, (<object>kind, <object>raw), item, value_of, <object>raw)
+        elif item is None:
             code = 0
         else:
-            known = PyDict_GetItem(by_key, key)
-            if known != NULL:
-                code = <int32_t><object>known
-            else:
-                value = <object>raw if plain else value_of(item)
-                if value is None:
-                    code = 0
-                else:
-                    values.append(value)
-                    code = <int32_t>len(values)
-                by_key[key] = code
+            code = _code_of(by_key, values, key_of(item), item, value_of, _ASK)
         if code == 0:
             absent = True
         code_of[oid] = code

@@ -28,9 +28,8 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_S
 from cpython.ref cimport Py_INCREF
 
 from model_slots cimport (
-    PtrMap, draspeed_get_slot, draspeed_prefetch, draspeed_prefetch_contents,
-    draspeed_prefetch_slot, ptrmap_free,
-    ptrmap_get, ptrmap_init, ptrmap_put, slot_offset,
+    PtrMap, draspeed_get_slot, draspeed_prefetch_ahead, ptrmap_free, ptrmap_get, ptrmap_init,
+    ptrmap_put, slot_offset,
 )
 
 cdef inline object _identity(object o):
@@ -319,28 +318,13 @@ cdef bint _has_policy(object capacity) except -1:
     return False
 
 
-# How many devices ahead the device loop asks the memory for (see _prefetch_fields).
-DEF _AHEAD = 8
-
-
-cdef inline void _prefetch_fields(PyObject *device) noexcept:
-    """Prefetch what a Device's fields that every device reads point to."""
-    if Py_TYPE(<object>device) != _DEVICE:
-        return
-    draspeed_prefetch_slot(device, _name_at)
-    draspeed_prefetch_slot(device, _capacity_at)
-    draspeed_prefetch_slot(device, _consumes_at)
-    draspeed_prefetch_slot(device, _taints_at)
-    draspeed_prefetch_slot(device, _binding_at)
-
-
-cdef inline void _prefetch_contents(PyObject *device) noexcept:
-    """Prefetch the entries of a Device's capacity map and consumption list (the
-    map and list themselves asked for two steps before)."""
-    if Py_TYPE(<object>device) != _DEVICE:
-        return
-    draspeed_prefetch_contents(draspeed_get_slot(<object>device, _capacity_at))
-    draspeed_prefetch_contents(draspeed_get_slot(<object>device, _consumes_at))
+# What the device loop asks the memory for ahead of each device (draspeed_prefetch_ahead):
+# the objects every device's fields read point to, and the entries of its capacity map
+# and consumption list.
+cdef Py_ssize_t _PREFETCH_FIELDS[5]
+_PREFETCH_FIELDS[:] = [_name_at, _capacity_at, _consumes_at, _taints_at, _binding_at]
+cdef Py_ssize_t _PREFETCH_CONTENTS[2]
+_PREFETCH_CONTENTS[:] = [_capacity_at, _consumes_at]
 
 
 def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
@@ -392,7 +376,8 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     cdef uint8_t[::1] d_flags = d_flags_a, d_pdn = d_pdn_a
     cdef dict strings = names.strings
     cdef list string_list = names.string_list
-    cdef Py_ssize_t g = 0, pos, k = 0, c = 0, j, n_here
+    cdef Py_ssize_t g = 0, pos, k = 0, c = 0, j
+    cdef bint listed
     cdef uint8_t flags
     cdef int32_t driver
     cdef bint per_device
@@ -449,17 +434,12 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
             k += 1
             cs_c_ptr[k] = c
         s_cs_ptr[s + 1] = k
-        n_here = len(devices)
-        for j in range(n_here):
-            # Ask for the devices ahead before waiting on this one: a device 8 on, then
-            # (already here by now) what the fields of the device 4 on point to.
-            if type(devices) is list:
-                if j + _AHEAD < n_here:
-                    draspeed_prefetch(PyList_GET_ITEM(devices, j + _AHEAD))
-                if j + _AHEAD // 2 < n_here:
-                    _prefetch_fields(PyList_GET_ITEM(devices, j + _AHEAD // 2))
-                if j + _AHEAD // 4 < n_here:
-                    _prefetch_contents(PyList_GET_ITEM(devices, j + _AHEAD // 4))
+        listed = type(devices) is list
+        for j in range(len(devices)):
+            if listed:  # ask for the devices ahead before waiting on this one
+                draspeed_prefetch_ahead(
+                    devices, j, _DEVICE, _PREFETCH_FIELDS, 5, _PREFETCH_CONTENTS, 2
+                )
             device = devices[j]
             direct = Py_TYPE(device) == _DEVICE
             d_name[g] = _intern(strings, string_list, _get(device, _name_at, "name", direct))

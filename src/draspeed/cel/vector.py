@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from draspeed.cel import stdlib
 from draspeed.cel.ast import (
     Bind,
     Call,
@@ -770,16 +769,9 @@ def _eval_leaf(
     return _LeafValues(combined, present, res_val, res_err, res_cost, res_groups, max_cost)
 
 
-# String methods a leaf may apply to one attribute, with a constant string argument.
+# String methods a leaf may apply to one attribute, with a constant string argument:
+# on two strings CEL's are Python's own (both read code points), which map() runs in C.
 _STRING_METHODS = {
-    "startsWith": stdlib.str_starts_with,
-    "endsWith": stdlib.str_ends_with,
-    "contains": stdlib.str_contains,
-}
-
-
-# The same as Python's own (CEL's string methods read code points, as Python's do).
-_PYTHON_STRING_METHODS = {
     "startsWith": str.startswith,
     "endsWith": str.endswith,
     "contains": str.__contains__,
@@ -894,7 +886,7 @@ class _StringCall:
         ]
         if max(per_length, default=0) > COST_LIMIT:
             return None  # the program words the limit
-        found = list(map(_PYTHON_STRING_METHODS[function], strings, repeat(arg)))
+        found = list(map(self.method, strings, repeat(arg)))
         return found, np.asarray(per_length, dtype=np.int64)[where.reshape(-1)]
 
     def learn(self, combo: int, cost: int) -> None:
