@@ -562,3 +562,41 @@ def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] 
             codes_out.extend(mine)
         ptr[i + 1] = len(codes_out)
     return ptr_a, np.asarray(codes_out, np.int32), present_a, len(codes)
+
+
+def distinct_ids(list slices, const int64_t[::1] s_first, const int64_t[::1] positions,
+                 str field, dict by_key, list values, object signature_of):
+    """Which distinct value of a device field (``capacity``, ``taints``) each device at
+    ``positions`` (global indices) has: an id per device into ``values``, which gets
+    each new value (the first device's object) appended.
+
+    Values are told apart by ``signature_of(value)`` (bytes that only equal model
+    trees write), kept in ``by_key``; a value that signature cannot write (TypeError)
+    is one of its own, keyed by its address (``values`` keeps it alive).
+    """
+    cdef Py_ssize_t L = positions.shape[0], i, S = s_first.shape[0]
+    cdef Py_ssize_t s, last = -1
+    cdef int64_t g
+    cdef PyObject *found
+    ids_a = np.empty(L, np.int32)
+    cdef int32_t[::1] ids = ids_a
+    cdef list devices = None
+    for i in range(L):
+        g = positions[i]
+        s = _slice_at(s_first, S, g)
+        if s != last:
+            devices = slices[s].spec.devices
+            last = s
+        value = getattr(devices[g - s_first[s]], field)
+        try:
+            key = signature_of(value)
+        except TypeError:
+            key = _identity(value)
+        found = PyDict_GetItem(by_key, key)
+        if found != NULL:
+            ids[i] = <int32_t><object>found
+        else:
+            ids[i] = len(values)
+            by_key[key] = len(values)
+            values.append(value)
+    return ids_a

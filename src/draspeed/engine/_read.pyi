@@ -6,7 +6,12 @@ from typing import Any, final
 import numpy as np
 import numpy.typing as npt
 
-from draspeed.api.model import Device, DeviceAttribute, NodeSelector, ResourceSlice
+from draspeed.api.model import (
+    Device,
+    DeviceAttribute,
+    NodeSelector,
+    ResourceSlice,
+)
 from draspeed.quantity import Quantity
 
 DEVICE_FLAGS: dict[str, int]
@@ -49,3 +54,12 @@ def attribute_codes(
     list_types: bool,
     values_of: Callable[[DeviceAttribute, bool], list[tuple[str, object]]],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.uint8], int]: ...
+def distinct_ids(
+    slices: list[ResourceSlice],
+    s_first: npt.NDArray[np.int64],
+    positions: npt.NDArray[np.int64],
+    field: str,
+    by_key: dict[object, int],
+    values: list[Any],
+    signature_of: Callable[[object], bytes],
+) -> npt.NDArray[np.int32]: ...

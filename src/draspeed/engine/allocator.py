@@ -641,7 +641,7 @@ def _build_results(
         for a, lp in picks[c]:
             alt = plan.alternatives[a]
             device_id, device, rs = layout.located_at(lp)
-            share = arrays.share_use.get((a, lp))
+            share = arrays.share_at(a, lp)
             multi = share is not None
             chosen.append(
                 ChosenDevice(

@@ -69,13 +69,12 @@ def located_picks(arrays: ClaimArrays, picks: Picks) -> tuple[Located, tuple[Any
     device, or binding conditions the answer copies."""
     layout = arrays.layout
     reads_binding = arrays.snap.features.device_binding_and_status
-    shared = arrays.share_use
     out: Located = []
     selection = []
     for claim in picks:
         located = []
         for a, lp in claim:
-            if shared and (a, lp) in shared:
+            if arrays.share_at(a, lp) is not None:
                 return None
             rs, device = layout.slice_and_device(lp)
             if reads_binding and (device.binding_conditions or device.binding_failure_conditions):

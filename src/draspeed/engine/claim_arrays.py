@@ -231,7 +231,10 @@ class ClaimArrays:
         self.configs: dict[
             Any, tuple[list[Any], list[int | None], list[DeviceAllocationConfiguration]]
         ] = {}
-        self.share_use: dict[tuple[int, int], dict[str, Quantity]] = {}
+        # Per alternative: what a share of a device with capacity map c takes (by c),
+        # and the static capacity verdicts over the layout (rows by alternative).
+        self.shares: list[dict[int, dict[str, Quantity]]] = []
+        self.capacity = np.zeros((0, layout.L), dtype=np.uint8)
         self.problem: _core.Problem | None = None
         if self.plan is not None:
             self._build(plans)
@@ -442,17 +445,42 @@ class ClaimArrays:
 
     def _capacity_row(self, alt: Alternative, selectable: np.ndarray) -> np.ndarray:
         """The static capacity verdicts of ``alt``: worked out only where its selectors
-        let a device through (the core asks nowhere else)."""
+        let a device through (the core asks nowhere else), once per distinct capacity
+        map; a device that committed shares use is checked on its own."""
         layout = self.layout
         if not self.features.consumable_capacity:
             return np.full(layout.L, CAP_OK, dtype=np.uint8)
         row = np.where(layout.multi.astype(bool), CAP_DYNAMIC, CAP_OK).astype(np.uint8)
         through = np.flatnonzero(selectable == SEL_YES)
         check = through if alt.capacity else layout.capacity_checks(through)
-        seen: dict[bytes, bool] = {}
-        for lp in check.tolist():
-            row[lp] = self._static_capacity(alt, lp, seen=seen)
+        if not len(check):
+            return row
+        used = layout.committed_use()
+        if used:
+            own = np.isin(check, np.fromiter(used, dtype=np.int64, count=len(used)))
+            seen: dict[bytes, bool] = {}
+            for lp in check[own].tolist():
+                row[lp] = self._static_capacity(alt, lp, seen=seen)
+            check = check[~own]
+        maps = self.snap.table.capacity_maps
+        ids = maps.ids(self.snap.table, layout.g[check])
+        distinct, which = np.unique(ids, return_inverse=True)
+        fits = np.fromiter(
+            (self._map_fits(alt, c) for c in distinct.tolist()), dtype=bool, count=len(distinct)
+        )
+        row[check[~fits[which]]] = CAP_FAIL
         return row
+
+    def _map_fits(self, alt: Alternative, c: int) -> bool:
+        """upstream CmpRequestOverCapacity of ``alt`` on a device with capacity map c and
+        nothing in flight or committed."""
+        maps = self.snap.table.capacity_maps
+        if not alt.capacity and not maps.has_policy[c]:
+            return True  # each capacity consumed whole: value <= value
+        try:
+            return request_fits({}, alt.capacity, maps.values[c], {})
+        except UnknownCapacityError:
+            return False
 
     # ----------------------------------------------------------------------------------
     # Arrays
@@ -475,10 +503,7 @@ class ClaimArrays:
             if A
             else np.zeros((0, L), np.uint8)
         )
-        taint_rows = np.zeros((A, L), dtype=np.uint8)
-        for a, alt in enumerate(alts):
-            for lp in layout.tainted:
-                taint_rows[a, lp] = taint_blocks(layout.device_at(lp).taints, alt.tolerations)
+        taint_rows = self._taint_rows(alts)
 
         # What could be allocated at all, ignoring what is in flight and what is
         # committed: an upper bound the core uses to skip subtrees without solutions
@@ -520,47 +545,12 @@ class ClaimArrays:
 
         rest = self._rest_bounds(plan, possible, last_error)
 
-        # Capacity of shared devices: exact int64 in a per-entry unit, or Python integers.
-        K = len(layout.cap_room_nanos)
-        use_nanos = [[0] * K for _ in range(A)]
-        if f.consumable_capacity:
-            dynamic = [np.flatnonzero(capacity[a] == CAP_DYNAMIC).tolist() for a in range(A)]
-            for a, alt in enumerate(alts):
-                # What a share consumes depends on the device's capacities alone: worked
-                # out once per distinct set of them (shared, read only).
-                shares: dict[bytes, dict[str, Quantity]] = {}
-                for lp in dynamic[a]:
-                    capacities = layout.device_at(lp).capacity
-                    key = tree_signature(capacities)
-                    share = shares.get(key)
-                    if share is None:
-                        share = shares[key] = (
-                            consumed_capacity(alt.capacity, capacities) if K else {}
-                        )
-                    self.share_use[(a, lp)] = share
-                    for k in range(int(layout.cap_ptr[lp]), int(layout.cap_ptr[lp + 1])):
-                        use_nanos[a][k] = share[layout.cap_names[k]].nanos
-        cap_units = [
-            unit_of([layout.cap_room_nanos[k], *(use_nanos[a][k] for a in range(A))])
-            for k in range(K)
-        ]
-        cap_room = [layout.cap_room_nanos[k] // cap_units[k] for k in range(K)]
-        alt_cap_use = [use_nanos[a][k] // cap_units[k] for a in range(A) for k in range(K)]
-        cap_bound = [
-            abs(cap_room[k])
-            + MAX_RESULTS
-            * claims_n
-            * max((abs(alt_cap_use[a * K + k]) for a in range(A)), default=0)
-            for k in range(K)
-        ]
+        self.capacity = capacity
+        cap_room, alt_cap_use, cap_exact = self._shared_capacity(alts, capacity, claims_n)
         slot_bound = layout.slot_spread + layout.slot_charges * claims_n
         slot_available, cons_amount = layout.slot_available, layout.cons_amount
         exact: ExactSums | None = None
-        if (
-            layout.needs_exact
-            or bool((slot_bound >= _INT64_LIMIT / 2).any())
-            or any(b >= _INT64_LIMIT for b in cap_bound)
-        ):
+        if layout.needs_exact or bool((slot_bound >= _INT64_LIMIT / 2).any()) or cap_exact:
             exact_available, exact_amounts = layout.exact_lists()
             exact = ExactSums(
                 layout.pos_pool.tolist(),
@@ -571,13 +561,14 @@ class ClaimArrays:
                 layout.cons_rel.tolist(),
                 exact_amounts,
                 layout.cap_ptr.tolist(),
-                cap_room,
-                alt_cap_use,
-                K,
+                cap_room.tolist(),
+                alt_cap_use.tolist(),
+                layout.n_caps,
             )
             slot_available = np.zeros_like(slot_available)
             cons_amount = np.zeros_like(cons_amount)
-            cap_room, alt_cap_use = [0] * len(cap_room), [0] * len(alt_cap_use)
+            cap_room = np.zeros(len(cap_room), dtype=np.int64)
+            alt_cap_use = np.zeros(len(alt_cap_use), dtype=np.int64)
 
         con, n_codes = self._constraints(plan)
         # The arrays of _core.ARRAYS (the Problem makes each contiguous in its dtype).
@@ -622,6 +613,96 @@ class ClaimArrays:
             exact=exact,
             n_codes=n_codes,
         )
+
+    def _taint_rows(self, alts: list[Alternative]) -> np.ndarray:
+        """Whether each alternative's tolerations leave a taint of each position's device
+        untolerated: once per distinct taint list, then spread over the positions."""
+        layout, table = self.layout, self.snap.table
+        rows = np.zeros((len(alts), layout.L), dtype=np.uint8)
+        if not len(layout.tainted):
+            return rows
+        ids = table.taint_lists.ids(table, layout.g[layout.tainted])
+        distinct, which = np.unique(ids, return_inverse=True)
+        lists = [table.taint_lists.values[t] for t in distinct.tolist()]
+        for a, alt in enumerate(alts):
+            blocks = np.fromiter(
+                (taint_blocks(taints, alt.tolerations) for taints in lists),
+                dtype=np.uint8,
+                count=len(lists),
+            )
+            rows[a, layout.tainted] = blocks[which]
+        return rows
+
+    def share_at(self, a: int, lp: int) -> dict[str, Quantity] | None:
+        """What a share of the device at position lp takes when alternative a picks it,
+        or None when a takes it whole (it is not a shared use)."""
+        if self.capacity[a, lp] != CAP_DYNAMIC:
+            return None
+        return self.shares[a][int(self.layout.cap_map[lp])]
+
+    def _shared_capacity(
+        self, alts: list[Alternative], capacity: np.ndarray, claims_n: int
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Room and use of every capacity entry of the layout's shared devices, for the
+        core: ``(cap_room, alt_cap_use, exact)``. int64 in a unit per entry (a common
+        divisor of its room and of what each alternative takes of it), or, when some
+        sum could leave int64, exact Python integers, unscaled, and ``exact`` true.
+
+        What a share takes depends on the device's capacity map alone: worked out once
+        per alternative and map (:attr:`shares`), then spread over the entries."""
+        layout, maps = self.layout, self.snap.table.capacity_maps
+        A, K = len(alts), layout.n_caps
+        self.shares = [{} for _ in alts]
+        if self.features.consumable_capacity:
+            for a, alt in enumerate(alts):
+                for c in np.unique(layout.cap_map[capacity[a] == CAP_DYNAMIC]).tolist():
+                    self.shares[a][c] = consumed_capacity(alt.capacity, maps.values[c])
+        if not K:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), False
+        # The distinct map entries among the layout's entries: values, uses, units.
+        entries, which = np.unique(layout.cap_entry, return_inverse=True)
+        values = [maps.entry_nanos[e] for e in entries.tolist()]
+        uses = [[0] * len(values) for _ in alts]
+        for a in range(A):
+            for i, e in enumerate(entries.tolist()):
+                share = self.shares[a].get(maps.entry_map[e])
+                if share is not None:
+                    uses[a][i] = share[maps.entry_name[e]].nanos
+        units = [unit_of([v, *(u[i] for u in uses)]) for i, v in enumerate(values)]
+        dynamic = capacity[:, layout.cap_pos] == CAP_DYNAMIC  # (A, K)
+        scale = MAX_RESULTS * claims_n
+
+        def too_big(room: int, used: list[int], unit: int) -> bool:
+            return abs(room) // unit + scale * max((abs(u) // unit for u in used), default=0) >= (
+                _INT64_LIMIT
+            )
+
+        # Entries of devices that committed shares use: a room of their own.
+        own: dict[int, tuple[int, int, int]] = {}  # entry -> (distinct entry, room, unit)
+        for k, used_nanos in layout.cap_used.items():
+            i = int(which[k])
+            room = values[i] - used_nanos
+            own[k] = (i, room, unit_of([room, *(u[i] for u in uses)]))
+        exact = any(
+            too_big(v, [u[i] for u in uses], units[i]) for i, v in enumerate(values)
+        ) or any(too_big(room, [u[i] for u in uses], unit) for i, room, unit in own.values())
+        if exact:
+            cap_room: np.ndarray = np.array(values, dtype=object)[which]
+            use_rows: np.ndarray = np.array(uses, dtype=object).reshape(A, len(values))
+            for k, (_, room, _) in own.items():
+                cap_room[k] = room
+            return cap_room, np.where(dynamic, use_rows[:, which], 0).ravel(), True
+        smaller = [v // unit for v, unit in zip(values, units, strict=True)]
+        cap_room = np.array(smaller, np.int64)[which]
+        scaled = np.array(
+            [[u[i] // unit for i, unit in enumerate(units)] for u in uses], np.int64
+        ).reshape(A, len(values))
+        alt_cap_use = np.where(dynamic, scaled[:, which], 0).astype(np.int64)
+        for k, (i, room, unit) in own.items():
+            cap_room[k] = room // unit
+            for a in range(A):
+                alt_cap_use[a, k] = uses[a][i] // unit if dynamic[a, k] else 0
+        return cap_room, alt_cap_use.ravel(), False
 
     def _rest_bounds(
         self, plan: Plan, possible: np.ndarray, last_error: np.ndarray

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import math
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ from draspeed.api.coerce import object_name
 from draspeed.api.model import Device, DeviceAttribute, Node, ResourceSlice
 from draspeed.engine import _gather
 from draspeed.engine.slice_table import FLAGS
+from draspeed.quantity import Quantity
 from draspeed.rules import texts
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
@@ -108,6 +109,7 @@ class Layout:
         self.stale: frozenset[int] = frozenset()
         self.claim_sets: dict[bytes, Any] = {}  # claims signature -> claim_arrays.ClaimArrays
         self._codes: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        self._committed_use: dict[int, Mapping[str, Quantity]] | None = None
         self._adopt(snap.gather(self.nodes))
 
     @property
@@ -167,7 +169,7 @@ class Layout:
         consumes = (flags & FLAGS["consumes"]) != 0
         self.counters_blocked = (consumes & (not f.partitionable_devices)).astype(np.uint8)
         self.binding = (flags & FLAGS["binding"]) != 0
-        self.tainted = np.flatnonzero(flags & FLAGS["tainted"]).tolist()
+        self.tainted = np.flatnonzero(flags & FLAGS["tainted"])
         self.pdn = out["pdn"]
         self.pdn_errors = self._pdn_errors()
         self._state_from_holds()
@@ -239,23 +241,57 @@ class Layout:
         self.state = (self.in_use, self.committed, self.slot_available)
 
     def _capacities(self) -> None:
-        """Capacity entries of shared devices: the only capacity that runs out mid-search."""
+        """Capacity entries of shared devices: the only capacity that runs out mid-search.
+        Position lp has entries ``cap_ptr[lp]`` to ``cap_ptr[lp + 1]``, one per capacity
+        of its device's map, in the map's (sorted) order; ``cap_entry[k]`` is entry k's
+        place in the family's :class:`CapacityMaps` lists, ``cap_pos[k]`` its position,
+        and ``cap_used`` what committed shares use of an entry, for the few entries whose
+        device has any (room = the map's value less that)."""
+        maps = self.snap.table.capacity_maps
+        multi = np.flatnonzero(self.multi)
+        ids = maps.ids(self.snap.table, self.g[multi])
+        sizes = maps.sizes(ids)
+        self.cap_map = np.full(self.L, -1, dtype=np.int32)
+        self.cap_map[multi] = ids
         counts = np.zeros(self.L, dtype=np.int64)
-        self.cap_room_nanos: list[int] = []
-        self.cap_names: list[str] = []
-        snap = self.snap
-        for lp in np.flatnonzero(self.multi).tolist():
-            device_id, device, _ = self.located_at(lp)
-            already = snap.allocated.consumed_capacity.get(device_id) or {}
-            for name in sorted(device.capacity):
-                used = already.get(name)
-                room = device.capacity[name].value.nanos - (used.nanos if used else 0)
-                self.cap_room_nanos.append(room)
-                self.cap_names.append(name)
-            counts[lp] = len(device.capacity)
+        counts[multi] = sizes
         self.cap_ptr = np.zeros(self.L + 1, dtype=np.int32)
         np.cumsum(counts, out=self.cap_ptr[1:])
-        self.n_caps = len(self.cap_room_nanos)
+        self.n_caps = K = int(self.cap_ptr[-1])
+        self.cap_pos = np.repeat(multi, sizes)
+        offset = np.arange(K, dtype=np.int64) - np.repeat(self.cap_ptr[multi], sizes)
+        self.cap_entry = np.repeat(maps.first_entries(ids), sizes) + offset
+        self.cap_used: dict[int, int] = {}
+        if K:
+            for lp, already in self.committed_use().items():
+                c = int(self.cap_map[lp])
+                if c < 0:
+                    continue
+                first, start = int(self.cap_ptr[lp]), maps.ptr[c]
+                for j, name in enumerate(maps.entry_name[start : maps.ptr[c + 1]]):
+                    used = already.get(name)
+                    if used is not None:
+                        self.cap_used[first + j] = used.nanos
+
+    def committed_use(self) -> dict[int, Mapping[str, Quantity]]:
+        """What committed shares use of each position's device, for the positions whose
+        device they use any capacity of (found per committed device, not per position)."""
+        found = self._committed_use
+        if found is None:
+            found = self._committed_use = {}
+            snap = self.snap
+            consumed = snap.allocated.consumed_capacity if self.L else {}
+            if consumed:
+                ids = list(consumed)
+                which, devices = snap.table.devices_named_many(ids, snap.n_slices, snap._live())
+                order = np.argsort(self.g, kind="stable")
+                ordered = self.g[order]
+                lo = np.searchsorted(ordered, devices, side="left").tolist()
+                hi = np.searchsorted(ordered, devices, side="right").tolist()
+                for i, a, b in zip(which.tolist(), lo, hi, strict=True):
+                    for lp in order[a:b].tolist():
+                        found[lp] = consumed[ids[i]]
+        return found
 
     # ---- versions ------------------------------------------------------------------
 
@@ -293,6 +329,7 @@ class Layout:
         new.snap = snap
         new._lock = threading.RLock()
         new._codes = dict(self._codes)
+        new._committed_use = None  # of this version's committed claims
         rows = sorted({n for name in changed for n in self.named.get(name, ())} - gone)
         if not rows:  # nothing searchable changed: the committed state is shared too
             new.claim_sets = dict(self.claim_sets) if keep_claim_arrays else {}

@@ -19,6 +19,7 @@ import numpy as np
 from draspeed.api.model import Device, ResourceSlice
 from draspeed.engine import _read
 from draspeed.engine._gather import NOT_WHOLE
+from draspeed.engine.device_values import CapacityMaps, DistinctValues
 from draspeed.engine.persistent import GrowingArray
 from draspeed.rules.ids import DeviceID
 
@@ -74,6 +75,9 @@ class SliceTable:
         # Counter layouts sorted by name, by appearance sequence (string ids): filled by
         # every gather of the family (ids never change; the GIL guards the dict).
         self.sorted_slots: dict[bytes, bytes] = {}
+        # Devices' capacity maps and taint lists, each distinct one once.
+        self.capacity_maps = CapacityMaps()
+        self.taint_lists = DistinctValues("taints")
         self.append(slices)
 
     def append(self, slices: Sequence[ResourceSlice]) -> tuple[int, int, int]:
