@@ -18,6 +18,12 @@ the cycles it times. draspeed runs in five modes, one benchmark each:
 - ``warm``: the same ``feasible_nodes`` call again on that snapshot;
 - ``new-pod-same-shape``: ``feasible_nodes`` for the claims of another pod made from the
   same template (renamed), on the warm snapshot;
+- ``new-claim-shape``: ``feasible_nodes`` for a claim shape the snapshot has not seen, on
+  the warm snapshot: the pod's claim with one more selector, a new expression each round
+  (``device.driver != "shape-<k>.example.com"``, true on every device, so the work is
+  the pod's): its compilation, its evaluation over every device and the claim arrays
+  are that round's; upstream answers the round-0 claim (its compiled selectors cached,
+  as its scheduler's are);
 - ``per-node-loop``: kube-scheduler's loop on the warm snapshot: ``Allocator.prepare``
   once, then ``allocate(node)`` on every node (one round is the whole pass).
 
@@ -72,7 +78,7 @@ pytestmark = pytest.mark.benchmark(group="vs-upstream")
 
 SCALE = float(os.environ.get("DRASPEED_BENCH_VS_SCALE", "1"))
 BUDGET_S = float(os.environ.get("DRASPEED_BENCH_VS_BUDGET_S", "2"))
-MODES = ("cold", "first-loop", "warm", "new-pod-same-shape", "per-node-loop")
+MODES = ("cold", "first-loop", "warm", "new-pod-same-shape", "new-claim-shape", "per-node-loop")
 
 
 @dataclass(frozen=True)
@@ -177,13 +183,25 @@ WORKLOADS = (
 CASES = [(w, m) for w in WORKLOADS for m in MODES]
 
 
-def _pod_claims(workload: Workload, cluster: Cluster, pod: int) -> list[ResourceClaim]:
-    """The claim the claim controller makes for pod ``pod`` from the template."""
+def _shape_selector(k: int) -> str:
+    """A selector no earlier claim had, true on every device (round k of new shapes)."""
+    return f'device.driver != "shape-{k}.example.com"'
+
+
+def _pod_claims(
+    workload: Workload, cluster: Cluster, pod: int, shape: int | None = None
+) -> list[ResourceClaim]:
+    """The claim the claim controller makes for pod ``pod`` from the template (with the
+    selector of new shape ``shape`` added, if given)."""
     doc = claim_from_template(cluster.template(workload.template), f"pod-{pod}-claim-0")
-    if workload.selector:
+    added = [workload.selector] if workload.selector else []
+    if shape is not None:
+        added.append(_shape_selector(shape))
+    if added:
         doc = copy.deepcopy(doc)  # it shares parts with the cluster's template
         request = doc["spec"]["devices"]["requests"][0]["exactly"]
-        request.setdefault("selectors", []).append({"cel": {"expression": workload.selector}})
+        selectors = request.setdefault("selectors", [])
+        selectors.extend({"cel": {"expression": expression}} for expression in added)
     return load([doc], validate=False).claims
 
 
@@ -216,20 +234,13 @@ class Prepared:
         self.objects: Objects = self.cluster.decoded()
         self.allocated = [c for c in self.objects.claims if c.status.allocation]
         self.claims = _pod_claims(workload, self.cluster, 0)
-        self.case = folder / f"{workload.name}.jsonl"
-        o = self.objects
-        self.case.write_bytes(
-            case_line(
-                oracle_case(
-                    o.slices,
-                    o.classes,
-                    self.claims,
-                    nodes=o.nodes,
-                    allocated=self.allocated,
-                    case_id=workload.name,
-                )
-            )
+        self.case = self._write_case(folder / f"{workload.name}.jsonl", self.claims)
+        # The round-0 claim of the new-claim-shape mode, for upstream.
+        self.shape_case = self._write_case(
+            folder / f"{workload.name}-new-shape.jsonl",
+            _pod_claims(workload, self.cluster, 0, shape=0),
         )
+        self.next_shape = 1
         # The first build ever on these objects: the cold rounds repeat it.
         gc.collect()
         start = time.perf_counter()
@@ -239,7 +250,16 @@ class Prepared:
         self.first_cold_s = time.perf_counter() - start
         self.outcome = Outcome.of(self.answer)
         self.probe = bench_nodes(harness, self.case, iters=3, warmup=1)
+        self.shape_probe = bench_nodes(harness, self.shape_case, iters=3, warmup=1)
         self.next_pod = 1
+
+    def _write_case(self, path: Path, claims: list[ResourceClaim]) -> Path:
+        o = self.objects
+        line = oracle_case(
+            o.slices, o.classes, claims, nodes=o.nodes, allocated=self.allocated, case_id=path.stem
+        )
+        path.write_bytes(case_line(line))
+        return path
 
     def build(self) -> Snapshot:
         o = self.objects
@@ -249,10 +269,18 @@ class Prepared:
     def n_devices(self) -> int:
         return sum(len(s.spec.devices) for s in self.objects.slices)
 
-    def upstream(self) -> UpstreamCycle:
-        """One upstream run of about ``BUDGET_S`` (5 to 200 cycles)."""
-        iters = min(200, max(5, round(BUDGET_S * 1e9 / max(self.probe.cycle_ns, 1))))
-        return bench_nodes(self.harness, self.case, iters=iters, warmup=max(1, iters // 10))
+    def upstream(self, mode: str) -> UpstreamCycle:
+        """One upstream run of about ``BUDGET_S`` (5 to 200 cycles) of the case that
+        ``mode`` answers."""
+        case, probe = self.case_of(mode)
+        iters = min(200, max(5, round(BUDGET_S * 1e9 / max(probe.cycle_ns, 1))))
+        return bench_nodes(self.harness, case, iters=iters, warmup=max(1, iters // 10))
+
+    def case_of(self, mode: str) -> tuple[Path, UpstreamCycle]:
+        """The case line ``mode`` answers and upstream's first answer to it."""
+        if mode == "new-claim-shape":
+            return self.shape_case, self.shape_probe
+        return self.case, self.probe
 
 
 _CURRENT: dict[str, Prepared] = {}
@@ -338,6 +366,17 @@ def _run_mode(benchmark: BenchmarkFixture, p: Prepared, mode: str) -> Outcome:
 
         rounds = _rounds(_timed_once(lambda: new_pod(*another_pod()[0])), 5, 200)
         benchmark.pedantic(new_pod, setup=another_pod, rounds=rounds, iterations=1)
+    elif mode == "new-claim-shape":
+
+        def another_shape() -> tuple[tuple[list[ResourceClaim]], dict[str, Any]]:
+            p.next_shape += 1
+            return (_pod_claims(p.workload, p.cluster, 0, shape=p.next_shape),), {}
+
+        def new_shape(shape_claims: list[ResourceClaim]) -> None:
+            seen.append(Outcome.of(allocator.feasible_nodes(shape_claims)))
+
+        rounds = _rounds(_timed_once(lambda: new_shape(*another_shape()[0])), 5, 200)
+        benchmark.pedantic(new_shape, setup=another_shape, rounds=rounds, iterations=1)
     else:
 
         def loop() -> None:
@@ -369,9 +408,9 @@ def test_vs_upstream(
     p = prepared
     nodes = len(p.objects.nodes)
     load_1m = os.getloadavg()[0]
-    before = p.upstream()
+    before = p.upstream(mode)
     outcome = _run_mode(benchmark, p, mode)
-    after = p.upstream()
+    after = p.upstream(mode)
 
     cycle_ns = (before.cycle_ns + after.cycle_ns) / 2
     info: dict[str, Any] = {
@@ -405,9 +444,10 @@ def test_vs_upstream(
 
     # Outcome checks: both engines did the same work and found the same nodes.
     assert len(p.answer) == nodes, "draspeed asked nodes that are not the case's nodes"
-    upstream_seen = {Outcome.upstream(u) for u in (p.probe, before, after)}
-    if upstream_seen != {outcome} or p.outcome != outcome:
-        kept = _keep_case(p)
+    case, probe = p.case_of(mode)
+    upstream_seen = {Outcome.upstream(u) for u in (probe, before, after)}
+    if upstream_seen != {outcome} or (mode != "new-claim-shape" and p.outcome != outcome):
+        kept = _keep_case(p, case)
         pytest.fail(
             f"{workload.name} {mode}: upstream {', '.join(sorted(map(str, upstream_seen)))}; "
             f"draspeed {outcome} (first answer: {p.outcome}); the case line is in {kept} "
@@ -415,8 +455,8 @@ def test_vs_upstream(
         )
 
 
-def _keep_case(p: Prepared) -> Path:
+def _keep_case(p: Prepared, case: Path) -> Path:
     """The case line copied where it outlives pytest's temporary folders."""
-    kept = Path.cwd() / f"vs-upstream-{p.workload.name}.jsonl"
-    shutil.copyfile(p.case, kept)
+    kept = Path.cwd() / f"vs-upstream-{case.stem}.jsonl"
+    shutil.copyfile(case, kept)
     return kept

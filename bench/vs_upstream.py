@@ -4,10 +4,11 @@
     python -m bench.vs_upstream vs.json
 
 One row per workload: upstream's cycle (the median of the upstream runs made next to the
-five benchmarks, and the range of those runs' medians), draspeed's medians (cold, first
-loop on a fresh snapshot, warm, new pod of the same shape, per-node loop), each ratio
-upstream / draspeed as measured next to it, the per-node times of the loop, the work
-counter and the nodes that fit (one figure when both engines agree,
+benchmarks of the pod's claim, and the range of those runs' medians), draspeed's medians
+(cold, first loop on a fresh snapshot, warm, new pod of the same shape, new claim shape,
+per-node loop), each ratio upstream / draspeed as measured next to it (the new claim
+shape's against upstream's cycle for that claim), the per-node times of the loop, the
+work counter and the nodes that fit (one figure when both engines agree,
 ``upstream ≠ draspeed`` when not).
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 GROUP = "vs-upstream"
-MODES = ("cold", "first-loop", "warm", "new-pod-same-shape", "per-node-loop")
+MODES = ("cold", "first-loop", "warm", "new-pod-same-shape", "new-claim-shape", "per-node-loop")
 HEADER = (
     "workload",
     "nodes",
@@ -32,11 +33,13 @@ HEADER = (
     "first loop",
     "warm",
     "new pod",
+    "new shape",
     "loop",
     "cold ×",
     "first loop ×",
     "warm ×",
     "new pod ×",
+    "new shape ×",
     "loop ×",
     "per node: upstream / loop",
     "work",
@@ -71,7 +74,12 @@ def rows(report: dict[str, Any]) -> list[list[str]]:
     table = []
     for modes in by_workload.values():
         first = next(iter(modes.values()))
-        runs = [run for info in modes.values() for run in info["upstream_cycle_ms_runs"]]
+        runs = [
+            run
+            for mode, info in modes.items()
+            if mode != "new-claim-shape"  # upstream answered another claim there
+            for run in info["upstream_cycle_ms_runs"]
+        ]
         upstream = statistics.median(runs)
         works = {(i["work_upstream"], i["work_draspeed"]) for i in modes.values()}
         work = ", ".join(f"{u:,}" if u == d else f"{u:,} ≠ {d:,}" for u, d in sorted(works))
