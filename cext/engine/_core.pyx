@@ -250,45 +250,25 @@ cdef class Problem:
             )
 
     cdef void _check_indices(self) except *:
-        """Every pointer array monotone and covering its array; every index in range."""
+        """Every pointer array monotone and covering its array; every index in range
+        (the layout's arrays once per set of them, see :func:`_check_layout`)."""
         a = self.arrays
         cdef Py_ssize_t P = self.n_positions, A = self.n_alts, N = self.n_nodes
         cdef Py_ssize_t R = len(a["req_has_subs"])
-        cdef const int32_t[::1] node_ptr = a["node_ptr"], node_pool_ptr = a["node_pool_ptr"]
+        cdef const int32_t[::1] node_ptr = a["node_ptr"]
         cdef const int32_t[::1] req_alt_ptr = a["req_alt_ptr"], all_ptr = a["all_ptr"]
         cdef const int32_t[::1] all_pos = a["all_pos"], alt_count = a["alt_count"]
         cdef const uint8_t[::1] alt_all = a["alt_all"], req_has_subs = a["req_has_subs"]
-        cdef const int32_t[::1] pos_pool = a["pos_pool"], pool_slot_ptr = a["pool_slot_ptr"]
-        cdef const int32_t[::1] cons_start = a["cons_start"], cons_len = a["cons_len"]
-        cdef const int32_t[::1] cons_rel = a["cons_rel"], con_values = a["con_values"]
-        cdef Py_ssize_t n_pools = pool_slot_ptr.shape[0] - 1, E = cons_rel.shape[0]
-        cdef Py_ssize_t p, k, n, r, pool, width
+        cdef const int32_t[::1] con_values = a["con_values"]
+        cdef Py_ssize_t k, n, r
         covers = (
-            ("node_ptr", P), ("node_pool_ptr", n_pools), ("claim_req_ptr", R),
-            ("req_alt_ptr", A), ("all_ptr", len(a["all_pos"])),
-            ("pool_slot_ptr", len(a["slot_available"])), ("cap_ptr", len(a["cap_room"])),
-            ("claim_con_ptr", self.n_constraints), ("con_value_ptr", len(a["con_values"])),
+            ("claim_req_ptr", R), ("req_alt_ptr", A), ("all_ptr", len(a["all_pos"])),
+            ("cap_ptr", len(a["cap_room"])), ("claim_con_ptr", self.n_constraints),
+            ("con_value_ptr", len(a["con_values"])),
         )
-        for name, end in covers:
-            ptr = a[name]
-            if ptr[0] != 0 or ptr[-1] != end or (len(ptr) > 1 and (ptr[1:] < ptr[:-1]).any()):
-                raise ValueError(f"Problem.{name} must start at 0, never decrease and end at {end}")
-        for p in range(P):
-            pool = pos_pool[p]
-            if not 0 <= pool < n_pools:
-                raise ValueError(f"Problem.pos_pool[{p}] out of range")
-            width = pool_slot_ptr[pool + 1] - pool_slot_ptr[pool]
-            if cons_len[p] < 0 or cons_start[p] < 0 or cons_start[p] + cons_len[p] > E:
-                raise ValueError(f"Problem: position {p}'s consumption is outside cons_rel")
-            for k in range(cons_start[p], cons_start[p] + cons_len[p]):
-                if not 0 <= cons_rel[k] < width:
-                    raise ValueError(f"Problem.cons_rel[{k}] is not a slot of position {p}'s pool")
+        _check_pointers(a, covers)
+        _check_layout(a, P)
         for n in range(N):
-            if not (node_pool_ptr[n] <= node_pool_ptr[n + 1]):
-                raise ValueError("Problem.node_pool_ptr must never decrease")
-            for p in range(node_ptr[n], node_ptr[n + 1]):
-                if not node_pool_ptr[n] <= pos_pool[p] < node_pool_ptr[n + 1]:
-                    raise ValueError(f"Problem.pos_pool[{p}] is not a pool of node {n}")
             for k in range(all_ptr[n * A], all_ptr[n * A + A]):
                 if not 0 <= all_pos[k] < node_ptr[n + 1] - node_ptr[n]:
                     raise ValueError(f"Problem.all_pos[{k}] out of range for node {n}")
@@ -311,6 +291,59 @@ cdef class Problem:
                 callable(getattr(self.exact, m, None))
                 for m in ("reset", "charge", "release", "fits", "take")):
             raise TypeError("Problem.exact must be None or a draspeed.engine.claim_arrays.ExactSums")
+
+# The layout arrays (positions, pools, counter slots) of the last few Problems that
+# were checked: a layout's arrays never change once made, and every claim set asked
+# about on it makes a Problem of the same arrays, so they are checked once. Keyed by
+# the arrays' identities; the arrays are kept in the value so no identity is reused
+# while it is remembered, and only the last few are remembered.
+_LAYOUT_ARRAYS = ("node_ptr", "node_pool_ptr", "pool_slot_ptr", "pos_pool", "cons_start",
+                  "cons_len", "cons_rel")
+_CHECKED_LAYOUTS = {}
+_CHECKED_KEPT = 8
+
+
+cdef void _check_pointers(dict a, tuple covers) except *:
+    for name, end in covers:
+        ptr = a[name]
+        if ptr[0] != 0 or ptr[-1] != end or (len(ptr) > 1 and (ptr[1:] < ptr[:-1]).any()):
+            raise ValueError(f"Problem.{name} must start at 0, never decrease and end at {end}")
+
+
+cdef void _check_layout(dict a, Py_ssize_t P) except *:
+    """The layout's arrays: each position's pool, its counter consumption, the pools'
+    slots and the nodes' positions and pools."""
+    kept = tuple([a[name] for name in _LAYOUT_ARRAYS])
+    key = (P, len(a["slot_available"]), *[id(x) for x in kept])
+    if key in _CHECKED_LAYOUTS:
+        return
+    cdef const int32_t[::1] node_ptr = a["node_ptr"], node_pool_ptr = a["node_pool_ptr"]
+    cdef const int32_t[::1] pos_pool = a["pos_pool"], pool_slot_ptr = a["pool_slot_ptr"]
+    cdef const int32_t[::1] cons_start = a["cons_start"], cons_len = a["cons_len"]
+    cdef const int32_t[::1] cons_rel = a["cons_rel"]
+    cdef Py_ssize_t n_pools = pool_slot_ptr.shape[0] - 1, E = cons_rel.shape[0]
+    cdef Py_ssize_t N = node_ptr.shape[0] - 1
+    cdef Py_ssize_t p, k, n, pool, width
+    _check_pointers(a, (("node_ptr", P), ("node_pool_ptr", n_pools),
+                        ("pool_slot_ptr", len(a["slot_available"]))))
+    for p in range(P):
+        pool = pos_pool[p]
+        if not 0 <= pool < n_pools:
+            raise ValueError(f"Problem.pos_pool[{p}] out of range")
+        width = pool_slot_ptr[pool + 1] - pool_slot_ptr[pool]
+        if cons_len[p] < 0 or cons_start[p] < 0 or cons_start[p] + cons_len[p] > E:
+            raise ValueError(f"Problem: position {p}'s consumption is outside cons_rel")
+        for k in range(cons_start[p], cons_start[p] + cons_len[p]):
+            if not 0 <= cons_rel[k] < width:
+                raise ValueError(f"Problem.cons_rel[{k}] is not a slot of position {p}'s pool")
+    for n in range(N):
+        for p in range(node_ptr[n], node_ptr[n + 1]):
+            if not node_pool_ptr[n] <= pos_pool[p] < node_pool_ptr[n + 1]:
+                raise ValueError(f"Problem.pos_pool[{p}] is not a pool of node {n}")
+    if len(_CHECKED_LAYOUTS) >= _CHECKED_KEPT:
+        del _CHECKED_LAYOUTS[next(iter(_CHECKED_LAYOUTS))]
+    _CHECKED_LAYOUTS[key] = kept
+
 
 cdef struct Scratch:
     # in flight

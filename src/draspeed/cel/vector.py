@@ -44,6 +44,7 @@ from draspeed.cel.ast import (
     Shared,
     Ternary,
     children,
+    walk,
 )
 from draspeed.cel.cost import call_cost
 from draspeed.cel.deadline import CHECK_EVERY, check_deadline
@@ -94,7 +95,11 @@ def plan_for(selector: Selector) -> Plan:
     with selector._vector_lock:
         if selector._vector is None:
             inliner = _Inliner()
-            tree = inliner.rewrite(copy.deepcopy(selector.ast), {}, in_loop=False)
+            tree = selector.ast
+            # The inliner rewrites in place, and only a tree with a bind changes: only
+            # such a tree is copied first (the selector's own tree stays as parsed).
+            if any(isinstance(node, Bind) for node in walk(tree)):
+                tree = inliner.rewrite(copy.deepcopy(tree), {}, in_loop=False)
             plan = Plan(root=None, init_costs=inliner.init_costs)
             plan.root = _build(tree, "top", plan, branch=False)
             selector._vector = plan
@@ -706,8 +711,14 @@ def _eval_leaf(
     if wanted is None:
         size = int(present[-1]) + 1 if len(present) else 1
     else:
-        present = np.unique(combined[wanted])
         size = int(combined.max()) + 1 if n else 1
+        picked = combined[wanted]
+        # The combinations present: counted when their ids are few next to the rows
+        # (one pass), else sorted.
+        if size <= 4 * len(picked) + 64:
+            present = np.flatnonzero(np.bincount(picked, minlength=size))
+        else:
+            present = np.unique(picked)
     # Per combination, in lists (one numpy store each at the end, not four per value).
     combos = present.tolist()
     vals: list[bool] = []
@@ -1090,7 +1101,12 @@ def evaluate_rows(
     conv = table.conversion_messages
     reads = tuple(sorted(analyze_reads(selector.ast))) if memoize else ()
     columns = [table.column(key) for key in reads]
-    id_rows = [col.ids1.tolist() for col in columns]
+    # Only the rows asked about, as Python ints (a lazy evaluation's probe asks one).
+    id_rows = (
+        [dict(zip(order, col.ids1[order].tolist(), strict=True)) for col in columns]
+        if rows is not None
+        else [col.ids1.tolist() for col in columns]
+    )
     memo: dict[tuple[int, ...], tuple[bool, str | None]] = {}
     for k, row in enumerate(order):
         if deadline is not None and not k & CHECK_EVERY:

@@ -179,7 +179,9 @@ class ClaimArrays:
         self.claims = claims
         self.features = snap.features
         N = len(layout.nodes)
-        node_error: list[str | ClaimText | None] = [layout.errors.get(n) for n in range(N)]
+        node_error: list[str | ClaimText | None] = [None] * N
+        for n, text in layout.errors.items():
+            node_error[n] = text
         # Selector verdict rows, shared by alternatives with the same class and selectors.
         self._rows: list[tuple[np.ndarray, dict[int, SelectorFailure]]] = []
         self._row_of: dict[Any, int] = {}
@@ -211,8 +213,13 @@ class ClaimArrays:
                 except AllocationError as exc:
                     node_error[n] = texts.message_of(exc)
         self.plan = next((p for p in plans if p is not None), None)
-        self.node_errors = {n: e for n, e in enumerate(node_error) if e is not None}
-        self.searchable = np.asarray([n for n in range(N) if node_error[n] is None], dtype=np.int32)
+        if self.plan is None or self.has_all_mode or layout.errors:
+            self.node_errors = {n: e for n, e in enumerate(node_error) if e is not None}
+        else:  # one plan for every node, and no node failed before it: no errors
+            self.node_errors = {}
+        searchable = np.ones(N, dtype=bool)
+        searchable[list(self.node_errors)] = False
+        self.searchable = np.flatnonzero(searchable).astype(np.int32)
         self.results: dict[Any, list[AllocationResult]] = {}
         # ids of the ``results`` lists that hold a shared device (a fresh shareID a copy)
         self.shared_results: set[int] = set()
@@ -450,7 +457,9 @@ class ClaimArrays:
         layout = self.layout
         if not self.features.consumable_capacity:
             return np.full(layout.L, CAP_OK, dtype=np.uint8)
-        row = np.where(layout.multi.astype(bool), CAP_DYNAMIC, CAP_OK).astype(np.uint8)
+        row = layout.capacity_verdicts.copy()
+        if not alt.capacity and not layout.any_capacity_checks:
+            return row
         through = np.flatnonzero(selectable == SEL_YES)
         check = through if alt.capacity else layout.capacity_checks(through)
         if not len(check):
@@ -547,10 +556,9 @@ class ClaimArrays:
 
         self.capacity = capacity
         cap_room, alt_cap_use, cap_exact = self._shared_capacity(alts, capacity, claims_n)
-        slot_bound = layout.slot_spread + layout.slot_charges * claims_n
         slot_available, cons_amount = layout.slot_available, layout.cons_amount
         exact: ExactSums | None = None
-        if layout.needs_exact or bool((slot_bound >= _INT64_LIMIT / 2).any()) or cap_exact:
+        if layout.needs_exact or layout.slots_may_overflow(claims_n) or cap_exact:
             exact_available, exact_amounts = layout.exact_lists()
             exact = ExactSums(
                 layout.pos_pool.tolist(),

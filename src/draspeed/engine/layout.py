@@ -27,7 +27,7 @@ import numpy as np
 
 from draspeed.api.coerce import object_name
 from draspeed.api.model import Device, DeviceAttribute, Node, ResourceSlice
-from draspeed.engine import _gather
+from draspeed.engine import _core, _gather
 from draspeed.engine.slice_table import FLAGS
 from draspeed.quantity import Quantity
 from draspeed.rules import texts
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 # Per-device node selection verdicts (claims-independent, node-dependent).
 PDN_NONE, PDN_YES, PDN_NO, PDN_ERROR = (_gather.PDN[k] for k in ("none", "yes", "no", "error"))
 USABLE, INCOMPLETE, INVALID = (_gather.POOL_STATE[k] for k in ("usable", "incomplete", "invalid"))
+CAP_OK, CAP_DYNAMIC = _core.CAP["ok"], _core.CAP["dynamic"]
 _INT64_SAFE = 2**62
 
 
@@ -110,6 +111,7 @@ class Layout:
         self.claim_sets: dict[bytes, Any] = {}  # claims signature -> claim_arrays.ClaimArrays
         self._codes: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
         self._committed_use: dict[int, Mapping[str, Quantity]] | None = None
+        self._overflow: dict[int, bool] = {}  # claims -> slots_may_overflow
         self._adopt(snap.gather(self.nodes))
 
     @property
@@ -330,6 +332,7 @@ class Layout:
         new._lock = threading.RLock()
         new._codes = dict(self._codes)
         new._committed_use = None  # of this version's committed claims
+        new.__dict__.pop("any_capacity_checks", None)  # committed shares may differ
         rows = sorted({n for name in changed for n in self.named.get(name, ())} - gone)
         if not rows:  # nothing searchable changed: the committed state is shared too
             new.claim_sets = dict(self.claim_sets) if keep_claim_arrays else {}
@@ -364,6 +367,7 @@ class Layout:
         new.in_use, new.committed, new.slot_available = in_use, committed, available
         new.state = (in_use, committed, available)
         new.slot_spread = np.abs(available.astype(np.float64))
+        new._overflow = {}
         new.needs_exact = bool((new.slot_spread + new.slot_charges >= _INT64_SAFE).any())
         if new.needs_exact:
             return Layout(snap, self.nodes, self._key)
@@ -389,6 +393,26 @@ class Layout:
         return new
 
     # ---- reading -------------------------------------------------------------------
+
+    def slots_may_overflow(self, claims: int) -> bool:
+        """Whether a counter slot's sums could leave int64 (with headroom) when
+        ``claims`` claims each charge every position of its pool (claim_arrays)."""
+        found = self._overflow.get(claims)
+        if found is None:
+            bound = self.slot_spread + self.slot_charges * claims
+            found = self._overflow[claims] = bool((bound >= _INT64_SAFE / 2).any())
+        return found
+
+    @cached_property
+    def capacity_verdicts(self) -> np.ndarray:
+        """The static capacity verdict of every position before any request's look: a
+        shared device's capacity is taken share by share, any other's whole."""
+        return np.where(self.multi.astype(bool), CAP_DYNAMIC, CAP_OK).astype(np.uint8)
+
+    @cached_property
+    def any_capacity_checks(self) -> bool:
+        """Whether :meth:`capacity_checks` can find any position at all."""
+        return len(self.capacity_checks(np.arange(self.L))) > 0
 
     def capacity_checks(self, candidates: np.ndarray) -> np.ndarray:
         """Among ``candidates`` (positions), those whose static capacity verdict needs a
