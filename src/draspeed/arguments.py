@@ -59,6 +59,8 @@ def names_or_items(value: Any, cls: type[T], name: str, what: str) -> list[T | s
             f"{name}: expected {what} or names (a sequence of them), got {_type(value)}"
         )
     out = list(value)
+    if set(map(type, out)) <= {str, cls}:  # the usual case, told without a Python loop
+        return out
     for i, item in enumerate(out):
         if not isinstance(item, (str, cls)):
             raise TypeError(f"{name}[{i}]: expected {what} or a name, got {_type(item)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from draspeed import arguments
 from draspeed.api.model import (
@@ -111,7 +111,10 @@ def cluster_nodes(nodes: Any, name: str = "nodes") -> list[Node]:
     """Nodes of a cluster state, as Nodes or names (one per name; a name alone is one
     node without labels)."""
     found = arguments.names_or_items(nodes, Node, name, "a Node")
-    as_nodes = [n if isinstance(n, Node) else Node(metadata=ObjectMeta(name=n)) for n in found]
+    if set(map(type, found)) <= {Node}:  # all Nodes already (the usual case)
+        as_nodes = cast("list[Node]", found)
+    else:
+        as_nodes = [n if isinstance(n, Node) else Node(metadata=ObjectMeta(name=n)) for n in found]
     return arguments.unique(as_nodes, object_name, name, "Nodes")
 
 

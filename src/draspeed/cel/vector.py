@@ -530,6 +530,11 @@ def evaluate_table(
     return match, error, messages
 
 
+# How far below the cost limit a selector's estimated worst case must be to skip the
+# lazy evaluation's probe of the first device.
+_PROBE_MARGIN = 1000
+
+
 def evaluate_lazily(
     selector: Selector,
     table: DeviceTable,
@@ -558,7 +563,12 @@ def _evaluate(
         wanted = np.ones(n, dtype=bool) if rows is None else rows
         wanted = wanted & ~table.conversion_error
     pending = np.zeros(n, dtype=bool)
-    if lazy and wanted is not None and wanted.any():
+    # A selector whose worst case (cel-go's estimate, over the declared sizes of what
+    # it reads) is far below the limit cannot reach it on inputs the API server lets
+    # through: no probe. (Past such sizes the verdicts are the same either way, each
+    # combination's evaluation being bounded by the limit and the deadline.)
+    cheap = selector.max_cost is not None and selector.max_cost * _PROBE_MARGIN <= COST_LIMIT
+    if lazy and not cheap and wanted is not None and wanted.any():
         # A search tries devices in order: the first one alone first, so that a selector
         # over the cost limit everywhere costs one evaluation before the search gets its
         # error, as upstream's does.
