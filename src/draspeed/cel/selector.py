@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -103,7 +104,7 @@ class Selector:
 
     def evaluate(
         self, table: DeviceTable, deadline: float | None = None
-    ) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    ) -> tuple[np.ndarray, np.ndarray, Mapping[int, str]]:
         """Vector path over a :class:`DeviceTable`: (match, error, message per erroring
         row). With a ``deadline`` (``time.monotonic()``), AllocationTimeout once it has
         passed, checked every few hundred evaluated value combinations."""
@@ -113,7 +114,7 @@ class Selector:
 
     def evaluate_lazily(
         self, table: DeviceTable, rows: np.ndarray | None = None, deadline: float | None = None
-    ) -> tuple[np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, Mapping[int, str], np.ndarray]:
         """As a search needs verdicts: only ``rows`` (a bool mask; all if None), and once
         a device reaches the cost limit the rest may be left pending (fourth array)."""
         from draspeed.cel.vector import evaluate_lazily
@@ -122,7 +123,7 @@ class Selector:
 
     def evaluate_rows(
         self, table: DeviceTable, *, memoize: bool = True, deadline: float | None = None
-    ) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    ) -> tuple[np.ndarray, np.ndarray, Mapping[int, str]]:
         """General path over a table (``matches`` per device; memoised on the projection
         of the attributes the expression reads unless ``memoize`` is False)."""
         from draspeed.cel.vector import evaluate_rows

@@ -23,6 +23,7 @@ selector.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ from draspeed.cel.cost import call_cost
 from draspeed.cel.deadline import CHECK_EVERY, check_deadline
 from draspeed.cel.evaluator import Activation, Compiler
 from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, swap_meter
+from draspeed.cel.row_messages import RowMessages
 from draspeed.cel.runtime_errors import runtime_error
 from draspeed.cel.values import CostLimitExceeded, DomainMap, GoPanic, to_bool_result
 from draspeed.errors import CELRuntimeError
@@ -524,7 +526,7 @@ _WORK_BUDGET = 2 * COST_LIMIT
 
 def evaluate_table(
     selector: Selector, table: DeviceTable, deadline: float | None = None
-) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+) -> tuple[np.ndarray, np.ndarray, Mapping[int, str]]:
     """Every row's verdict (match, error, message per erroring row)."""
     match, error, messages, _ = _evaluate(selector, table, deadline, None, lazy=False)
     return match, error, messages
@@ -540,7 +542,7 @@ def evaluate_lazily(
     table: DeviceTable,
     rows: np.ndarray | None = None,
     deadline: float | None = None,
-) -> tuple[np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, Mapping[int, str], np.ndarray]:
     """The verdicts of ``rows`` (a bool mask; all rows if None), as a search needs them:
     once one device reaches the cost limit, the rows not evaluated yet are left
     ``pending`` (the fourth array), to be evaluated one by one if the search gets there
@@ -554,7 +556,7 @@ def _evaluate(
     deadline: float | None,
     rows: np.ndarray | None,
     lazy: bool,
-) -> tuple[np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, Mapping[int, str], np.ndarray]:
     plan = plan_for(selector)
     messages = _Messages(deadline)
     n = table.n
@@ -617,9 +619,7 @@ def _evaluate(
     if wanted is not None:
         error = error & (wanted | table.conversion_error)
     erring = np.flatnonzero(error)
-    codes_at = errs.at(erring)
-    out = {int(r): messages.texts[int(c) - 1] for r, c in zip(erring, codes_at, strict=True)}
-    return match, error, out, pending
+    return match, error, RowMessages(erring, errs.at(erring), messages.texts), pending
 
 
 def _count_nots(part: Any) -> int:
@@ -1096,7 +1096,7 @@ def evaluate_rows(
     deadline: float | None = None,
     rows: np.ndarray | None = None,
     stop_at_cost_limit: bool = False,
-) -> tuple[np.ndarray, np.ndarray, dict[int, str], np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, Mapping[int, str], np.ndarray]:
     """The general path over a table: ``matches`` per device, optionally memoised on the
     projection of what the whole expression reads (devices that agree on every value
     the selector can see share one evaluation). ``rows``: a bool mask of the rows to

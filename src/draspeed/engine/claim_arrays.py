@@ -16,7 +16,7 @@ searches one after the other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,8 @@ from draspeed.api.model import (
 from draspeed.collector import collector_paused
 from draspeed.engine import _core
 from draspeed.engine.layout import INCOMPLETE, INVALID, PDN_ERROR, PDN_NO, Layout, unit_of
-from draspeed.engine.store import ERROR, FALSE, UNKNOWN
+from draspeed.engine.selector_failures import SelectorFailure, SelectorFailures
+from draspeed.engine.store import ERROR, FALSE, UNKNOWN, SelectorResults
 from draspeed.errors import AllocationError, AllocationTimeout
 from draspeed.rules import texts
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
@@ -53,8 +54,6 @@ CAP_FAIL, CAP_OK, CAP_DYNAMIC = _core.CAP["fail"], _core.CAP["ok"], _core.CAP["d
 _INT64_LIMIT = 2**62  # headroom: sums of two in-range terms cannot wrap before the check
 _CLAIM_SETS_PER_LAYOUT = 32  # distinct claim sets remembered per layout
 
-# (from_class, selector index, compile error, runtime error): formatted when raised.
-SelectorFailure = tuple[bool, int, str | None, str | None]
 # The runtime error of a device whose verdict the search must first compute.
 DEFERRED = "\x00deferred"
 
@@ -183,9 +182,9 @@ class ClaimArrays:
         for n, text in layout.errors.items():
             node_error[n] = text
         # Selector verdict rows, shared by alternatives with the same class and selectors.
-        self._rows: list[tuple[np.ndarray, dict[int, SelectorFailure]]] = []
+        self._rows: list[tuple[np.ndarray, SelectorFailures]] = []
         self._row_of: dict[Any, int] = {}
-        self.alt_failures: list[dict[int, SelectorFailure]] = []
+        self.alt_failures: list[SelectorFailures] = []
         self.has_all_mode = any(
             (r.exactly is not None and r.exactly.allocation_mode == "All")
             or any(s.allocation_mode == "All" for s in r.first_available)
@@ -241,6 +240,7 @@ class ClaimArrays:
         # Per alternative: what a share of a device with capacity map c takes (by c),
         # and the static capacity verdicts over the layout (rows by alternative).
         self.shares: list[dict[int, dict[str, Quantity]]] = []
+        self.any_shares = False  # whether any alternative takes any device share by share
         self.capacity = np.zeros((0, layout.L), dtype=np.uint8)
         self.problem: _core.Problem | None = None
         if self.plan is not None:
@@ -336,12 +336,10 @@ class ClaimArrays:
             found = self._row_of[key] = len(self._rows) - 1
         return found
 
-    def _compute_selectable(
-        self, alt: Alternative
-    ) -> tuple[np.ndarray, dict[int, SelectorFailure]]:
+    def _compute_selectable(self, alt: Alternative) -> tuple[np.ndarray, SelectorFailures]:
         snap, layout = self.snap, self.layout
         row = np.full(layout.L, SEL_YES, dtype=np.uint8)
-        failures: dict[int, SelectorFailure] = {}
+        failures = SelectorFailures()
         if not self.features.device_binding_and_status:
             row[layout.binding] = SEL_NO
         sources = [(True, i, s) for i, s in enumerate(alt.device_class.spec.selectors)]
@@ -355,33 +353,25 @@ class ClaimArrays:
                 # crash on it): an error for each device the search reaches, as a
                 # selector's runtime error is, said as the reference engine says it.
                 row[pending] = SEL_ERROR
-                for lp in pending.tolist():
-                    failures[lp] = _without_cel(alt, from_class, i)
+                failures.add_many(pending, _same(_without_cel(alt, from_class, i)))
                 break
             results = snap.selector_results(selector.cel.expression, self.deadline)
             verdict = snap.evaluate(results, layout.g[pending], self.deadline, lazy=True)
             row[pending[verdict == FALSE]] = SEL_NO
             erring = pending[verdict == ERROR]
             row[erring] = SEL_ERROR
-            for lp in erring.tolist():
-                failures[lp] = (
-                    from_class,
-                    i,
-                    results.compile_error,
-                    results.messages.get(int(layout.g[lp])),
-                )
+            failures.add_many(erring, _runtime_failure(from_class, i, results, layout.g))
             # Not evaluated because another device reached the CEL cost limit: an error
             # position for the search, resolved device by device if it gets there.
             deferred = pending[verdict == UNKNOWN]
             row[deferred] = SEL_ERROR
-            for lp in deferred.tolist():
-                failures[lp] = (from_class, i, None, DEFERRED)
+            failures.add_many(deferred, _same((from_class, i, None, DEFERRED)))
         # Each device's own node selection, where the selectors let it through.
         row[(row == SEL_YES) & (layout.pdn == PDN_NO)] = SEL_NO
         erring = np.flatnonzero((row == SEL_YES) & (layout.pdn == PDN_ERROR))
         row[erring] = SEL_ERROR
-        for lp in erring.tolist():
-            failures[lp] = (False, -1, None, layout.pdn_errors[lp])
+        pdn_errors = layout.pdn_errors
+        failures.add_many(erring, lambda lp: (False, -1, None, pdn_errors[lp]))
         return row, failures
 
     def resolve_deferred(self, alt: Alternative, row_index: int, lp: int) -> SelectorFailure | None:
@@ -413,7 +403,7 @@ class ClaimArrays:
         if outcome == SEL_YES and layout.pdn[lp] == PDN_ERROR:
             failures[lp] = (False, -1, None, layout.pdn_errors[lp])
             return failures[lp]
-        failures.pop(lp, None)
+        failures.remove(lp)
         row[lp] = outcome
         return None
 
@@ -644,7 +634,7 @@ class ClaimArrays:
     def share_at(self, a: int, lp: int) -> dict[str, Quantity] | None:
         """What a share of the device at position lp takes when alternative a picks it,
         or None when a takes it whole (it is not a shared use)."""
-        if self.capacity[a, lp] != CAP_DYNAMIC:
+        if not self.any_shares or self.capacity[a, lp] != CAP_DYNAMIC:
             return None
         return self.shares[a][int(self.layout.cap_map[lp])]
 
@@ -665,6 +655,7 @@ class ClaimArrays:
             for a, alt in enumerate(alts):
                 for c in np.unique(layout.cap_map[capacity[a] == CAP_DYNAMIC]).tolist():
                     self.shares[a][c] = consumed_capacity(alt.capacity, maps.values[c])
+            self.any_shares = any(self.shares)
         if not K:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), False
         # The distinct map entries among the layout's entries: values, uses, units.
@@ -820,12 +811,30 @@ class ClaimArrays:
                 texts.claim_selector_compile_error,
                 (class_name, from_class, index, compile_error),
             )
-        device = self.snap.device_id(int(self.layout.g[lp]))
+        device = self.layout.located_at(lp)[0]  # (the layout's places: no search per call)
         return ClaimText(
             alt.claim,
             texts.claim_selector_runtime_error,
             (class_name, from_class, index, device, runtime_error or ""),
         )
+
+
+def _same(failure: SelectorFailure) -> Callable[[int], SelectorFailure]:
+    """The reason of positions that all fail alike."""
+    return lambda lp: failure
+
+
+def _runtime_failure(
+    from_class: bool, index: int, results: SelectorResults, devices: np.ndarray
+) -> Callable[[int], SelectorFailure]:
+    """The reason of a position whose device a selector failed on: its compile error,
+    or the device's runtime error."""
+    return lambda lp: (
+        from_class,
+        index,
+        results.compile_error,
+        results.messages.get(int(devices[lp])),
+    )
 
 
 def _without_cel(alt: Alternative, from_class: bool, index: int) -> SelectorFailure:

@@ -15,6 +15,7 @@ import numpy as np
 
 from draspeed.api.model import ResourceSlice
 from draspeed.cel import check_deadline, compile_selector
+from draspeed.cel.row_messages import DeviceMessages
 from draspeed.engine import _read
 from draspeed.engine.slice_table import SliceTable
 from draspeed.errors import CELCompileError
@@ -37,7 +38,7 @@ class SelectorResults:
         self.selector = selector
         self.compile_error = compile_error
         self.verdict = np.full(n_devices, UNKNOWN, dtype=np.uint8)
-        self.messages: dict[int, str] = {}
+        self.messages = DeviceMessages(n_devices)
 
     def cover(self, n_devices: int) -> None:
         """Make room for the verdicts of ``n_devices`` devices (new ones unknown); the
@@ -47,6 +48,7 @@ class SelectorResults:
             bigger = np.full(max(n_devices, 2 * len(self.verdict)), UNKNOWN, dtype=np.uint8)
             bigger[: len(self.verdict)] = self.verdict
             self.verdict = bigger
+            self.messages.cover(len(bigger))
 
 
 class SliceStore:
@@ -133,7 +135,7 @@ class SliceStore:
                     verdict = np.where(match, TRUE, FALSE).astype(np.uint8)
                     verdict[error] = ERROR
                     done = ~pending if rows is None else rows & ~pending
-                    results.messages.update((start + row, m) for row, m in messages.items())
+                    results.messages.update(start, messages)
                     results.verdict[start:end] = np.where(done, verdict, results.verdict[start:end])
                     if pending.any():
                         break  # a device reached the cost limit: the rest waits for the search
