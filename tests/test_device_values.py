@@ -146,6 +146,19 @@ REQUESTS: dict[str, dict[str, Any]] = {
         "count": 8,
         "tolerations": [{"key": "maintenance", "operator": "Exists"}],
     },
+    "all-mode": {"deviceClassName": "fabric", "allocationMode": "All"},
+    "all-mode-bandwidth-20G": {
+        "deviceClassName": "fabric",
+        "allocationMode": "All",
+        "capacity": {"requests": {"bandwidth": "20G"}},
+        "tolerations": [{"operator": "Exists"}],
+    },
+    "all-mode-memory": {
+        "deviceClassName": "fabric",
+        "allocationMode": "All",
+        "capacity": {"requests": {"memory": "1Gi"}},
+        "tolerations": [{"operator": "Exists"}],
+    },
     "tolerates-all": {
         "deviceClassName": "fabric",
         "count": 8,

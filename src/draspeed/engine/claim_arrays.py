@@ -282,8 +282,7 @@ class ClaimArrays:
         layout = self.layout
         row, failures = self._rows[row_index]
         off = int(layout.node_ptr[n])
-        consumable = self.features.consumable_capacity
-        out: list[int] = []
+        picked: list[np.ndarray] = []
         for k in layout.pools_of(n):
             state = layout.pool_state[k]
             if state == INCOMPLETE:
@@ -310,14 +309,33 @@ class ClaimArrays:
                     failure = self.resolve_deferred(alt, row_index, lp)  # updates the row
                 if failure is not None:
                     raise _error(self.selector_error_text(alt, failure, lp), self.claims)
-            verdicts = row[lo:hi]
-            for lp in (lo + np.flatnonzero(verdicts == SEL_YES)).tolist():
-                # Collected by static capacity, ignoring what committed shares use, so a
-                # matching but used-up device makes the request fail (upstream #140769).
-                if consumable and self._static_capacity(alt, lp, ignore_use=True) == CAP_FAIL:
-                    continue
-                out.append(lp - off)
-        return out
+            picked.append(lo + np.flatnonzero(row[lo:hi] == SEL_YES))
+        listed = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
+        if self.features.consumable_capacity and len(listed):
+            # Collected by static capacity, ignoring what committed shares use, so a
+            # matching but used-up device makes the request fail (upstream #140769).
+            listed = listed[self._fits_ignoring_use(alt, listed)]
+        return (listed - off).tolist()
+
+    def _fits_ignoring_use(self, alt: Alternative, positions: np.ndarray) -> np.ndarray:
+        """Whether ``alt`` fits each of ``positions``' devices by static capacity with
+        nothing committed or in flight: once per distinct capacity map."""
+        layout, table = self.layout, self.snap.table
+        fits = np.ones(len(positions), dtype=bool)
+        # Without a request, only a policy can make a capacity not fit whole.
+        check = (
+            np.arange(len(positions))
+            if alt.capacity
+            else np.flatnonzero(layout.has_capacity[positions] & layout.has_policy[positions])
+        )
+        if len(check):
+            ids = table.capacity_maps.ids(table, layout.g[positions[check]])
+            distinct, which = np.unique(ids, return_inverse=True)
+            verdict = np.fromiter(
+                (self._map_fits(alt, c) for c in distinct.tolist()), dtype=bool, count=len(distinct)
+            )
+            fits[check] = verdict[which]
+        return fits
 
     # ----------------------------------------------------------------------------------
     # Static verdicts, over every position of the layout
@@ -407,35 +425,18 @@ class ClaimArrays:
         row[lp] = outcome
         return None
 
-    def _static_capacity(
-        self,
-        alt: Alternative,
-        lp: int,
-        *,
-        ignore_use: bool = False,
-        seen: dict[bytes, bool] | None = None,
+    def _capacity_with_use(
+        self, alt: Alternative, lp: int, already: Mapping[str, Quantity], seen: dict[bytes, bool]
     ) -> int:
-        """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp.
-        ``seen``: the verdicts of ``alt`` so far, by what they depend on (the device's
-        capacities and what committed claims use of them, written as bytes), for the
-        many devices of a cluster whose capacities are the same."""
+        """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp
+        whose device committed shares use ``already`` of. ``seen``: the verdicts of
+        ``alt`` so far, by the device's capacities and that use (written as bytes)."""
         layout = self.layout
-        device_id, device, _ = layout.located_at(lp)
-        already = {} if ignore_use else self.snap.allocated.consumed_capacity.get(device_id, {})
-        if (
-            not alt.capacity
-            and not already
-            and all(c.request_policy is None for c in device.capacity.values())
-        ):
-            # Nothing requested, no policy, nothing used: each capacity is consumed whole,
-            # which always fits (upstream's check would compute value <= value).
-            return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
-        if seen is None:
-            fits = _fits_alone(already, alt, device)
-        else:
-            key = tree_signature((device.capacity, already))
-            known = seen.get(key)
-            fits = seen[key] = _fits_alone(already, alt, device) if known is None else known
+        device = layout.device_at(lp)
+        key = tree_signature((device.capacity, already))
+        fits = seen.get(key)
+        if fits is None:
+            fits = seen[key] = _fits_alone(already, alt, device)
         if not fits:
             return CAP_FAIL
         return CAP_DYNAMIC if layout.multi[lp] else CAP_OK
@@ -459,7 +460,7 @@ class ClaimArrays:
             own = np.isin(check, np.fromiter(used, dtype=np.int64, count=len(used)))
             seen: dict[bytes, bool] = {}
             for lp in check[own].tolist():
-                row[lp] = self._static_capacity(alt, lp, seen=seen)
+                row[lp] = self._capacity_with_use(alt, lp, used[lp], seen)
             check = check[~own]
         maps = self.snap.table.capacity_maps
         ids = maps.ids(self.snap.table, layout.g[check])

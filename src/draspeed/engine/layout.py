@@ -213,7 +213,7 @@ class Layout:
         self.in_use = in_use.astype(np.uint8)
         self.committed = (committed & f.consumable_capacity).astype(np.uint8)
         self.has_capacity = (self._flags & FLAGS["capacity"]) != 0
-        self._has_policy = (self._flags & FLAGS["capacity_policy"]) != 0
+        self.has_policy = (self._flags & FLAGS["capacity_policy"]) != 0
 
     def _counters(self, out: dict[str, Any]) -> None:
         """Counter slots and the consumption table: whole units from the gather, or (when
@@ -419,7 +419,7 @@ class Layout:
         closer look than "every capacity consumed whole fits": a capacity with a
         request policy, or capacity that committed shares use."""
         candidates = candidates[self.has_capacity[candidates]]
-        keep = self._has_policy[candidates] | (self.committed[candidates] != 0)
+        keep = self.has_policy[candidates] | (self.committed[candidates] != 0)
         return candidates[keep]
 
     @cached_property
