@@ -20,7 +20,7 @@ the cycles it times. draspeed runs in five modes, one benchmark each:
   same template (renamed), on the warm snapshot;
 - ``new-claim-shape``: ``feasible_nodes`` for a claim shape the snapshot has not seen, on
   the warm snapshot: the pod's claim with one more selector, a new expression each round
-  (``device.driver != "shape-<k>.example.com"``, true on every device, so the work is
+  (``device.driver != "shape-<k>.<workload>.example.com"``, true on every device, so the work is
   the pod's): its compilation, its evaluation over every device and the claim arrays
   are that round's; upstream answers the round-0 claim (its compiled selectors cached,
   as its scheduler's are);
@@ -183,9 +183,10 @@ WORKLOADS = (
 CASES = [(w, m) for w in WORKLOADS for m in MODES]
 
 
-def _shape_selector(k: int) -> str:
-    """A selector no earlier claim had, true on every device (round k of new shapes)."""
-    return f'device.driver != "shape-{k}.example.com"'
+def _shape_selector(workload: Workload, k: int) -> str:
+    """A selector no earlier claim had, true on every device (round k of new shapes of
+    this workload: named after it, so no row finds another's compiled in the cache)."""
+    return f'device.driver != "shape-{k}.{workload.name}.example.com"'
 
 
 def _pod_claims(
@@ -196,7 +197,7 @@ def _pod_claims(
     doc = claim_from_template(cluster.template(workload.template), f"pod-{pod}-claim-0")
     added = [workload.selector] if workload.selector else []
     if shape is not None:
-        added.append(_shape_selector(shape))
+        added.append(_shape_selector(workload, shape))
     if added:
         doc = copy.deepcopy(doc)  # it shares parts with the cluster's template
         request = doc["spec"]["devices"]["requests"][0]["exactly"]
