@@ -521,6 +521,30 @@ cdef inline Py_ssize_t _slice_at(const int64_t[::1] s_first, Py_ssize_t S, int64
     return lo - 1
 
 
+cdef class _DeviceAt:
+    """The device at a global index, for indices asked in (mostly) ascending order: the
+    slice of the last one is kept, so one slice's devices cost one search."""
+
+    cdef list slices
+    cdef const int64_t[::1] s_first
+    cdef Py_ssize_t n_slices, last
+    cdef list devices
+
+    def __cinit__(self, list slices, const int64_t[::1] s_first):
+        self.slices = slices
+        self.s_first = s_first
+        self.n_slices = s_first.shape[0]
+        self.last = -1
+        self.devices = None
+
+    cdef object at(self, int64_t g):
+        cdef Py_ssize_t s = _slice_at(self.s_first, self.n_slices, g)
+        if s != self.last:
+            self.devices = self.slices[s].spec.devices
+            self.last = s
+        return self.devices[g - self.s_first[s]]
+
+
 def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] positions,
                     str attribute, bint list_types, object values_of):
     """One attribute of the devices at ``positions`` (global indices), as constraints
@@ -529,9 +553,8 @@ def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] 
     integer codes, equal values equal codes. ``values_of(attribute, list_types)`` is
     the rule that turns one DeviceAttribute into its typed values (called once per
     distinct attribute object)."""
-    cdef Py_ssize_t L = positions.shape[0], i, S = s_first.shape[0]
-    cdef Py_ssize_t s, last = -1
-    cdef int64_t g
+    cdef Py_ssize_t L = positions.shape[0], i
+    cdef _DeviceAt device_at = _DeviceAt(slices, s_first)
     ptr_a = np.zeros(L + 1, np.int64)
     present_a = np.zeros(L, np.uint8)
     cdef int64_t[::1] ptr = ptr_a
@@ -539,15 +562,9 @@ def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] 
     cdef list codes_out = []
     cdef dict codes = {}, memo = {}
     cdef list keep = []
-    cdef list devices = None
     cdef PyObject *found
     for i in range(L):
-        g = positions[i]
-        s = _slice_at(s_first, S, g)
-        if s != last:
-            devices = slices[s].spec.devices
-            last = s
-        attrs = devices[g - s_first[s]].attributes
+        attrs = device_at.at(positions[i]).attributes
         attr = attrs.get(attribute)
         if attr is not None or attribute in attrs:
             present[i] = 1
@@ -574,20 +591,13 @@ def distinct_ids(list slices, const int64_t[::1] s_first, const int64_t[::1] pos
     trees write), kept in ``by_key``; a value that signature cannot write (TypeError)
     is one of its own, keyed by its address (``values`` keeps it alive).
     """
-    cdef Py_ssize_t L = positions.shape[0], i, S = s_first.shape[0]
-    cdef Py_ssize_t s, last = -1
-    cdef int64_t g
+    cdef Py_ssize_t L = positions.shape[0], i
+    cdef _DeviceAt device_at = _DeviceAt(slices, s_first)
     cdef PyObject *found
     ids_a = np.empty(L, np.int32)
     cdef int32_t[::1] ids = ids_a
-    cdef list devices = None
     for i in range(L):
-        g = positions[i]
-        s = _slice_at(s_first, S, g)
-        if s != last:
-            devices = slices[s].spec.devices
-            last = s
-        value = getattr(devices[g - s_first[s]], field)
+        value = getattr(device_at.at(positions[i]), field)
         try:
             key = signature_of(value)
         except TypeError:

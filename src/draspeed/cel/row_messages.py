@@ -46,16 +46,32 @@ class RowMessages(Mapping[int, str]):
         return f"RowMessages({dict(self.items())!r})"
 
 
+class TextCodes:
+    """A few texts, each with its 1-based code (0 stands for none)."""
+
+    __slots__ = ("codes", "texts")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.codes: dict[str, int] = {}
+
+    def code(self, text: str) -> int:
+        found = self.codes.get(text)
+        if found is None:
+            self.texts.append(text)
+            found = self.codes[text] = len(self.texts)
+        return found
+
+
 class DeviceMessages:
     """The error text of each device a selector failed on, by global device index:
     a code per device (0: none) and the texts once. Grows with the family's devices."""
 
-    __slots__ = ("_codes", "_index", "_texts")
+    __slots__ = ("_codes", "_texts")
 
     def __init__(self, n_devices: int) -> None:
         self._codes = np.zeros(n_devices, dtype=np.int32)
-        self._texts: list[str] = []
-        self._index: dict[str, int] = {}
+        self._texts = TextCodes()
 
     def cover(self, n_devices: int) -> None:
         """Room for ``n_devices`` devices (under the store's lock)."""
@@ -64,13 +80,6 @@ class DeviceMessages:
             bigger[: len(self._codes)] = self._codes
             self._codes = bigger
 
-    def _code(self, text: str) -> int:
-        found = self._index.get(text)
-        if found is None:
-            self._texts.append(text)
-            found = self._index[text] = len(self._texts)
-        return found
-
     @overload
     def get(self, device: int) -> str | None: ...
     @overload
@@ -78,18 +87,18 @@ class DeviceMessages:
     def get(self, device: int, default: str | None = None) -> str | None:
         """Device ``device``'s text, or ``default``."""
         code = int(self._codes[device]) if 0 <= device < len(self._codes) else 0
-        return self._texts[code - 1] if code else default
+        return self._texts.texts[code - 1] if code else default
 
     def __setitem__(self, device: int, text: str) -> None:
         self.cover(device + 1)
-        self._codes[device] = self._code(text)
+        self._codes[device] = self._texts.code(text)
 
     def update(self, first: int, messages: Mapping[int, str]) -> None:
         """Take ``messages`` of rows counted from device ``first``."""
         if isinstance(messages, RowMessages):
             if not len(messages):
                 return
-            mine = np.asarray([self._code(t) for t in messages.texts], dtype=np.int32)
+            mine = np.asarray([self._texts.code(t) for t in messages.texts], dtype=np.int32)
             self.cover(first + int(messages.rows[-1]) + 1)
             self._codes[first + messages.rows] = mine[messages.codes - 1]
             return

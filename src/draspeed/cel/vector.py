@@ -51,7 +51,7 @@ from draspeed.cel.cost import call_cost
 from draspeed.cel.deadline import CHECK_EVERY, check_deadline
 from draspeed.cel.evaluator import Activation, Compiler
 from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, swap_meter
-from draspeed.cel.row_messages import RowMessages
+from draspeed.cel.row_messages import RowMessages, TextCodes
 from draspeed.cel.runtime_errors import runtime_error
 from draspeed.cel.values import CostLimitExceeded, DomainMap, GoPanic, to_bool_result
 from draspeed.errors import CELRuntimeError
@@ -448,21 +448,15 @@ def synthetic_device(values: dict[ReadKey, Any]) -> dict[str, Any]:
 # ---- evaluation -------------------------------------------------------------------
 
 
-class _Messages:
+class _Messages(TextCodes):
     """One table evaluation's error texts by code (code 0 = no error), and its deadline."""
 
-    def __init__(self, deadline: float | None) -> None:
-        self.deadline = deadline
-        self.texts: list[str] = []
-        self.codes: dict[str, int] = {}
-        self.work = 0  # cost charged by all leaf evaluations so far
+    __slots__ = ("deadline", "work")
 
-    def code(self, text: str) -> int:
-        found = self.codes.get(text)
-        if found is None:
-            self.texts.append(text)
-            found = self.codes[text] = len(self.texts)
-        return found
+    def __init__(self, deadline: float | None) -> None:
+        super().__init__()
+        self.deadline = deadline
+        self.work = 0  # cost charged by all leaf evaluations so far
 
 
 @dataclass(slots=True)
