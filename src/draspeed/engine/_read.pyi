@@ -6,12 +6,7 @@ from typing import Any, final
 import numpy as np
 import numpy.typing as npt
 
-from draspeed.api.model import (
-    Device,
-    DeviceAttribute,
-    NodeSelector,
-    ResourceSlice,
-)
+from draspeed.api.model import Device, DeviceAttribute, NodeSelector, ResourceSlice
 from draspeed.quantity import Quantity
 
 DEVICE_FLAGS: dict[str, int]

@@ -212,10 +212,10 @@ class ClaimArrays:
                 except AllocationError as exc:
                     node_error[n] = texts.message_of(exc)
         self.plan = next((p for p in plans if p is not None), None)
-        if self.plan is None or self.has_all_mode or layout.errors:
+        if self.plan is None or self.has_all_mode:
             self.node_errors = {n: e for n, e in enumerate(node_error) if e is not None}
-        else:  # one plan for every node, and no node failed before it: no errors
-            self.node_errors = {}
+        else:  # one plan for every node: the nodes' errors are the gathering's
+            self.node_errors = dict(layout.errors)
         searchable = np.ones(N, dtype=bool)
         searchable[list(self.node_errors)] = False
         self.searchable = np.flatnonzero(searchable).astype(np.int32)
@@ -320,7 +320,7 @@ class ClaimArrays:
     def _fits_ignoring_use(self, alt: Alternative, positions: np.ndarray) -> np.ndarray:
         """Whether ``alt`` fits each of ``positions``' devices by static capacity with
         nothing committed or in flight: once per distinct capacity map."""
-        layout, table = self.layout, self.snap.table
+        layout = self.layout
         fits = np.ones(len(positions), dtype=bool)
         # Without a request, only a policy can make a capacity not fit whole.
         check = (
@@ -328,13 +328,7 @@ class ClaimArrays:
             if alt.capacity
             else np.flatnonzero(layout.has_capacity[positions] & layout.has_policy[positions])
         )
-        if len(check):
-            ids = table.capacity_maps.ids(table, layout.g[positions[check]])
-            distinct, which = np.unique(ids, return_inverse=True)
-            verdict = np.fromiter(
-                (self._map_fits(alt, c) for c in distinct.tolist()), dtype=bool, count=len(distinct)
-            )
-            fits[check] = verdict[which]
+        fits[check] = self._maps_fit(alt, positions[check])
         return fits
 
     # ----------------------------------------------------------------------------------
@@ -462,14 +456,18 @@ class ClaimArrays:
             for lp in check[own].tolist():
                 row[lp] = self._capacity_with_use(alt, lp, used[lp], seen)
             check = check[~own]
-        maps = self.snap.table.capacity_maps
-        ids = maps.ids(self.snap.table, layout.g[check])
+        row[check[~self._maps_fit(alt, check)]] = CAP_FAIL
+        return row
+
+    def _maps_fit(self, alt: Alternative, positions: np.ndarray) -> np.ndarray:
+        """:meth:`_map_fits` for each of ``positions``' devices, once per distinct map."""
+        table = self.snap.table
+        ids = table.capacity_maps.ids(table, self.layout.g[positions])
         distinct, which = np.unique(ids, return_inverse=True)
         fits = np.fromiter(
             (self._map_fits(alt, c) for c in distinct.tolist()), dtype=bool, count=len(distinct)
         )
-        row[check[~fits[which]]] = CAP_FAIL
-        return row
+        return fits[which]
 
     def _map_fits(self, alt: Alternative, c: int) -> bool:
         """upstream CmpRequestOverCapacity of ``alt`` on a device with capacity map c and
