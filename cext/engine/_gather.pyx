@@ -35,7 +35,7 @@ import numpy as np
 
 from cpython.bytes cimport PyBytes_AsString, PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 
 # Pool states (pool_state) and why a pool is invalid (pool_reason).
 POOL_STATE = {"usable": 0, "incomplete": 1, "invalid": 2}
@@ -75,6 +75,8 @@ cdef enum:
 
 from libc.stdint cimport INT64_MIN
 cdef int64_t C_NOT_WHOLE = INT64_MIN
+# At most this many pools of a node, or slices of a pool, are sorted by insertion.
+cdef Py_ssize_t _FEW = 16
 # FNV-1a, to find a pool's counter layout among those seen (then compared in full).
 cdef uint64_t FNV_OFFSET = 14695981039346656037ULL
 cdef uint64_t FNV_PRIME = 1099511628211ULL
@@ -248,7 +250,7 @@ cdef class _Gather:
     cdef const int64_t[::1] overlay_keys
     cdef const int32_t[::1] overlay_values
     cdef const int64_t[::1] quantity_whole
-    cdef list strings, pool_keys
+    cdef list strings
     cdef dict layout_ids  # hash of an appearance sequence -> list of layout ids
     # Appearance sequence (bytes) -> its sorted slots and each entry's slot, from
     # earlier calls on the same string table: a one-node gather (after each commit of a
@@ -261,6 +263,23 @@ cdef class _Gather:
     cdef int32_t *local      # string id -> index (counter sets of the current pool)
     cdef int32_t stamp_now
     cdef int32_t *cand, *cand_group, *grp_pool, *grp_n
+    # A node's candidates of each group, in candidate order: group j's first and last,
+    # and each candidate's next (-1 ends), so that a pool reads only its own slices.
+    cdef int32_t *grp_first, *grp_last, *cand_next
+    # pool id -> its group among the current node's candidates, valid where the pool's
+    # stamp is the node's (a pool is found without scanning the groups).
+    cdef int32_t *pool_group, *pool_stamp
+    cdef int32_t pool_stamp_now
+    # Many pools on a node, or many slices in a pool, are sorted by rank: a pool's
+    # place in (driver, name) order, a slice's name's place in name order, asked of
+    # ``ranks()`` once, when first needed (a few are sorted by their strings).
+    cdef object ranks
+    cdef bint ranked
+    cdef const int32_t[::1] pool_rank
+    cdef const int32_t[::1] s_name_rank
+    cdef list pool_keys
+    cdef uint64_t *sort_keys
+    cdef int32_t *sort_items
     cdef int64_t *grp_gen
     cdef int32_t *tgt, *everyone, *dev_sl, *cnt_sl, *oth_sl, *pools_order
     cdef Layouts lay
@@ -281,7 +300,9 @@ cdef class _Gather:
         free(self.stamp); free(self.local); free(self.cand); free(self.cand_group)
         free(self.grp_pool); free(self.grp_n); free(self.grp_gen); free(self.tgt)
         free(self.everyone); free(self.dev_sl); free(self.cnt_sl); free(self.oth_sl)
-        free(self.pools_order)
+        free(self.pools_order); free(self.grp_first); free(self.grp_last)
+        free(self.cand_next); free(self.pool_group); free(self.pool_stamp)
+        free(self.sort_keys); free(self.sort_items)
         layouts_free(&self.lay)
         free(self.g.data); free(self.pos_pool.data); free(self.pdn.data)
         free(self.cons_start.data); free(self.cons_len.data); free(self.pool_layout.data)
@@ -302,8 +323,10 @@ cdef class _Gather:
         free(self.np_layout.data)
 
     cdef int setup(self, Py_ssize_t n_strings, Py_ssize_t max_cand, Py_ssize_t max_pool,
-                   Py_ssize_t n_nodes) except -1:
+                   Py_ssize_t n_nodes, Py_ssize_t n_pools) except -1:
         self.stamp = <int32_t*>calloc(max(n_strings, 1), sizeof(int32_t))
+        self.pool_group = <int32_t*>malloc(max(n_pools, 1) * sizeof(int32_t))
+        self.pool_stamp = <int32_t*>calloc(max(n_pools, 1), sizeof(int32_t))
         self.local = <int32_t*>calloc(max(n_strings, 1), sizeof(int32_t))
         m = max(max_cand, 1)
         self.cand = <int32_t*>malloc(m * sizeof(int32_t))
@@ -313,6 +336,11 @@ cdef class _Gather:
         self.grp_gen = <int64_t*>malloc(m * sizeof(int64_t))
         self.tgt = <int32_t*>malloc(m * sizeof(int32_t))
         self.pools_order = <int32_t*>malloc(m * sizeof(int32_t))
+        self.grp_first = <int32_t*>malloc(m * sizeof(int32_t))
+        self.grp_last = <int32_t*>malloc(m * sizeof(int32_t))
+        self.cand_next = <int32_t*>malloc(m * sizeof(int32_t))
+        self.sort_keys = <uint64_t*>malloc(m * sizeof(uint64_t))
+        self.sort_items = <int32_t*>malloc(m * sizeof(int32_t))
         p = max(max_pool, m, 1)
         self.everyone = <int32_t*>malloc(p * sizeof(int32_t))
         self.dev_sl = <int32_t*>malloc(p * sizeof(int32_t))
@@ -322,7 +350,10 @@ cdef class _Gather:
                 or self.cand_group == NULL or self.grp_pool == NULL or self.grp_n == NULL
                 or self.grp_gen == NULL or self.tgt == NULL or self.pools_order == NULL
                 or self.everyone == NULL or self.dev_sl == NULL or self.cnt_sl == NULL
-                or self.oth_sl == NULL):
+                or self.oth_sl == NULL or self.grp_first == NULL or self.grp_last == NULL
+                or self.cand_next == NULL or self.pool_group == NULL
+                or self.pool_stamp == NULL or self.sort_keys == NULL
+                or self.sort_items == NULL):
             raise MemoryError()
         layouts_init(&self.lay)
         cdef Py_ssize_t N = max(n_nodes, 1)
@@ -434,6 +465,7 @@ cdef class _Gather:
         at64(&self.e_device)[n] = -1
         at32(&self.e_selector)[n] = -1
         self.e_kind.n = self.e_slice.n = self.e_device.n = self.e_selector.n = n + 1
+        self.pool_stamp_now += 1
         for i in range(n_own + self.shared_slices.shape[0]):
             # Candidates: the node's own slices, then those without a node name.
             s = self.own_slices[self.own_lo[n] + i] if i < n_own else self.shared_slices[i - n_own]
@@ -451,19 +483,26 @@ cdef class _Gather:
                 continue
             p = self.s_pool[s]
             gen = self.s_gen[s]
-            for j in range(n_groups):
-                if self.grp_pool[j] == p:
-                    break
+            if self.pool_stamp[p] == self.pool_stamp_now:
+                j = self.pool_group[p]
             else:
                 j = n_groups
                 n_groups += 1
+                self.pool_stamp[p], self.pool_group[p] = self.pool_stamp_now, <int32_t>j
                 self.grp_pool[j], self.grp_gen[j], self.grp_n[j] = p, gen, 0
+                self.grp_first[j] = -1
             if gen > self.grp_gen[j]:
                 self.grp_gen[j], self.grp_n[j] = gen, 0
             if gen == self.grp_gen[j]:
                 self.grp_n[j] += 1
             self.cand[n_cand] = s
             self.cand_group[n_cand] = <int32_t>j
+            self.cand_next[n_cand] = -1
+            if self.grp_first[j] < 0:
+                self.grp_first[j] = <int32_t>n_cand
+            else:
+                self.cand_next[self.grp_last[j]] = <int32_t>n_cand
+            self.grp_last[j] = <int32_t>n_cand
             n_cand += 1
         self.np_pool.n = self.np_state.n = self.np_reason.n = self.np_a.n = 0
         self.np_b.n = self.np_binding.n = self.np_slices.n = self.np_kinds.n = 0
@@ -481,10 +520,12 @@ cdef class _Gather:
         cdef int64_t gen = self.grp_gen[j], expected
         cdef Py_ssize_t i, n_tgt = 0, n_all = 0, n_dev = 0, n_cnt = 0, n_oth = 0
         cdef bint complete_from_cluster = False
-        for i in range(n_cand):
-            if self.cand_group[i] == j and self.s_gen[self.cand[i]] == gen:
+        i = self.grp_first[j]
+        while i >= 0:  # the group's candidates, in candidate order
+            if self.s_gen[self.cand[i]] == gen:
                 self.tgt[n_tgt] = self.cand[i]
                 n_tgt += 1
+            i = self.cand_next[i]
         expected = self.s_count[self.tgt[0]]
         if n_tgt != expected:
             for i in range(self.pool_slice_ptr[p], self.pool_slice_ptr[p + 1]):
@@ -500,7 +541,7 @@ cdef class _Gather:
                 self.record(p, INCOMPLETE, R_NONE, -1, -1, False, 0, 0, 0, -1)
                 return 0
             complete_from_cluster = n_all > n_tgt
-        _sort_slices(self.tgt, n_tgt, self.s_name, self.strings)
+        self.sort_slices(n_tgt)
         for i in range(n_tgt):
             s = self.tgt[i]
             if self.partitionable and self.s_cs_ptr[s + 1] > self.s_cs_ptr[s]:
@@ -760,6 +801,77 @@ cdef class _Gather:
         )
         return found
 
+    # ---- order -----------------------------------------------------------------------
+
+    cdef int rank(self) except -1:
+        if not self.ranked:
+            pool_rank, s_name_rank = self.ranks()
+            self.pool_rank, self.s_name_rank = pool_rank, s_name_rank
+            if (self.pool_rank.shape[0] < len(self.pool_keys)
+                    or self.s_name_rank.shape[0] < self.s_name.shape[0]):
+                raise ValueError("draspeed: a pool or a slice without a rank")
+            self.ranked = True
+        return 0
+
+    cdef int sort_slices(self, Py_ssize_t n) except -1:
+        """The pool's slices (``tgt``) by name, equal names in the order given: by
+        insertion when few (as strings, Go and Python ordering them alike), else by
+        the ranks of their names packed with their places into one key each."""
+        cdef Py_ssize_t i, j
+        cdef int32_t x
+        cdef int32_t *items = self.tgt
+        if n <= _FEW:
+            for i in range(1, n):
+                x = items[i]
+                j = i - 1
+                while j >= 0 and (<str>self.strings[self.s_name[x]]
+                                  < <str>self.strings[self.s_name[items[j]]]):
+                    items[j + 1] = items[j]
+                    j -= 1
+                items[j + 1] = x
+            return 0
+        self.rank()
+        for i in range(n):
+            self.sort_keys[i] = (<uint64_t>self.s_name_rank[items[i]] << 32) | <uint64_t>i
+            self.sort_items[i] = items[i]
+        qsort(self.sort_keys, n, sizeof(uint64_t), _ascending)
+        for i in range(n):
+            items[i] = self.sort_items[self.sort_keys[i] & 0xFFFFFFFF]
+        return 0
+
+    cdef int sort_pools(self, Py_ssize_t n) except -1:
+        """The node's pools (``pools_order``): without binding conditions first, each
+        group by (driver, name); by insertion when few, else by rank, packed with the
+        pool's index into one key each (pools are distinct: so are the keys)."""
+        cdef Py_ssize_t i, j
+        cdef int32_t x
+        cdef int32_t *order = self.pools_order
+        cdef const int32_t *pool = at32(&self.np_pool)
+        cdef const int32_t *binding = at32(&self.np_binding)
+        if n <= _FEW:
+            for i in range(n):
+                order[i] = <int32_t>i
+            for i in range(1, n):
+                x = order[i]
+                j = i - 1
+                while j >= 0 and (
+                    binding[x] < binding[order[j]]
+                    or (binding[x] == binding[order[j]]
+                        and <tuple>self.pool_keys[pool[x]] < <tuple>self.pool_keys[pool[order[j]]])
+                ):
+                    order[j + 1] = order[j]
+                    j -= 1
+                order[j + 1] = x
+            return 0
+        self.rank()
+        for i in range(n):
+            self.sort_keys[i] = ((<uint64_t>(binding[i] != 0) << 62)
+                                 | (<uint64_t>self.pool_rank[pool[i]] << 31) | <uint64_t>i)
+        qsort(self.sort_keys, n, sizeof(uint64_t), _ascending)
+        for i in range(n):
+            order[i] = <int32_t>(self.sort_keys[i] & 0x7FFFFFFF)
+        return 0
+
     # ---- output --------------------------------------------------------------------
 
     cdef int emit(self, Py_ssize_t n) except -1:
@@ -767,10 +879,7 @@ cdef class _Gather:
         cdef Py_ssize_t P = self.np_pool.n, i, j, k, e, lo, hi, first_slot, n_slots
         cdef int32_t s, pool_index, layout, q, off, kind
         cdef int64_t g, whole
-        for i in range(P):
-            self.pools_order[i] = <int32_t>i
-        _sort_pools(self.pools_order, P, at32(&self.np_pool), at32(&self.np_binding),
-                    self.pool_keys)
+        self.sort_pools(P)
         for k in range(P):
             i = self.pools_order[k]
             pool_index = <int32_t>self.pool_id.n
@@ -923,36 +1032,9 @@ cdef bint _contains(const int32_t *items, Py_ssize_t n, int32_t x) noexcept:
     return False
 
 
-cdef void _sort_slices(int32_t *items, Py_ssize_t n, const int32_t[::1] s_name, list strings):
-    """Slices by name (insertion sort: a pool has a handful; Go and Python order strings
-    alike, UTF-8 bytes and code points agreeing)."""
-    cdef Py_ssize_t i, j
-    cdef int32_t x
-    for i in range(1, n):
-        x = items[i]
-        j = i - 1
-        while j >= 0 and <str>strings[s_name[x]] < <str>strings[s_name[items[j]]]:
-            items[j + 1] = items[j]
-            j -= 1
-        items[j + 1] = x
-
-
-cdef void _sort_pools(int32_t *order, Py_ssize_t n, const int32_t *pool, const int32_t *binding,
-                      list pool_keys):
-    """A node's pools: without binding conditions first, each group by (driver, name)."""
-    cdef Py_ssize_t i, j
-    cdef int32_t x
-    for i in range(1, n):
-        x = order[i]
-        j = i - 1
-        while j >= 0 and (
-            binding[x] < binding[order[j]]
-            or (binding[x] == binding[order[j]]
-                and <tuple>pool_keys[pool[x]] < <tuple>pool_keys[pool[order[j]]])
-        ):
-            order[j + 1] = order[j]
-            j -= 1
-        order[j + 1] = x
+cdef int _ascending(const void *a, const void *b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
 
 
 def gather(
@@ -1007,6 +1089,7 @@ def gather(
     t.selector_verdict, t.n_selectors = selector_verdict, n_selectors
     t.quantity_whole = quantity_whole
     t.strings, t.pool_keys = strings, pool_keys
+    t.ranks = table["ranks"]
     t.layout_ids = {}
     t.sorted_slots = sorted_slots
     t.n_patterns = t.p_ptr.shape[0] - 1
@@ -1017,7 +1100,7 @@ def gather(
         max_cand = max(max_cand, own_hi[n] - own_lo[n] + shared_slices.shape[0])
     for p in range(t.pool_slice_ptr.shape[0] - 1):
         max_pool = max(max_pool, t.pool_slice_ptr[p + 1] - t.pool_slice_ptr[p])
-    t.setup(len(strings), max_cand, max_pool, N)
+    t.setup(len(strings), max_cand, max_pool, N, len(pool_keys))
     for n in range(N):
         t.node(n)
     return {

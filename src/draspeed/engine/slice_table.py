@@ -10,6 +10,7 @@ when an answer names them (:meth:`SliceTable.device`, :meth:`SliceTable.device_i
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -108,11 +109,11 @@ class SliceTable:
         column = self._columns[name]
         return column.view(len(column) if n is None else n)
 
-    def arrays(self, n_slices: int, n_devices: int) -> dict[str, np.ndarray]:
+    def arrays(self, n_slices: int, n_devices: int) -> dict[str, Any]:
         """What :func:`draspeed.engine._gather.gather` reads, for a version that sees the
         first ``n_slices`` slices and ``n_devices`` devices."""
         with self.lock:
-            out = {k: self.column(k, n_slices) for k in _SLICE_COLUMNS}
+            out: dict[str, Any] = {k: self.column(k, n_slices) for k in _SLICE_COLUMNS}
             out.update({k: self.column(k, n_devices) for k in _DEVICE_COLUMNS})
             out["s_cs_ptr"] = self._s_cs_ptr.view(n_slices + 1)
             out["cs_name"] = self._cs_name.view(len(self._cs_name))
@@ -120,6 +121,9 @@ class SliceTable:
             out["c_name"] = self._c_name.view(len(self._c_name))
             out["c_quantity"] = self._c_quantity.view(len(self._c_quantity))
             out["p_ptr"], out["p_set"], out["p_counter"], out["p_quantity"] = self._patterns()
+            # (Called by the gathering only if a node has many pools, or a pool many
+            # slices: sorting by strings costs nothing otherwise.)
+            out["ranks"] = functools.partial(self._ranks, n_slices)
             out["pool_slice_ptr"], out["pool_slices"] = self._pool_slices(n_slices)
             return out
 
@@ -129,6 +133,29 @@ class SliceTable:
         if found is None or len(found[0]) != n:
             found = self._derived["patterns"] = self.names.pattern_arrays()
         return found
+
+    def _ranks(self, n_slices: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each pool's place when all are ordered by (driver, name), as upstream orders
+        a node's pools, and each of the first n_slices slices' name's place among the
+        distinct names in order (equal names, equal places). Python and Go order
+        strings alike."""
+        with self.lock:
+            keys = self.names.pool_keys
+            found = self._derived.get("pool_rank")
+            if found is None or len(found) != len(keys):
+                found = np.empty(len(keys), dtype=np.int32)
+                found[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+                self._derived["pool_rank"] = found
+            key = ("name_rank", n_slices)
+            names = self._derived.get(key)
+            if names is None:
+                ids = self.column("s_name", n_slices)
+                distinct = np.unique(ids)
+                texts = [self.names.string_list[i] for i in distinct.tolist()]
+                place = np.empty(len(distinct), dtype=np.int32)
+                place[sorted(range(len(texts)), key=texts.__getitem__)] = np.arange(len(texts))
+                names = self._derived[key] = place[np.searchsorted(distinct, ids)]
+            return found, names
 
     def _pool_slices(self, n_slices: int) -> tuple[np.ndarray, np.ndarray]:
         """Each pool's slices among the first n_slices, in table order (CSR)."""
