@@ -130,7 +130,7 @@ def test_a_prepared_pod_on_the_snapshots_own_nodes_answers_fresh_copies() -> Non
     pod = allocator.prepare(pending)
     answers = [pod.allocate(node) for _ in range(4)]
     answers.append(pod.allocate("node-1"))  # by name: the same answer
-    assert pod._known is not None  # the short way to the memo was taken
+    assert pod.known is not None  # the memo was reached
     assert all(a is not None for a in answers)
     steps = pod.last_stats.search_steps
     assert steps > 0 and allocator.last_stats == pod.last_stats

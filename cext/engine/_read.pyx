@@ -50,6 +50,7 @@ DEVICE_FLAGS = {
     "capacity": 16,  # has capacities
     "capacity_policy": 32,  # a capacity has a requestPolicy
     "binds_to_node": 64,
+    "binding_failures": 128,  # has bindingFailureConditions
 }
 cdef enum:
     F_MULTI = 1
@@ -59,6 +60,7 @@ cdef enum:
     F_CAPACITY = 16
     F_POLICY = 32
     F_BINDS = 64
+    F_BINDING_FAILURES = 128
 
 # How a slice, or a device of a perDeviceNodeSelection slice, selects nodes (s_sel,
 # d_pdn): upstream checks nodeName, then allNodes, then nodeSelector.
@@ -81,6 +83,7 @@ cdef Py_ssize_t _capacity_at = slot_offset(model.Device, "capacity")
 cdef Py_ssize_t _consumes_at = slot_offset(model.Device, "consumes_counters")
 cdef Py_ssize_t _taints_at = slot_offset(model.Device, "taints")
 cdef Py_ssize_t _binding_at = slot_offset(model.Device, "binding_conditions")
+cdef Py_ssize_t _failures_at = slot_offset(model.Device, "binding_failure_conditions")
 cdef Py_ssize_t _multi_at = slot_offset(model.Device, "allow_multiple_allocations")
 cdef Py_ssize_t _binds_at = slot_offset(model.Device, "binds_to_node")
 cdef Py_ssize_t _policy_at = slot_offset(model.DeviceCapacity, "request_policy")
@@ -448,6 +451,8 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
                 flags |= F_MULTI
             if _non_empty(_get(device, _binding_at, "binding_conditions", direct)):
                 flags |= F_BINDING
+            if _non_empty(_get(device, _failures_at, "binding_failure_conditions", direct)):
+                flags |= F_BINDING_FAILURES
             if _non_empty(_get(device, _taints_at, "taints", direct)):
                 flags |= F_TAINTED
             if _is_true(_get(device, _binds_at, "binds_to_node", direct)):

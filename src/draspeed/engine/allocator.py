@@ -21,7 +21,9 @@ from draspeed.api.model import (
 from draspeed.cel import check_deadline
 from draspeed.collector import collector_paused
 from draspeed.engine import _core
+from draspeed.engine._prepared import KnownAnswers, PreparedAnswers
 from draspeed.engine.analogy import Recipe, kind_of_answer, located_picks, make_recipe
+from draspeed.engine.answers_ahead import answer_ahead
 from draspeed.engine.claim_arrays import (
     DEFERRED,
     MAX_RESULTS,
@@ -79,6 +81,10 @@ class Stats(NamedTuple):
 _NO_WORK = Stats()
 # The counters of small searches, made once (a call makes one, and most take few steps).
 _FEW_STEPS = tuple(Stats(k) for k in range(1024))
+
+
+def _stats_of(work: int) -> Stats:
+    return _FEW_STEPS[work] if work < len(_FEW_STEPS) else Stats(work)
 
 
 class Allocator:
@@ -157,7 +163,7 @@ class Allocator:
             code, work, picks, chosen, err_alt, err_pos = _core.search_node(
                 arrays.problem, n, deadline or 0.0, state
             )
-            self.last_stats = _FEW_STEPS[work] if work < len(_FEW_STEPS) else Stats(work)
+            self.last_stats = _stats_of(work)
             templates = arrays.results.get((n, picks, chosen)) if code == _FOUND else None
             if templates is not None and state is None:
                 arrays.remember(n, self.last_stats, templates)
@@ -321,12 +327,14 @@ class Allocator:
         return found
 
 
-class PreparedClaims:
+class PreparedClaims(PreparedAnswers):
     """One pod's claims read once (:meth:`Allocator.prepare`), asked node after node.
 
     ``allocate(node)`` answers exactly as ``Allocator.allocate(claims, node)`` does for
-    the claims as they were when prepared, without reading them again per node.
-    Thread-safety as :class:`Allocator`.
+    the claims as they were when prepared, without reading them again per node: a
+    known node of the snapshot asked again is a compiled lookup and copy of its
+    remembered answer (:mod:`draspeed.engine._prepared`), anything else the long way
+    below. Thread-safety as :class:`Allocator`.
     """
 
     def __init__(self, allocator: Allocator, claims: Sequence[ResourceClaim]) -> None:
@@ -335,30 +343,9 @@ class PreparedClaims:
         # The specs as encoded now: what the answers are about from here on.
         self.key = claims_signature(self.claims) if self.claims else b""
         self.last_stats = _NO_WORK
-        self._known: _KnownAnswers | None = None
+        self.known = None
 
-    def allocate(
-        self, node: NodeInput, *, deadline: float | None = None
-    ) -> list[AllocationResult] | None:
-        """One result per claim (input order), or None: see :meth:`Allocator.allocate`."""
-        known = self._known
-        if known is not None and type(node) is Node:
-            # A known node of the snapshot asked again: what ``_allocate`` would find
-            # in the claim arrays' memo, looked up without the way there (most of a
-            # scheduler's Filter calls after the first pass over the nodes). A deadline
-            # that has passed is left to the long way, which says so.
-            position, nodes, answers = known
-            n = position.get(id(node), -1)
-            if n >= 0 and nodes[n] is node:
-                answer = answers.get(n)
-                if answer is not None and (deadline is None or _ahead(deadline)):
-                    stats, shape, leaves, shared = answer
-                    self.last_stats = self.allocator.last_stats = stats
-                    # (_answer_copies inline: a call is a tenth of this whole path.)
-                    copies: list[AllocationResult] = fill_template(shape, leaves)
-                    if shared:
-                        _fresh_share_ids(copies, self.allocator.share_id)
-                    return copies
+    def _long_way(self, node: NodeInput, deadline: float | None) -> list[AllocationResult] | None:
         self.last_stats = _NO_WORK
         if not self.claims:
             return []
@@ -368,11 +355,26 @@ class PreparedClaims:
             deadline = arguments.deadline(deadline)
         allocator.last_stats = _NO_WORK  # what a call that stops before searching leaves
         try:
+            if self.known is not None and deadline is None:  # a pass over the nodes
+                self._answer_ahead(target)
             return allocator._allocate(self.claims, self.key, target, deadline)
         finally:
             self.last_stats = allocator.last_stats
             # (Again after every long way: the claim arrays may have been made anew.)
-            self._known = _known_answers(allocator.snapshot, self.key)
+            self.known = _known_answers(allocator.snapshot, self.key)
+
+    def _answer_ahead(self, node: Node) -> None:
+        """A known node without an answer, asked after another: the pod is going
+        through the nodes, and the ones ahead are answered in one pass
+        (:mod:`draspeed.engine.answers_ahead`)."""
+        arrays = _known_arrays(self.allocator.snapshot, self.key)
+        if arrays is None:
+            return
+        layout = arrays.layout
+        n = layout.position.get(id(node), -1)
+        if n >= 0 and layout.nodes[n] is node and n not in arrays.answers:
+            with collector_paused():  # many answers at once, no cycles among them
+                answer_ahead(arrays, n, _FEW_STEPS, Stats)
 
     def feasible_nodes(
         self, nodes: Sequence[NodeInput] | None = None, *, deadline: float | None = None
@@ -381,29 +383,25 @@ class PreparedClaims:
         return self.allocator.feasible_nodes(self.claims, nodes, deadline=deadline)
 
 
-# Where a prepared pod's remembered answers are: the places of the snapshot's known
-# nodes (by identity), those nodes, and the answers of the claim arrays searched there
-# with their own state.
-_KnownAnswers = tuple[
-    dict[int, int],
-    list[Node],
-    dict[int, tuple[Stats, Template, tuple[object, ...], bool]],
-]
-
-
-def _known_answers(snapshot: Snapshot, key: bytes) -> _KnownAnswers | None:
+def _known_arrays(snapshot: Snapshot, key: bytes) -> ClaimArrays | None:
+    """The claim arrays of ``key`` on the layout of the snapshot's known nodes, if
+    they were searched there with their own state."""
     layout = snapshot.known_layout()
     arrays = None if layout is None else layout.claim_sets.get(key)
     if arrays is None or arrays.layout is not layout:  # searched with another state
         return None
+    return arrays
+
+
+def _known_answers(snapshot: Snapshot, key: bytes) -> KnownAnswers | None:
+    """Where a prepared pod's remembered answers are: the places of the snapshot's
+    known nodes, and the answers of the claim arrays searched there."""
+    arrays = _known_arrays(snapshot, key)
+    if arrays is None:
+        return None
     # (Stale nodes have no answers here: they are searched in layouts of their own.)
-    return layout.position, layout.nodes, arrays.answers
-
-
-def _ahead(deadline: float) -> bool:
-    """Whether a deadline (checked as ``allocate`` checks it) has not passed."""
-    found = arguments.deadline(deadline)
-    return found is None or time.monotonic() <= found
+    layout = arrays.layout
+    return KnownAnswers(layout.position, layout.nodes, arrays.answers)
 
 
 def _state(arrays: ClaimArrays, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

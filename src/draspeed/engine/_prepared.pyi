@@ -1,0 +1,46 @@
+"""Type stubs for a prepared pod's compiled Filter call (cext/engine/_prepared.pyx)."""
+
+from collections.abc import Callable
+from typing import Any, final
+
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import disjoint_base
+
+from draspeed.api.model import AllocationResult, Node
+
+@final
+class KnownAnswers:
+    """The remembered answers of one claim set on the nodes of one layout."""
+
+    def __new__(
+        cls, position: dict[int, int], nodes: list[Node], answers: dict[int, Any]
+    ) -> KnownAnswers: ...
+
+@disjoint_base
+class PreparedAnswers:
+    """The compiled first step of a prepared pod's ``allocate``."""
+
+    allocator: Any
+    last_stats: Any
+    known: KnownAnswers | None
+    def allocate(
+        self, node: Any, *, deadline: float | None = None
+    ) -> list[AllocationResult] | None: ...
+
+def remember_filled(
+    answers: dict[int, Any],
+    nodes: npt.NDArray[np.int32],
+    work: npt.NDArray[np.int64],
+    few_steps: tuple[Any, ...],
+    stats_of: Callable[[int], Any],
+    shape: Any,
+    leaves: tuple[object, ...],
+    holes: npt.NDArray[np.int32],
+    node_names: list[str],
+    pools: npt.NDArray[np.int32],
+    devices: npt.NDArray[np.int32],
+    pool_keys: list[tuple[str, str]],
+    strings: list[str],
+) -> None:
+    """Remember the answers of ``nodes``, all of one shape, their names filled in."""
