@@ -94,6 +94,8 @@ class Workload:
     # A CEL selector added to the template's first request (the claim shapes of issue
     # #13's table use none beyond their classes').
     selector: str = ""
+    # Options of the generator (its shape of cluster), as (name, value) pairs.
+    options: tuple[tuple[str, Any], ...] = ()
 
     @property
     def nodes(self) -> int:
@@ -158,6 +160,16 @@ WORKLOADS = (
         1000,
         "fabric-gpu",
         "1,000 nodes, network-attached GPUs (slices with node selectors)",
+    ),
+    # Slices that all select every node (by a label), devices that consume shared
+    # counters: every node sees every pool (a thousand pools per node at 64 nodes).
+    Workload(
+        "sp-partitionable-64",
+        "scheduler-perf",
+        64,
+        "test-claim-template",
+        "scheduler_perf partitionable, 64 nodes: every slice on every node",
+        options=(("shape", "partitionable"),),
     ),
     # Selectors that read what differs on every device: a map's names alone, and a value
     # of its own (each GPU's UUID).
@@ -231,7 +243,7 @@ class Prepared:
     def __init__(self, workload: Workload, folder: Path, harness: Path) -> None:
         self.workload = workload
         self.harness = harness
-        self.cluster = generate(workload.kind, workload.nodes)
+        self.cluster = generate(workload.kind, workload.nodes, **dict(workload.options))
         self.objects: Objects = self.cluster.decoded()
         self.allocated = [c for c in self.objects.claims if c.status.allocation]
         self.claims = _pod_claims(workload, self.cluster, 0)
