@@ -270,6 +270,9 @@ cdef class _Gather:
     # stamp is the node's (a pool is found without scanning the groups).
     cdef int32_t *pool_group, *pool_stamp
     cdef int32_t pool_stamp_now
+    # slice -> the stamp of the pool check that took it from the node's candidates
+    cdef int32_t *slice_stamp
+    cdef int32_t slice_stamp_now
     # Many pools on a node, or many slices in a pool, are sorted by rank: a pool's
     # place in (driver, name) order, a slice's name's place in name order, asked of
     # ``ranks()`` once, when first needed (a few are sorted by their strings).
@@ -302,7 +305,7 @@ cdef class _Gather:
         free(self.everyone); free(self.dev_sl); free(self.cnt_sl); free(self.oth_sl)
         free(self.pools_order); free(self.grp_first); free(self.grp_last)
         free(self.cand_next); free(self.pool_group); free(self.pool_stamp)
-        free(self.sort_keys); free(self.sort_items)
+        free(self.sort_keys); free(self.sort_items); free(self.slice_stamp)
         layouts_free(&self.lay)
         free(self.g.data); free(self.pos_pool.data); free(self.pdn.data)
         free(self.cons_start.data); free(self.cons_len.data); free(self.pool_layout.data)
@@ -327,6 +330,7 @@ cdef class _Gather:
         self.stamp = <int32_t*>calloc(max(n_strings, 1), sizeof(int32_t))
         self.pool_group = <int32_t*>malloc(max(n_pools, 1) * sizeof(int32_t))
         self.pool_stamp = <int32_t*>calloc(max(n_pools, 1), sizeof(int32_t))
+        self.slice_stamp = <int32_t*>calloc(max(self.s_name.shape[0], 1), sizeof(int32_t))
         self.local = <int32_t*>calloc(max(n_strings, 1), sizeof(int32_t))
         m = max(max_cand, 1)
         self.cand = <int32_t*>malloc(m * sizeof(int32_t))
@@ -353,6 +357,7 @@ cdef class _Gather:
                 or self.oth_sl == NULL or self.grp_first == NULL or self.grp_last == NULL
                 or self.cand_next == NULL or self.pool_group == NULL
                 or self.pool_stamp == NULL or self.sort_keys == NULL
+                or self.slice_stamp == NULL
                 or self.sort_items == NULL):
             raise MemoryError()
         layouts_init(&self.lay)
@@ -551,9 +556,14 @@ cdef class _Gather:
                 self.dev_sl[n_dev] = s
                 n_dev += 1
         if complete_from_cluster:
+            # (the node's own marked once: a pool seen by part on many nodes is not
+            # compared slice by slice)
+            self.slice_stamp_now += 1
+            for i in range(n_tgt):
+                self.slice_stamp[self.tgt[i]] = self.slice_stamp_now
             for i in range(n_all):
                 s = self.everyone[i]
-                if _contains(self.tgt, n_tgt, s):
+                if self.slice_stamp[s] == self.slice_stamp_now:
                     continue
                 if self.partitionable and self.s_cs_ptr[s + 1] > self.s_cs_ptr[s]:
                     self.cnt_sl[n_cnt] = s
@@ -1022,14 +1032,6 @@ cdef inline int push_u8(Buf *b, int v) except -1:
     (<uint8_t*>b.data)[b.n] = <uint8_t>v
     b.n += 1
     return 0
-
-
-cdef bint _contains(const int32_t *items, Py_ssize_t n, int32_t x) noexcept:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if items[i] == x:
-            return True
-    return False
 
 
 cdef int _ascending(const void *a, const void *b) noexcept nogil:
