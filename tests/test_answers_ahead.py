@@ -282,3 +282,31 @@ def test_a_call_with_a_deadline_answers_its_node_alone(monkeypatch: pytest.Monke
         with contextlib.suppress(AllocationError):
             pod.allocate(node)
     assert calls  # (on a snapshot of its own, the same pod without a deadline does)
+
+
+@pytest.mark.parametrize(
+    ("shape", "windows"),
+    # shared devices: no answer of the pass is made by analogy, none is searched ahead;
+    # slices that select their nodes by label: answers by analogy, not made ahead
+    [("consumable-capacity", 0), ("partitionable", 2)],
+)
+def test_a_pass_whose_answers_are_not_made_ahead_stops_searching_ahead(
+    shape: str, windows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from draspeed.engine import answers_ahead
+
+    searched: list[int] = []
+    real = answers_ahead._core.search_nodes
+
+    def spy(problem: Any, deadline: float, nodes: Any, state: Any) -> Any:
+        searched.append(len(nodes))
+        return real(problem, deadline, nodes, state)
+
+    monkeypatch.setattr(answers_ahead._core, "search_nodes", spy)
+    cluster = generate("scheduler-perf", 2 * MIN_AHEAD + 3, seed=11, shape=shape)
+    objs = cluster.decoded()
+    name = cluster.templates[0]["metadata"]["name"]
+    claims = draspeed.load([claim_from_template(cluster.template(name), "pod")]).claims
+    got, _ = _prepared(objs, claims, [], Features(), _ORDERS["in-order"])
+    assert len(searched) == windows == min(windows, answers_ahead.IDLE_WINDOWS)
+    assert got == _searched_alone(objs, claims, [], Features())

@@ -29,17 +29,21 @@ cdef class KnownAnswers:
 
     ``position``: a known node's index by its identity (``id(node)``); ``nodes``: those
     nodes (the identity is checked, an id can be reused); ``answers``: per node index,
-    ``(stats, shape, leaves, shared)`` as :class:`ClaimArrays` remembers them.
+    ``(stats, shape, leaves, shared)`` as :class:`ClaimArrays` remembers them;
+    ``arrays``: those claim arrays.
     """
 
-    cdef dict position
-    cdef list nodes
-    cdef dict answers
+    cdef readonly dict position
+    cdef readonly list nodes
+    cdef readonly dict answers
+    cdef readonly object arrays
 
-    def __cinit__(self, dict position not None, list nodes not None, dict answers not None):
+    def __cinit__(self, dict position not None, list nodes not None, dict answers not None,
+                  object arrays):
         self.position = position
         self.nodes = nodes
         self.answers = answers
+        self.arrays = arrays
 
 
 cdef class PreparedAnswers:

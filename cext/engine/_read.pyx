@@ -324,8 +324,8 @@ cdef bint _has_policy(object capacity) except -1:
 # What the device loop asks the memory for ahead of each device (draspeed_prefetch_ahead):
 # the objects every device's fields read point to, and the entries of its capacity map
 # and consumption list.
-cdef Py_ssize_t _PREFETCH_FIELDS[5]
-_PREFETCH_FIELDS[:] = [_name_at, _capacity_at, _consumes_at, _taints_at, _binding_at]
+cdef Py_ssize_t _PREFETCH_FIELDS[6]
+_PREFETCH_FIELDS[:] = [_name_at, _capacity_at, _consumes_at, _taints_at, _binding_at, _failures_at]
 cdef Py_ssize_t _PREFETCH_CONTENTS[2]
 _PREFETCH_CONTENTS[:] = [_capacity_at, _consumes_at]
 
@@ -441,7 +441,7 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
         for j in range(len(devices)):
             if listed:  # ask for the devices ahead before waiting on this one
                 draspeed_prefetch_ahead(
-                    devices, j, _DEVICE, _PREFETCH_FIELDS, 5, _PREFETCH_CONTENTS, 2
+                    devices, j, _DEVICE, _PREFETCH_FIELDS, 6, _PREFETCH_CONTENTS, 2
                 )
             device = devices[j]
             direct = Py_TYPE(device) == _DEVICE

@@ -13,8 +13,16 @@ from draspeed.api.model import AllocationResult, Node
 class KnownAnswers:
     """The remembered answers of one claim set on the nodes of one layout."""
 
+    @property
+    def position(self) -> dict[int, int]: ...
+    @property
+    def nodes(self) -> list[Node]: ...
+    @property
+    def answers(self) -> dict[int, Any]: ...
+    @property
+    def arrays(self) -> Any: ...
     def __new__(
-        cls, position: dict[int, int], nodes: list[Node], answers: dict[int, Any]
+        cls, position: dict[int, int], nodes: list[Node], answers: dict[int, Any], arrays: Any
     ) -> KnownAnswers: ...
 
 @disjoint_base

@@ -23,7 +23,7 @@ from draspeed.collector import collector_paused
 from draspeed.engine import _core
 from draspeed.engine._prepared import KnownAnswers, PreparedAnswers
 from draspeed.engine.analogy import Recipe, kind_of_answer, located_picks, make_recipe
-from draspeed.engine.answers_ahead import answer_ahead
+from draspeed.engine.answers_ahead import answer_ahead, worth_a_window
 from draspeed.engine.claim_arrays import (
     DEFERRED,
     MAX_RESULTS,
@@ -356,23 +356,22 @@ class PreparedClaims(PreparedAnswers):
         allocator.last_stats = _NO_WORK  # what a call that stops before searching leaves
         try:
             if self.known is not None and deadline is None:  # a pass over the nodes
-                self._answer_ahead(target)
+                self._answer_ahead(self.known, target)
             return allocator._allocate(self.claims, self.key, target, deadline)
         finally:
             self.last_stats = allocator.last_stats
             # (Again after every long way: the claim arrays may have been made anew.)
             self.known = _known_answers(allocator.snapshot, self.key)
 
-    def _answer_ahead(self, node: Node) -> None:
+    def _answer_ahead(self, known: KnownAnswers, node: Node) -> None:
         """A known node without an answer, asked after another: the pod is going
         through the nodes, and the ones ahead are answered in one pass
         (:mod:`draspeed.engine.answers_ahead`)."""
-        arrays = _known_arrays(self.allocator.snapshot, self.key)
-        if arrays is None:
+        arrays: ClaimArrays = known.arrays
+        n = known.position.get(id(node), -1)
+        if n < 0 or known.nodes[n] is not node or n in known.answers:
             return
-        layout = arrays.layout
-        n = layout.position.get(id(node), -1)
-        if n >= 0 and layout.nodes[n] is node and n not in arrays.answers:
+        if worth_a_window(arrays, n):
             with collector_paused():  # many answers at once, no cycles among them
                 answer_ahead(arrays, n, _FEW_STEPS, Stats)
 
@@ -383,25 +382,16 @@ class PreparedClaims(PreparedAnswers):
         return self.allocator.feasible_nodes(self.claims, nodes, deadline=deadline)
 
 
-def _known_arrays(snapshot: Snapshot, key: bytes) -> ClaimArrays | None:
-    """The claim arrays of ``key`` on the layout of the snapshot's known nodes, if
-    they were searched there with their own state."""
+def _known_answers(snapshot: Snapshot, key: bytes) -> KnownAnswers | None:
+    """Where a prepared pod's remembered answers are: the places of the snapshot's
+    known nodes, and the answers of the claim arrays searched there with their own
+    state."""
     layout = snapshot.known_layout()
     arrays = None if layout is None else layout.claim_sets.get(key)
     if arrays is None or arrays.layout is not layout:  # searched with another state
         return None
-    return arrays
-
-
-def _known_answers(snapshot: Snapshot, key: bytes) -> KnownAnswers | None:
-    """Where a prepared pod's remembered answers are: the places of the snapshot's
-    known nodes, and the answers of the claim arrays searched there."""
-    arrays = _known_arrays(snapshot, key)
-    if arrays is None:
-        return None
     # (Stale nodes have no answers here: they are searched in layouts of their own.)
-    layout = arrays.layout
-    return KnownAnswers(layout.position, layout.nodes, arrays.answers)
+    return KnownAnswers(layout.position, layout.nodes, arrays.answers, arrays)
 
 
 def _state(arrays: ClaimArrays, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

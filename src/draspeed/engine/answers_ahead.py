@@ -8,8 +8,9 @@ the next ones are searched in one compiled pass (``search_nodes``) and each fitt
 node whose answer is of a kind with a known recipe gets its answer's leaves from the
 arrays -- the node's name and each chosen device's driver, pool and device name --
 without reading a model object. The window ahead doubles with the answers already
-remembered, so a pass over all nodes searches each once, and one asking a few nodes
-does at most twice its own work.
+remembered, so a pass over all nodes searches each once, and one that asks the nodes
+in order and stops early has searched at most twice as many as it asked, or
+:data:`MIN_AHEAD` more.
 
 Only answers that analogy would make the same way are made here: every chosen device
 whole (no shared device), without binding conditions (or failure conditions), and
@@ -41,27 +42,63 @@ _NOT_BY_NAME = FLAGS["multi"] | FLAGS["binding"] | FLAGS["binding_failures"]
 _NODE_NAME = SELECTION["node_name"]
 
 
+# Windows that made no answer after which a claim set's pass stops searching ahead.
+IDLE_WINDOWS = 2
+
+
+def worth_a_window(arrays: ClaimArrays, n: int) -> bool:
+    """Whether answering ahead from node n on may make answers: a kind of answer is
+    known, fewer than :data:`IDLE_WINDOWS` windows made none, and n was not searched
+    ahead."""
+    if arrays.problem is None or not arrays.analogies or arrays.ahead_idle >= IDLE_WINDOWS:
+        return False
+    return arrays.ahead is None or not arrays.ahead[n]
+
+
 def answer_ahead(
     arrays: ClaimArrays, n: int, few_steps: tuple[Any, ...], stats_of: Callable[[int], Any]
 ) -> None:
     """Remember the answers of the searchable nodes from node n on (a window as wide
-    as the answers remembered, at least :data:`MIN_AHEAD`), searched with the arrays'
-    own state. The Stats of a search of ``work`` steps: ``few_steps[work]``, else
-    ``stats_of(work)``."""
+    as the answers remembered, or the nodes searched ahead, at least
+    :data:`MIN_AHEAD`), searched with the arrays' own state. The Stats of a search of
+    ``work`` steps: ``few_steps[work]``, else ``stats_of(work)``."""
     layout, problem = arrays.layout, arrays.problem
-    if problem is None or not arrays.analogies:
+    if not worth_a_window(arrays, n):
         return
+    assert problem is not None
+    ahead = arrays.ahead
+    if ahead is None:
+        ahead = arrays.ahead = np.zeros(len(layout.nodes), dtype=bool)
     searchable = arrays.searchable
     at = int(np.searchsorted(searchable, n))
-    window = searchable[at : at + max(MIN_AHEAD, len(arrays.answers))]
+    # (As wide as the answers, or the nodes searched ahead: a pass whose answers are
+    # not made here still takes few windows.)
+    width = max(MIN_AHEAD, len(arrays.answers), int(np.count_nonzero(ahead)))
+    window = searchable[at : at + width]
+    window = window[~ahead[window]]
+    ahead[window] = True
     if layout.stale:
         window = window[~np.isin(window, list(layout.stale))]
     if not len(window):
         return
+    before = len(arrays.answers)
     out = _core.search_nodes(problem, 0.0, window, None)
     rows = np.flatnonzero(out["outcome"] == _FOUND)
-    if not len(rows):
-        return
+    if len(rows):
+        _answer_rows(arrays, window, out, rows, few_steps, stats_of)
+    if len(arrays.answers) == before:
+        arrays.ahead_idle += 1
+
+
+def _answer_rows(
+    arrays: ClaimArrays,
+    window: np.ndarray,
+    out: dict[str, Any],
+    rows: np.ndarray,
+    few_steps: tuple[Any, ...],
+    stats_of: Callable[[int], Any],
+) -> None:
+    """The answers of the fitting ``rows`` of a search of ``window``."""
     C = len(arrays.claims)
     R = len(arrays.plan.request_alts) if arrays.plan is not None else 0
     res_n = out["res_n"].reshape(-1, C)[rows]

@@ -232,6 +232,12 @@ class ClaimArrays:
         self.analogies: dict[Any, Recipe | None] = {}
         # search_nodes' answer over ``searchable`` with these arrays' state (read only)
         self.searched: dict[str, Any] | None = None
+        # The nodes a prepared pod's pass searched ahead (draspeed.engine.answers_ahead),
+        # answered or not: none is searched ahead twice.
+        self.ahead: np.ndarray | None = None
+        # Windows ahead that made no answer (the answers of this claim set are not
+        # made so, a shared device say): after two, none is searched.
+        self.ahead_idle = 0
         # Per claim and subrequests taken: its requests' classes, the subrequests and
         # the merged configs of its results (see allocator._build_results).
         self.configs: dict[
