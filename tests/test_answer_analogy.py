@@ -21,6 +21,7 @@ from draspeed.errors import AllocationError
 from draspeed.features import Features
 from draspeed.generate import generate
 from draspeed.generate.scenarios import claim_from_template
+from draspeed.testing.documents import resource_slice
 
 _SHARE_ID = re.compile(r"share_id='[^']*'")
 
@@ -104,17 +105,7 @@ def test_generated_clusters_answer_alike_both_ways(
 
 
 def _slice(name: str, spec: dict[str, Any], devices: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": name},
-        "spec": {
-            "driver": "drv.example.com",
-            "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-            **spec,
-            "devices": devices,
-        },
-    }
+    return resource_slice(name, devices, **spec)
 
 
 def _mixed_nodes() -> list[dict[str, Any]]:

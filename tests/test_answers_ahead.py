@@ -25,6 +25,7 @@ from draspeed.errors import AllocationError
 from draspeed.features import Features
 from draspeed.generate import generate
 from draspeed.generate.scenarios import claim_from_template
+from draspeed.testing.documents import resource_slice
 
 _SHARE_ID = re.compile(r"share_id='[^']*'")
 Order = Callable[[list[Any]], list[Any]]
@@ -135,17 +136,7 @@ def test_a_pass_over_the_nodes_makes_the_answers_ahead() -> None:
 
 
 def _slice(name: str, spec: dict[str, Any], devices: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": name},
-        "spec": {
-            "driver": "drv.example.com",
-            "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-            **spec,
-            "devices": devices,
-        },
-    }
+    return resource_slice(name, devices, **spec)
 
 
 def _label_selector(value: str) -> dict[str, Any]:

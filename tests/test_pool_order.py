@@ -13,6 +13,7 @@ import pytest
 import draspeed
 from draspeed.cluster import split_claims
 from draspeed.features import Features
+from draspeed.testing.documents import resource_slice
 from draspeed.testing.engines import Inputs, check_engines
 
 _DRIVERS = ("b.example.com", "a.example.com", "a.example.co")
@@ -22,17 +23,7 @@ _NODES = 3
 def _slice(
     name: str, driver: str, pool: str, count: int, where: dict[str, Any], devices: list[Any]
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": name},
-        "spec": {
-            "driver": driver,
-            "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
-            **where,
-            "devices": devices,
-        },
-    }
+    return resource_slice(name, devices, driver=driver, pool=pool, count=count, **where)
 
 
 def _device(name: str, k: int, binding: bool) -> dict[str, Any]:

@@ -9,6 +9,8 @@
   ``<id>.expected.json``), read and written.
 - :mod:`draspeed.testing.oracle_cases`: model objects as one input line of the upstream
   allocator's JSON-lines harness (``shared/oracle``), to ask upstream the same question.
+- :mod:`draspeed.testing.documents`: Kubernetes documents as dicts (a ResourceSlice) for
+  tests to build clusters from.
 - :mod:`draspeed.testing.strategies`: Hypothesis strategies for clusters and claim sets
   (the only module here that needs hypothesis, from the ``test`` extra; the others need
   only draspeed's runtime dependencies).
