@@ -50,8 +50,10 @@ cdef class PreparedAnswers:
     """The compiled first step of a prepared pod's ``allocate``: see the module."""
 
     cdef public object allocator
-    cdef public object last_stats
     cdef public KnownAnswers known
+    # A threading.local: per thread, the stats of its last call (``last_stats``, the
+    # subclass's property), as the allocator keeps its own in ``allocator._local``.
+    cdef public object local
 
     def allocate(self, node, *, deadline=None):
         """One result per claim (input order), or None: see ``Allocator.allocate``."""
@@ -65,8 +67,8 @@ cdef class PreparedAnswers:
                 if found != NULL:
                     stats, shape, leaves, shared = <tuple>found
                     if not shared:  # (shared devices take fresh shareIDs: the long way)
-                        self.last_stats = stats
-                        self.allocator.last_stats = stats
+                        self.local.stats = stats
+                        self.allocator._local.stats = stats
                         return _fill(shape, leaves)
         return self._long_way(node, deadline)  # (the subclass's)
 

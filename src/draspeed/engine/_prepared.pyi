@@ -30,8 +30,8 @@ class PreparedAnswers:
     """The compiled first step of a prepared pod's ``allocate``."""
 
     allocator: Any
-    last_stats: Any
     known: KnownAnswers | None
+    local: Any
     def allocate(
         self, node: Any, *, deadline: float | None = None
     ) -> list[AllocationResult] | None: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -92,7 +93,7 @@ class Allocator:
 
     Build once per snapshot and call :meth:`allocate` for each (claims, node).
     Thread-safety: ``allocate`` keeps its state per call; many threads may use one
-    allocator. ``last_stats`` is then the stats of whichever call finished last.
+    allocator. ``last_stats`` is per thread: the stats of the calling thread's last call.
     """
 
     def __init__(
@@ -103,7 +104,18 @@ class Allocator:
         if not callable(share_id):
             raise TypeError(f"share_id: expected a function, got {type(share_id).__name__}")
         self.share_id = share_id
-        self.last_stats = _NO_WORK
+        # Per thread, the stats of its last call (a thread reading another's would read
+        # the work of a search it did not ask for).
+        self._local = threading.local()
+
+    @property
+    def last_stats(self) -> Stats:
+        """The counters of the calling thread's last call."""
+        return getattr(self._local, "stats", _NO_WORK)
+
+    @last_stats.setter
+    def last_stats(self, stats: Stats) -> None:
+        self._local.stats = stats
 
     def allocate(
         self, claims: ClaimsInput, node: NodeInput, *, deadline: float | None = None
@@ -158,22 +170,23 @@ class Allocator:
             # own state): a node that fitted before fits the same way, with the same work.
             known = arrays.answers.get(n) if state is None else None
             if known is not None:
-                self.last_stats, shape, leaves, shared = known
+                stats, shape, leaves, shared = known
+                self.last_stats = stats
                 return _answer_copies(shape, leaves, shared, self.share_id)
             code, work, picks, chosen, err_alt, err_pos = _core.search_node(
                 arrays.problem, n, deadline or 0.0, state
             )
-            self.last_stats = _stats_of(work)
+            stats = self.last_stats = _stats_of(work)
             templates = arrays.results.get((n, picks, chosen)) if code == _FOUND else None
             if templates is not None and state is None:
-                arrays.remember(n, self.last_stats, templates)
+                arrays.remember(n, stats, templates)
             if templates is not None:  # the common answer, usually asked before: copy and go
                 return _copies(arrays, templates, self.share_id)
             if code == _FOUND:
                 made = _by_analogy(arrays, claims, n, picks, chosen)
                 if made is not None:
                     if state is None:
-                        arrays.answers[n] = (self.last_stats, made[0], made[1], False)
+                        arrays.answers[n] = (stats, made[0], made[1], False)
                     return fill_template(*made)
             outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
             try:
@@ -184,7 +197,7 @@ class Allocator:
             if answer is not None and state is None:
                 # Remembered at once: the next pod asking this node copies it and goes
                 # (a scheduler asks every node once per pod of the shape).
-                arrays.remember(n, self.last_stats, arrays.results[(n, picks, chosen)])
+                arrays.remember(n, stats, arrays.results[(n, picks, chosen)])
             return answer
 
     def feasible_nodes(
@@ -334,7 +347,8 @@ class PreparedClaims(PreparedAnswers):
     the claims as they were when prepared, without reading them again per node: a
     known node of the snapshot asked again is a compiled lookup and copy of its
     remembered answer (:mod:`draspeed.engine._prepared`), anything else the long way
-    below. Thread-safety as :class:`Allocator`.
+    below. Thread-safety as :class:`Allocator` (``last_stats`` per thread: many threads
+    may ask one prepared pod about different nodes, as kube-scheduler's Filter does).
     """
 
     def __init__(self, allocator: Allocator, claims: Sequence[ResourceClaim]) -> None:
@@ -342,8 +356,17 @@ class PreparedClaims(PreparedAnswers):
         self.claims = list(claims)
         # The specs as encoded now: what the answers are about from here on.
         self.key = claims_signature(self.claims) if self.claims else b""
-        self.last_stats = _NO_WORK
+        self.local = threading.local()
         self.known = None
+
+    @property
+    def last_stats(self) -> Stats:
+        """The counters of the calling thread's last ``allocate`` on this pod."""
+        return getattr(self.local, "stats", _NO_WORK)
+
+    @last_stats.setter
+    def last_stats(self, stats: Stats) -> None:
+        self.local.stats = stats
 
     def _long_way(self, node: NodeInput, deadline: float | None) -> list[AllocationResult] | None:
         self.last_stats = _NO_WORK
