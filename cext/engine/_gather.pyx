@@ -262,7 +262,7 @@ cdef class _Gather:
     cdef int32_t *stamp      # string id -> stamp of the pool that saw it
     cdef int32_t *local      # string id -> index (counter sets of the current pool)
     cdef int32_t stamp_now
-    cdef int32_t *cand, *cand_group, *grp_pool, *grp_n
+    cdef int32_t *cand, *grp_pool
     # A node's candidates of each group, in candidate order: group j's first and last,
     # and each candidate's next (-1 ends), so that a pool reads only its own slices.
     cdef int32_t *grp_first, *grp_last, *cand_next
@@ -300,8 +300,8 @@ cdef class _Gather:
     cdef Buf np_layout
 
     def __dealloc__(self):
-        free(self.stamp); free(self.local); free(self.cand); free(self.cand_group)
-        free(self.grp_pool); free(self.grp_n); free(self.grp_gen); free(self.tgt)
+        free(self.stamp); free(self.local); free(self.cand)
+        free(self.grp_pool); free(self.grp_gen); free(self.tgt)
         free(self.everyone); free(self.dev_sl); free(self.cnt_sl); free(self.oth_sl)
         free(self.pools_order); free(self.grp_first); free(self.grp_last)
         free(self.cand_next); free(self.pool_group); free(self.pool_stamp)
@@ -334,9 +334,7 @@ cdef class _Gather:
         self.local = <int32_t*>calloc(max(n_strings, 1), sizeof(int32_t))
         m = max(max_cand, 1)
         self.cand = <int32_t*>malloc(m * sizeof(int32_t))
-        self.cand_group = <int32_t*>malloc(m * sizeof(int32_t))
         self.grp_pool = <int32_t*>malloc(m * sizeof(int32_t))
-        self.grp_n = <int32_t*>malloc(m * sizeof(int32_t))
         self.grp_gen = <int64_t*>malloc(m * sizeof(int64_t))
         self.tgt = <int32_t*>malloc(m * sizeof(int32_t))
         self.pools_order = <int32_t*>malloc(m * sizeof(int32_t))
@@ -351,7 +349,7 @@ cdef class _Gather:
         self.cnt_sl = <int32_t*>malloc(p * sizeof(int32_t))
         self.oth_sl = <int32_t*>malloc(p * sizeof(int32_t))
         if (self.stamp == NULL or self.local == NULL or self.cand == NULL
-                or self.cand_group == NULL or self.grp_pool == NULL or self.grp_n == NULL
+                or self.grp_pool == NULL
                 or self.grp_gen == NULL or self.tgt == NULL or self.pools_order == NULL
                 or self.everyone == NULL or self.dev_sl == NULL or self.cnt_sl == NULL
                 or self.oth_sl == NULL or self.grp_first == NULL or self.grp_last == NULL
@@ -494,14 +492,11 @@ cdef class _Gather:
                 j = n_groups
                 n_groups += 1
                 self.pool_stamp[p], self.pool_group[p] = self.pool_stamp_now, <int32_t>j
-                self.grp_pool[j], self.grp_gen[j], self.grp_n[j] = p, gen, 0
+                self.grp_pool[j], self.grp_gen[j] = p, gen
                 self.grp_first[j] = -1
-            if gen > self.grp_gen[j]:
-                self.grp_gen[j], self.grp_n[j] = gen, 0
-            if gen == self.grp_gen[j]:
-                self.grp_n[j] += 1
+            if gen > self.grp_gen[j]:  # the pool's newest generation among them
+                self.grp_gen[j] = gen
             self.cand[n_cand] = s
-            self.cand_group[n_cand] = <int32_t>j
             self.cand_next[n_cand] = -1
             if self.grp_first[j] < 0:
                 self.grp_first[j] = <int32_t>n_cand

@@ -27,10 +27,10 @@ cdef class KnownAnswers:
     """What :meth:`PreparedClaims.allocate` answers without searching: the remembered
     answers of one claim set on the nodes of one layout.
 
-    ``position``: a known node's index by its identity (``id(node)``); ``nodes``: those
-    nodes (the identity is checked, an id can be reused); ``answers``: per node index,
-    ``(stats, shape, leaves, shared)`` as :class:`ClaimArrays` remembers them;
-    ``arrays``: those claim arrays.
+    Read once from the claim arrays (typed, for the compiled lookup): ``position``, a
+    known node's index by its identity (``id(node)``); ``nodes``, those nodes (the
+    identity is checked, an id can be reused); ``answers``, per node index,
+    ``(stats, shape, leaves, shared)`` as :class:`ClaimArrays` remembers them.
     """
 
     cdef readonly dict position
@@ -38,12 +38,11 @@ cdef class KnownAnswers:
     cdef readonly dict answers
     cdef readonly object arrays
 
-    def __cinit__(self, dict position not None, list nodes not None, dict answers not None,
-                  object arrays):
-        self.position = position
-        self.nodes = nodes
-        self.answers = answers
+    def __cinit__(self, object arrays not None):
         self.arrays = arrays
+        self.position = arrays.layout.position
+        self.nodes = arrays.layout.nodes
+        self.answers = arrays.answers
 
 
 cdef class PreparedAnswers:

@@ -414,7 +414,7 @@ def _known_answers(snapshot: Snapshot, key: bytes) -> KnownAnswers | None:
     if arrays is None or arrays.layout is not layout:  # searched with another state
         return None
     # (Stale nodes have no answers here: they are searched in layouts of their own.)
-    return KnownAnswers(layout.position, layout.nodes, arrays.answers, arrays)
+    return KnownAnswers(arrays)
 
 
 def _state(arrays: ClaimArrays, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

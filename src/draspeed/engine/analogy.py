@@ -86,12 +86,13 @@ def located_picks(arrays: ClaimArrays, picks: Picks) -> tuple[Located, tuple[Any
     return out, tuple(selection)
 
 
-_PINNED = -1
+# What _node_selection says of a device bound to the node by its name.
+PINNED = -1
 
 
 def _node_selection(device: Device, rs: ResourceSlice) -> int:
     """What a chosen device makes of the allocation's node selector, as upstream's
-    createNodeSelector reads it: the node's name alone (``_PINNED``), or the terms of
+    createNodeSelector reads it: the node's name alone (``PINNED``), or the terms of
     its slice's (or its own) selector, named by the selector object, 0 for none.
     Answers whose devices read alike here have node selectors alike but for the
     node's name."""
@@ -101,7 +102,7 @@ def _node_selection(device: Device, rs: ResourceSlice) -> int:
     else:
         local, selector = spec.node_name, spec.node_selector
     if local is not None or device.binds_to_node:
-        return _PINNED
+        return PINNED
     return 0 if selector is None else id(selector)
 
 

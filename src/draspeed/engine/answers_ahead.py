@@ -28,7 +28,7 @@ import numpy as np
 
 from draspeed.engine import _core
 from draspeed.engine._prepared import remember_filled
-from draspeed.engine.analogy import Recipe, kind_of_answer
+from draspeed.engine.analogy import PINNED, Recipe, kind_of_answer
 from draspeed.engine.claim_arrays import MAX_RESULTS, ClaimArrays
 from draspeed.engine.slice_table import FLAGS, SELECTION
 
@@ -36,7 +36,6 @@ from draspeed.engine.slice_table import FLAGS, SELECTION
 MIN_AHEAD = 32
 
 _FOUND = _core.OUTCOME["found"]
-_PINNED = -1  # analogy's code for a device bound to the node by its name
 # A chosen device whose answer analogy makes some other way (see the module).
 _NOT_BY_NAME = FLAGS["multi"] | FLAGS["binding"] | FLAGS["binding_failures"]
 _NODE_NAME = SELECTION["node_name"]
@@ -166,7 +165,7 @@ def _answer_group(
     for k, kind_row in enumerate(kinds.tolist()):
         picked = kind_row[: bounds[-1]]
         picks = [[(a, 0) for a in picked[bounds[c] : bounds[c + 1]]] for c in range(C)]
-        kind = kind_of_answer(picks, kind_row[bounds[-1] :], (_PINNED,) * len(picked))
+        kind = kind_of_answer(picks, kind_row[bounds[-1] :], (PINNED,) * len(picked))
         recipe = arrays.analogies.get(kind)
         if not isinstance(recipe, Recipe):
             continue  # no recipe yet (or none possible): each node's long way
