@@ -8,6 +8,7 @@ import numpy.typing as npt
 from typing_extensions import disjoint_base
 
 from draspeed.api.model import AllocationResult, Node
+from draspeed.engine.allocator import Stats
 
 @final
 class KnownAnswers:
@@ -30,6 +31,12 @@ class PreparedAnswers:
     allocator: Any
     known: KnownAnswers | None
     local: Any
+    no_stats: Stats
+    @property
+    def last_stats(self) -> Stats:
+        """The counters of the calling thread's last ``allocate`` on this pod."""
+    @last_stats.setter
+    def last_stats(self, stats: Stats) -> None: ...
     def allocate(
         self, node: Any, *, deadline: float | None = None
     ) -> list[AllocationResult] | None: ...

@@ -357,16 +357,8 @@ class PreparedClaims(PreparedAnswers):
         # The specs as encoded now: what the answers are about from here on.
         self.key = claims_signature(self.claims) if self.claims else b""
         self.local = threading.local()
+        self.no_stats = _NO_WORK
         self.known = None
-
-    @property
-    def last_stats(self) -> Stats:
-        """The counters of the calling thread's last ``allocate`` on this pod."""
-        return getattr(self.local, "stats", _NO_WORK)
-
-    @last_stats.setter
-    def last_stats(self, stats: Stats) -> None:
-        self.local.stats = stats
 
     def _long_way(self, node: NodeInput, deadline: float | None) -> list[AllocationResult] | None:
         self.last_stats = _NO_WORK
