@@ -122,3 +122,42 @@ def test_untrack_leaves_foreign_objects_and_what_they_hold_alone() -> None:
     untrack([holder])
     assert not gc.is_tracked(holder) and not gc.is_tracked(holder[1])
     assert gc.is_tracked(foreign) and gc.is_tracked(foreign.items)
+
+
+@pytest.mark.parametrize(
+    ("kind", "nodes", "template"),
+    [("nvidia-gpu", 150, "single-gpu"), ("nvidia-mig", 8, "mig-1g10gb")],
+)
+def test_a_snapshot_keeps_no_tracked_container_as_long_as_its_devices(
+    kind: str, nodes: int, template: str
+) -> None:
+    """A snapshot's per-device, per-pool and per-node lists (interned names, pools,
+    device and driver lists of the CEL tables, attribute objects, slices, node names)
+    are out of the collector's sight: a collection that reached one would visit every
+    item (a young list of 40,000 devices cost 2.4 ms of a first pass over 5,000 nodes).
+    And every answer stays as it was."""
+    from draspeed.generate.scenarios import claim_from_template
+
+    cluster = generate(kind, nodes)
+    objects = cluster.decoded()
+    claim = draspeed.load(
+        [claim_from_template(cluster.template(template), "pod-0-claim-0")], validate=False
+    ).claims
+    n_devices = sum(len(s.spec.devices) for s in objects.slices)
+    gc.collect()
+    before = {id(o) for o in gc.get_objects()}
+    snapshot = Snapshot.build(objects.slices, objects.classes, nodes=objects.nodes)
+    allocator = Allocator(snapshot)
+    answer = allocator.feasible_nodes(claim)
+    pod = allocator.prepare(claim)
+    looped = [pod.allocate(node) for node in objects.nodes]
+    big = [
+        f"{type(o).__name__} of {len(o)}"
+        for o in gc.get_objects()
+        if id(o) not in before and isinstance(o, (list, dict, tuple)) and len(o) >= n_devices // 2
+    ]
+    assert big == []
+    # (The answers do not depend on it: the loop's agree with a snapshot built afresh.)
+    fresh = Allocator(Snapshot.build(objects.slices, objects.classes, nodes=objects.nodes))
+    assert answer.to_dict() == fresh.feasible_nodes(claim).to_dict()
+    assert looped == [fresh.allocate(claim, node) for node in objects.nodes]

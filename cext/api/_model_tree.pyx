@@ -43,7 +43,7 @@ from draspeed.quantity import Quantity
 
 from model_slots cimport (
     draspeed_alloc, draspeed_dict_presized, draspeed_get_slot, draspeed_put_slot,
-    draspeed_set_slot, draspeed_slot_offset,
+    draspeed_set_slot, draspeed_slot_offset, out_of_collector_sight,
 )
 
 cdef extern from "Python.h":
@@ -625,6 +625,13 @@ cdef int _untrack(object o) except -1:
     finally:
         Py_LeaveRecursiveCall()
     return 0
+
+
+def untrack_list(list items):
+    """``items`` itself taken out of the cyclic collector's sight for good (what it
+    holds is left as it is): for long-lived lists of many devices or nodes that no item
+    refers back to (see ``out_of_collector_sight``). Returns ``items``."""
+    return out_of_collector_sight(items)
 
 
 def untrack(list objects):

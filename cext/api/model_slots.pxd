@@ -120,6 +120,21 @@ cdef extern from *:
 
 
 
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *o)
+
+
+cdef inline list out_of_collector_sight(list items):
+    """``items`` itself (not what it holds) taken out of the cyclic collector's sight,
+    for good: a list stays untracked whatever is appended to it. For the long-lived
+    per-device and per-node lists of a snapshot, which no item refers back to: each
+    collection that reaches such a list visits every item (a young list of 40,000
+    devices cost 2.4 ms of a 5,000-node first pass, and the older generations visit it
+    again). Returns ``items``."""
+    PyObject_GC_UnTrack(<void*>items)
+    return items
+
+
 cdef inline Py_ssize_t slot_offset(object cls, str name) except -1:
     """Where the slot ``name`` of the __slots__ class ``cls`` lives in its instances
     (read once, at import); a RuntimeError when the model is not what the compiled

@@ -20,7 +20,7 @@ from cpython.object cimport PyObject, PyTypeObject
 
 from model_slots cimport (
     PtrMap, draspeed_get_slot, draspeed_prefetch_ahead, ptrmap_free, ptrmap_get, ptrmap_init,
-    ptrmap_put, slot_offset,
+    out_of_collector_sight, ptrmap_put, slot_offset,
 )
 
 cdef extern from "Python.h":
@@ -353,6 +353,8 @@ def attribute_pass(list devices, list drivers, frozenset risky_kinds, object det
         ptrmap_free(&seen)
         ptrmap_free(&name_column)
         ptrmap_free(&object_id)
+    # (Long-lived, one entry per distinct attribute: never walked by the collector.)
+    out_of_collector_sight(objects)
     return out, {name: columns.arrays[k] for name, k in columns.index.items()}, objects
 
 

@@ -29,7 +29,7 @@ from cpython.ref cimport Py_INCREF
 
 from model_slots cimport (
     PtrMap, draspeed_get_slot, draspeed_prefetch_ahead, ptrmap_free, ptrmap_get, ptrmap_init,
-    ptrmap_put, slot_offset,
+    PyObject_GC_UnTrack, out_of_collector_sight, ptrmap_put, slot_offset,
 )
 
 cdef inline object _identity(object o):
@@ -163,23 +163,25 @@ cdef class Interning:
     def __cinit__(self):
         if ptrmap_init(&self._use_pattern, 1024) < 0 or ptrmap_init(&self._quantity_at, 64) < 0:
             raise MemoryError()
+        # (The lists that grow with the devices, or with the pools, are never walked by
+        # the cyclic collector: nothing in them refers back.)
         self.strings = {}
-        self.string_list = []
+        self.string_list = out_of_collector_sight([])
         self.pools = {}
-        self.pool_keys = []
-        self.quantities = []
-        self.quantity_nanos = []
-        self.selectors = []
-        self.pattern_ptr = [0]
-        self.pattern_set = []
-        self.pattern_counter = []
-        self.pattern_quantity = []
+        self.pool_keys = out_of_collector_sight([])
+        self.quantities = out_of_collector_sight([])
+        self.quantity_nanos = out_of_collector_sight([])
+        self.selectors = out_of_collector_sight([])
+        self.pattern_ptr = out_of_collector_sight([0])
+        self.pattern_set = out_of_collector_sight([])
+        self.pattern_counter = out_of_collector_sight([])
+        self.pattern_quantity = out_of_collector_sight([])
         self._quantity_by_value = {}
         self._selector_by_object = {}
         self._use = {}
         self._pattern = {}
         self._uses = {}
-        self._alive = []
+        self._alive = out_of_collector_sight([])
 
     def __dealloc__(self):
         ptrmap_free(&self._use_pattern)
@@ -234,8 +236,13 @@ cdef class Interning:
         found = self.pools.get(key)
         if found is None:
             found = len(self.pool_keys)
+            # (Tuples of numbers and of strings, untracked now rather than at the first
+            # collection, which would visit each of them: one pair of each per pool.)
+            PyObject_GC_UnTrack(<void*>key)
             self.pools[key] = found
-            self.pool_keys.append((self.string_list[driver], self.string_list[name]))
+            names = (self.string_list[driver], self.string_list[name])
+            PyObject_GC_UnTrack(<void*>names)
+            self.pool_keys.append(names)
         return <int32_t>found
 
     cdef tuple _entries(self, object use):
@@ -336,7 +343,9 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     Returns a dict of numpy arrays: ``s_*`` one entry per slice, ``d_*`` one per
     device (``d_pattern``: the consumption pattern id, -1 for none), ``cs_*`` the
     counter sets of counter-set slices and ``c_*`` their counters (``s_cs_ptr`` and
-    ``cs_c_ptr`` index them, batch-local).
+    ``cs_c_ptr`` index them, batch-local); and two lists, ``devices`` and each one's
+    ``drivers``, for the devices' CEL table (listed here, while each device is at hand: a
+    second pass over them waited on the memory for each again).
     """
     cdef Py_ssize_t S = len(slices), s, n_dev = 0, n_sets = 0, n_counters = 0
     cdef bint direct
@@ -368,6 +377,8 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     d_pdn_a = np.zeros(n_dev, np.uint8)
     d_pdn_node_a = np.full(n_dev, -1, np.int32)
     d_pdn_selector_a = np.full(n_dev, -1, np.int32)
+    cdef list device_list = out_of_collector_sight(PyList_New(n_dev))
+    cdef list driver_list = out_of_collector_sight(PyList_New(n_dev))
     cdef int64_t[::1] s_first = s_first_a, s_gen = s_gen_a, s_count = s_count_a
     cdef int32_t[::1] s_ndev = s_ndev_a, s_pool = s_pool_a
     cdef int32_t[::1] s_node = s_node_a, s_selector = s_selector_a, s_name = s_name_a
@@ -395,7 +406,8 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
         spec = _get(rs, _spec_at, "spec", direct)
         metadata = _get(rs, _metadata_at, "metadata", direct)
         direct = Py_TYPE(spec) == _SPEC
-        driver = _intern(strings, string_list, _get(spec, _driver_at, "driver", direct))
+        driver_name = _get(spec, _driver_at, "driver", direct)
+        driver = _intern(strings, string_list, driver_name)
         pool = _get(spec, _pool_at, "pool", direct)
         node_name = _get(spec, _node_name_at, "node_name", direct)
         all_nodes = _get(spec, _all_nodes_at, "all_nodes", direct)
@@ -444,6 +456,12 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
                     devices, j, _DEVICE, _PREFETCH_FIELDS, 6, _PREFETCH_CONTENTS, 2
                 )
             device = devices[j]
+            if g >= n_dev:  # (a device list longer than when it was counted above)
+                raise ValueError("draspeed: the slices changed while they were read")
+            Py_INCREF(device)
+            PyList_SET_ITEM(device_list, g, device)
+            Py_INCREF(driver_name)
+            PyList_SET_ITEM(driver_list, g, driver_name)
             direct = Py_TYPE(device) == _DEVICE
             d_name[g] = _intern(strings, string_list, _get(device, _name_at, "name", direct))
             flags = 0
@@ -477,6 +495,8 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
                     d_pdn[g] = SEL_SELECTOR
                     d_pdn_selector[g] = names.selector(device.node_selector)
             g += 1
+    if g != n_dev:
+        raise ValueError("draspeed: the slices changed while they were read")
     return {
         "s_first": s_first_a, "s_ndev": s_ndev_a, "s_pool": s_pool_a,
         "s_gen": s_gen_a, "s_count": s_count_a, "s_node": s_node_a, "s_sel": s_sel_a,
@@ -486,32 +506,8 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
         "c_name": c_name_a, "c_quantity": c_quantity_a,
         "d_name": d_name_a, "d_flags": d_flags_a, "d_pattern": d_pattern_a,
         "d_pdn": d_pdn_a, "d_pdn_node": d_pdn_node_a, "d_pdn_selector": d_pdn_selector_a,
+        "devices": device_list, "drivers": driver_list,
     }
-
-
-def devices_of(list slices, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t n_devices):
-    """The devices of ``slices[begin:end]`` end to end (``n_devices`` of them), and each
-    one's driver: ``(drivers, devices)``, two lists made at their size."""
-    cdef list drivers = PyList_New(n_devices), devices = PyList_New(n_devices)
-    cdef Py_ssize_t s, i, g = 0, n
-    cdef list found
-    for s in range(begin, end):
-        spec = slices[s].spec
-        driver = spec.driver
-        found = spec.devices if type(spec.devices) is list else list(spec.devices)
-        n = PyList_GET_SIZE(found)
-        if g + n > n_devices:
-            raise ValueError("draspeed: the slices changed after they were read")
-        for i in range(n):
-            device = <object>PyList_GET_ITEM(found, i)
-            Py_INCREF(device)
-            PyList_SET_ITEM(devices, g, device)
-            Py_INCREF(driver)
-            PyList_SET_ITEM(drivers, g, driver)
-            g += 1
-    if g != n_devices:
-        raise ValueError("draspeed: the slices changed after they were read")
-    return drivers, devices
 
 
 cdef inline Py_ssize_t _slice_at(const int64_t[::1] s_first, Py_ssize_t S, int64_t g) noexcept:

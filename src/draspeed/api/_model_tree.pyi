@@ -23,6 +23,10 @@ def fill_template(shape: Template, leaves: tuple[object, ...]) -> Any:
     """A copy of the tree split_template took apart, its holes filled in walk order."""
     ...
 
+def untrack_list(items: list[_T]) -> list[_T]:
+    """``items`` itself (not what it holds) out of the cyclic collector's sight."""
+    ...
+
 def untrack(objects: list[Any]) -> None:
     """Take model trees out of the cyclic collector's sight (``raw`` excepted)."""
     ...

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 import draspeed.cel._columns as _columns
+from draspeed.api._model_tree import untrack_list
 from draspeed.api.model import Device, DeviceAttribute
 from draspeed.cel.device import (
     DeviceInput,
@@ -275,7 +276,8 @@ class DeviceTable:
         self.consumable_capacity = consumable_capacity
         self._lock = threading.RLock()
         self._columns: dict[tuple[str, ...], Column] = {}
-        self._inputs: list[DeviceInput | None] = [None] * self.n
+        # (One per device, long-lived: out of the cyclic collector's walks.)
+        self._inputs: list[DeviceInput | None] = untrack_list([None] * self.n)
         self._cache: dict[Hashable, Any] = {}
         self._attribute_pass: _Attributes | None = None
 

@@ -6,7 +6,7 @@ from typing import Any, final
 import numpy as np
 import numpy.typing as npt
 
-from draspeed.api.model import Device, DeviceAttribute, NodeSelector, ResourceSlice
+from draspeed.api.model import DeviceAttribute, NodeSelector, ResourceSlice
 from draspeed.quantity import Quantity
 
 DEVICE_FLAGS: dict[str, int]
@@ -37,10 +37,7 @@ class Interning:
 
 def read_slices(
     slices: list[ResourceSlice], names: Interning, first_device: int
-) -> dict[str, npt.NDArray[Any]]: ...
-def devices_of(
-    slices: list[ResourceSlice], begin: int, end: int, n_devices: int
-) -> tuple[list[str], list[Device]]: ...
+) -> dict[str, Any]: ...
 def attribute_codes(
     slices: list[ResourceSlice],
     s_first: npt.NDArray[np.int64],

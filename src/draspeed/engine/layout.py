@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from draspeed.api._model_tree import untrack_list
 from draspeed.api.coerce import object_name
 from draspeed.api.model import Device, DeviceAttribute, Node, ResourceSlice
 from draspeed.engine import _core, _gather
@@ -97,7 +98,8 @@ class Layout:
         # its nodes unchanged by identity (Snapshot.cluster_layout).
         self.nodes = nodes if isinstance(nodes, list) else list(nodes)
         self._key = key
-        self.names = list(map(object_name, self.nodes))
+        # (One per node, long-lived: out of the cyclic collector's walks.)
+        self.names = untrack_list(list(map(object_name, self.nodes)))
         # The given Node objects by identity (the first place of each: filled from the
         # last node back): a caller that passes them back is placed without reading a name.
         last = len(self.nodes) - 1

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from draspeed.api._model_tree import untrack_list
 from draspeed.api.model import Device, ResourceSlice
 from draspeed.engine import _read
 from draspeed.engine._gather import NOT_WHOLE
@@ -59,7 +60,8 @@ class SliceTable:
     def __init__(self, slices: Sequence[ResourceSlice] = ()) -> None:
         self.lock = threading.RLock()
         self.names = _read.Interning()
-        self.slices: list[ResourceSlice] = []
+        # (Long-lived, one per slice: out of the cyclic collector's walks.)
+        self.slices: list[ResourceSlice] = untrack_list([])
         self._columns = {
             k: GrowingArray(dtype=t) for k, t in {**_SLICE_COLUMNS, **_DEVICE_COLUMNS}.items()
         }
@@ -79,6 +81,9 @@ class SliceTable:
         # Devices' capacity maps and taint lists, each distinct one once.
         self.capacity_maps = CapacityMaps()
         self.taint_lists = DistinctValues("taints")
+        # Each append's drivers and devices (the lists its CEL table reads), by the
+        # append's first device index.
+        self._device_lists: dict[int, tuple[list[str], list[Device]]] = {}
         self.append(slices)
 
     def append(self, slices: Sequence[ResourceSlice]) -> tuple[int, int, int]:
@@ -96,11 +101,18 @@ class SliceTable:
             self._cs_name.append(batch["cs_name"])
             self._c_name.append(batch["c_name"])
             self._c_quantity.append(batch["c_quantity"])
+            if batch["devices"]:
+                self._device_lists[self.n_devices] = (batch["drivers"], batch["devices"])
             self.slices.extend(slices)
             self.n_slices += len(slices)
             self.n_devices += len(batch["d_name"])
             self._derived = {}
             return start, self.n_slices, self.n_devices
+
+    def device_lists(self, start: int) -> tuple[list[str], list[Device]]:
+        """The drivers and devices of the append whose first device is ``start``, as
+        its reading listed them."""
+        return self._device_lists[start]
 
     # ---- arrays ----------------------------------------------------------------------
 

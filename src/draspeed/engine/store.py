@@ -16,7 +16,6 @@ import numpy as np
 from draspeed.api.model import ResourceSlice
 from draspeed.cel import check_deadline, compile_selector
 from draspeed.cel.row_messages import DeviceMessages
-from draspeed.engine import _read
 from draspeed.engine.slice_table import SliceTable
 from draspeed.errors import CELCompileError
 from draspeed.features import Features
@@ -147,10 +146,7 @@ class SliceStore:
         if table is None:
             from draspeed.cel import DeviceTable
 
-            first = self.table.column("s_first")
-            # A chunk starts at a slice's first device and ends at one's last.
-            begin, stop = np.searchsorted(first, [start, end]).tolist()
-            drivers, devices = _read.devices_of(self.table.slices, begin, stop, end - start)
+            drivers, devices = self.table.device_lists(start)  # (a chunk is one append)
             table = DeviceTable.of_devices(
                 drivers,
                 devices,
