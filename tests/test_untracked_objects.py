@@ -134,7 +134,7 @@ def test_a_snapshot_keeps_no_tracked_container_as_long_as_its_devices(
     """A snapshot's per-device, per-pool and per-node lists (interned names, pools,
     device and driver lists of the CEL tables, attribute objects, slices, node names)
     are out of the collector's sight: a collection that reached one would visit every
-    item (a young list of 40,000 devices cost 2.4 ms of a first pass over 5,000 nodes).
+    item (four young lists of 40,000 cost 2.4 ms of a first pass over 5,000 nodes).
     And every answer stays as it was."""
     from draspeed.generate.scenarios import claim_from_template
 

@@ -42,14 +42,13 @@ from draspeed.api import model
 from draspeed.quantity import Quantity
 
 from model_slots cimport (
-    draspeed_alloc, draspeed_dict_presized, draspeed_get_slot, draspeed_put_slot,
-    draspeed_set_slot, draspeed_slot_offset, out_of_collector_sight,
+    PyObject_GC_UnTrack, draspeed_alloc, draspeed_dict_presized, draspeed_get_slot,
+    draspeed_put_slot, draspeed_set_slot, draspeed_slot_offset, out_of_collector_sight,
 )
 
 cdef extern from "Python.h":
     PyTypeObject *Py_TYPE(object o)
     int PyObject_GC_IsTracked(object o)
-    void PyObject_GC_UnTrack(void *o)
     int Py_EnterRecursiveCall(const char *where)  # nonzero: RecursionError set
     void Py_LeaveRecursiveCall()
     const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
