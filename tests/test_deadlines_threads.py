@@ -487,3 +487,43 @@ def test_threads_asking_prepared_pods_get_each_nodes_answer_and_work(pods: str) 
         for t in threads:
             t.join(timeout=300)
         assert errors == []
+
+
+def test_a_per_thread_value_is_each_threads_own_and_a_new_thread_starts_without_one() -> None:
+    """``last_stats`` is kept per thread by ``PerThread``: the first thread to set a
+    value keeps it in a field, the others in a ``threading.local``. A thread that set
+    nothing reads the default, even one started after the first setter ended (a
+    thread's ident can be reused, its thread-state id cannot)."""
+    from draspeed.engine._prepared import PerThread
+
+    value = PerThread("none")
+    seen: dict[str, Any] = {}
+
+    def first() -> None:
+        seen["first before"] = value.get()
+        value.set("first")
+        seen["first after"] = value.get()
+
+    def later(name: str) -> None:
+        seen[f"{name} before"] = value.get()
+        value.set(name)
+        seen[f"{name} after"] = value.get()
+
+    owner = threading.Thread(target=first)
+    owner.start()
+    owner.join()
+    for name in ("second", "third"):
+        t = threading.Thread(target=later, args=(name,))
+        t.start()
+        t.join()
+    assert seen == {
+        "first before": "none",
+        "first after": "first",
+        "second before": "none",
+        "second after": "second",
+        "third before": "none",
+        "third after": "third",
+    }
+    assert value.get() == "none"  # this thread set nothing
+    value.set("main")
+    assert value.get() == "main"

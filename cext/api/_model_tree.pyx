@@ -31,6 +31,7 @@ constructor.
 import dataclasses
 
 from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
+from cpython.pycapsule cimport PyCapsule_New
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM
@@ -372,6 +373,10 @@ def split_template(o, dict known=None):
 
 def fill_template(Template shape, tuple leaves):
     """A copy of the tree :func:`split_template` took apart (as :func:`clone` copies)."""
+    return _fill(shape, leaves)
+
+
+cdef object _fill(Template shape, tuple leaves):
     if len(leaves) != shape.holes:
         raise ValueError(
             "draspeed: a template has "
@@ -443,6 +448,13 @@ def fill_template(Template shape, tuple leaves):
             Py_DECREF(<object>stack[i])
         if stack != small:
             free(stack)
+
+
+# ``_fill`` for other compiled modules, called without a Python call's argument
+# parsing: a prepared pod's remembered answer is a lookup and this copy, and the call
+# was a twentieth of it. (Takes a Template, as its first argument is declared; the
+# caller checks.)
+_FILL_CAPSULE = PyCapsule_New(<void*>_fill, b"draspeed.api._model_tree._fill", NULL)
 
 
 # ------------------------------------------------------------------ signatures

@@ -9,18 +9,80 @@ answered yet, a deadline, an answer that needs fresh shareIDs -- is
 :meth:`draspeed.engine.allocator.PreparedClaims` 's own (Python) way.
 """
 
-from draspeed.api.model import Node
-from draspeed.api._model_tree import fill_template
+import threading
 
-from libc.stdint cimport int32_t, int64_t
+from draspeed.api.model import Node
+from draspeed.api import _model_tree
+from draspeed.api._model_tree import Template
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from cpython.long cimport PyLong_FromVoidPtr
 from cpython.object cimport PyObject
+from cpython.pycapsule cimport PyCapsule_GetPointer
+
+cdef extern from "Python.h":
+    ctypedef struct PyThreadState:
+        pass
+    PyThreadState *PyThreadState_Get()
+    # Unique in the interpreter's life: never a dead thread's, unlike an ident.
+    uint64_t PyThreadState_GetID(PyThreadState *tstate)
+
+ctypedef object (*FillFunction)(object shape, tuple leaves)
 
 cdef object _NODE = Node
-cdef object _fill = fill_template
+cdef object _TEMPLATE = Template
+# ``fill_template``'s compiled body (see draspeed.api._model_tree._FILL_CAPSULE).
+cdef FillFunction _fill = <FillFunction>PyCapsule_GetPointer(
+    _model_tree._FILL_CAPSULE, b"draspeed.api._model_tree._fill"
+)
+
+
+cdef class PerThread:
+    """One value per thread, as ``threading.local`` keeps one attribute: a thread that
+    set none reads ``default``.
+
+    The first thread to set a value keeps it in a field, found by comparing its
+    thread-state id; every other thread keeps its own in a ``threading.local``. A
+    scheduler's loop sets the stats of a call and reads them back once per node, and
+    two ``threading.local`` accesses per call were an eighth of a remembered answer's
+    call.
+    """
+
+    cdef uint64_t owner  # the first setter's thread-state id (0: none yet)
+    cdef object owner_value
+    cdef object others
+    cdef readonly object default
+
+    def __cinit__(self, object default):
+        self.default = default
+        self.owner_value = default
+        self.others = threading.local()
+
+    cdef inline object get_(self):
+        if self.owner != 0 and PyThreadState_GetID(PyThreadState_Get()) == self.owner:
+            return self.owner_value
+        return getattr(self.others, "value", self.default)
+
+    cdef inline int set_(self, object value) except -1:
+        cdef uint64_t me = PyThreadState_GetID(PyThreadState_Get())
+        if self.owner == 0:
+            self.owner = me
+        if me == self.owner:
+            self.owner_value = value
+        else:
+            self.others.value = value
+        return 0
+
+    def get(self):
+        """The calling thread's value."""
+        return self.get_()
+
+    def set(self, value):
+        """Set the calling thread's value."""
+        self.set_(value)
 
 
 cdef class KnownAnswers:
@@ -50,11 +112,10 @@ cdef class PreparedAnswers:
 
     cdef public object allocator
     cdef public KnownAnswers known
-    # A threading.local: per thread, the stats of its last call (``last_stats``), as
-    # the allocator keeps its own in ``allocator._local``.
-    cdef public object local
-    # What ``last_stats`` gives a thread that has made no call yet.
-    cdef public object no_stats
+    # Per thread, the stats of its last call on this pod (``last_stats``)...
+    cdef public PerThread stats
+    # ... and on the allocator (the allocator's own ``last_stats``, set here too).
+    cdef public PerThread allocator_stats
 
     # (A compiled property: a scheduler that counts the work reads it after every call,
     # and as a Python property it cost a fifth of a remembered answer's call.)
@@ -62,10 +123,10 @@ cdef class PreparedAnswers:
         """The counters of the calling thread's last ``allocate`` on this pod."""
 
         def __get__(self):
-            return getattr(self.local, "stats", self.no_stats)
+            return self.stats.get_()
 
         def __set__(self, stats):
-            self.local.stats = stats
+            self.stats.set_(stats)
 
     def allocate(self, node, *, deadline=None):
         """One result per claim (input order), or None: see ``Allocator.allocate``."""
@@ -78,10 +139,11 @@ cdef class PreparedAnswers:
                 found = PyDict_GetItem(known.answers, <object>found)
                 if found != NULL:
                     stats, shape, leaves, shared = <tuple>found
-                    if not shared:  # (shared devices take fresh shareIDs: the long way)
-                        self.local.stats = stats
-                        self.allocator._local.stats = stats
-                        return _fill(shape, leaves)
+                    # (Shared devices take fresh shareIDs: the long way.)
+                    if not shared and type(shape) is _TEMPLATE and type(leaves) is tuple:
+                        self.stats.set_(stats)
+                        self.allocator_stats.set_(stats)
+                        return _fill(shape, <tuple>leaves)
         return self._long_way(node, deadline)  # (the subclass's)
 
 

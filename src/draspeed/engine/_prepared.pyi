@@ -24,14 +24,26 @@ class KnownAnswers:
     def arrays(self) -> Any: ...
     def __new__(cls, arrays: Any) -> KnownAnswers: ...
 
+@final
+class PerThread:
+    """One value per thread, as ``threading.local`` keeps one attribute."""
+
+    @property
+    def default(self) -> Any: ...
+    def __new__(cls, default: Any) -> PerThread: ...
+    def get(self) -> Any:
+        """The calling thread's value."""
+    def set(self, value: Any) -> None:
+        """Set the calling thread's value."""
+
 @disjoint_base
 class PreparedAnswers:
     """The compiled first step of a prepared pod's ``allocate``."""
 
     allocator: Any
     known: KnownAnswers | None
-    local: Any
-    no_stats: Stats
+    stats: PerThread
+    allocator_stats: PerThread
     @property
     def last_stats(self) -> Stats:
         """The counters of the calling thread's last ``allocate`` on this pod."""

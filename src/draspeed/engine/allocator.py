@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from draspeed.api.model import (
 from draspeed.cel import check_deadline
 from draspeed.collector import collector_paused
 from draspeed.engine import _core
-from draspeed.engine._prepared import KnownAnswers, PreparedAnswers
+from draspeed.engine._prepared import KnownAnswers, PerThread, PreparedAnswers
 from draspeed.engine.analogy import Recipe, kind_of_answer, located_picks, make_recipe
 from draspeed.engine.answers_ahead import answer_ahead, worth_a_window
 from draspeed.engine.claim_arrays import (
@@ -106,16 +105,16 @@ class Allocator:
         self.share_id = share_id
         # Per thread, the stats of its last call (a thread reading another's would read
         # the work of a search it did not ask for).
-        self._local = threading.local()
+        self.stats = PerThread(_NO_WORK)
 
     @property
     def last_stats(self) -> Stats:
         """The counters of the calling thread's last call."""
-        return getattr(self._local, "stats", _NO_WORK)
+        return cast(Stats, self.stats.get())
 
     @last_stats.setter
     def last_stats(self, stats: Stats) -> None:
-        self._local.stats = stats
+        self.stats.set(stats)
 
     def allocate(
         self, claims: ClaimsInput, node: NodeInput, *, deadline: float | None = None
@@ -356,8 +355,8 @@ class PreparedClaims(PreparedAnswers):
         self.claims = list(claims)
         # The specs as encoded now: what the answers are about from here on.
         self.key = claims_signature(self.claims) if self.claims else b""
-        self.local = threading.local()
-        self.no_stats = _NO_WORK
+        self.stats = PerThread(_NO_WORK)
+        self.allocator_stats = allocator.stats
         self.known = None
 
     def _long_way(self, node: NodeInput, deadline: float | None) -> list[AllocationResult] | None:
