@@ -167,7 +167,7 @@ def test_name_columns_as_the_device_maps_show_them(
             assert column.values[column.ids1[row] - 1] == tuple(shown), (read, row)
 
 
-# ---- attribute_codes: the column codes of distinct attribute objects ------------------
+# ---- object_codes: the column codes of the objects a column lists -------------------
 
 _SCALARS = st.one_of(
     st.integers(-3, 3), st.booleans(), st.sampled_from(["", "a", "1", "True", "1.2.3", "v1"])
@@ -184,14 +184,13 @@ _ATTRIBUTES = st.one_of(
 )
 
 
-def _codes_one_by_one(distinct: list[int], objects: list[Any]) -> tuple[list[int], list[Any], bool]:
+def _codes_one_by_one(items: list[Any]) -> tuple[list[int], list[Any], bool]:
     """The rule written out: a key per object, the first object of a key gives its value."""
-    code_of = [0] * (len(objects) + 1)
+    codes: list[int] = []
     values: list[Any] = []
     by_key: dict[Any, int] = {}
     absent = False
-    for oid in distinct:
-        item = objects[oid - 1]
+    for item in items:
         key = None if item is None else _attribute_key(item)
         code = 0 if key is None else by_key.get(key)
         if code is None:
@@ -201,25 +200,21 @@ def _codes_one_by_one(distinct: list[int], objects: list[Any]) -> tuple[list[int
                 values.append(value)
             by_key[key] = code
         absent = absent or code == 0
-        code_of[oid] = code
-    return code_of, values, absent
+        codes.append(code)
+    return codes, values, absent
 
 
 @settings(max_examples=300)
 @given(objects=st.lists(_ATTRIBUTES, max_size=12), data=st.data())
-def test_attribute_codes_as_decided_one_by_one(objects: list[Any], data: st.DataObject) -> None:
+def test_object_codes_as_decided_one_by_one(objects: list[Any], data: st.DataObject) -> None:
     """Kinds with values of another type (an int kind holding True, a string kind
-    holding 1), lists, absent objects and equal values in distinct objects alike."""
-    import numpy as np
-
+    holding 1), lists, absent objects, one object listed many times and equal values
+    in distinct objects alike."""
     from draspeed.cel import _columns
 
-    order = data.draw(st.permutations(range(1, len(objects) + 1)))
-    distinct = np.asarray(order, dtype=np.int32)
-    code_of, values, absent = _columns.attribute_codes(
-        distinct, objects, _attribute_key, _cel_attribute
-    )
-    want_codes, want_values, want_absent = _codes_one_by_one(list(order), objects)
-    assert code_of.tolist() == want_codes
+    items = data.draw(st.lists(st.sampled_from(objects), max_size=20)) if objects else []
+    codes, values, absent = _columns.object_codes(items, _attribute_key, _cel_attribute)
+    want_codes, want_values, want_absent = _codes_one_by_one(items)
+    assert codes.tolist() == want_codes
     assert [(type(v), v) for v in values] == [(type(v), v) for v in want_values]
     assert absent == want_absent

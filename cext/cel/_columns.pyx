@@ -13,6 +13,7 @@ import numpy as np
 from draspeed.api import model
 
 from libc.stdint cimport int32_t, uint8_t
+from cpython.list cimport PyList_GET_ITEM
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
@@ -267,30 +268,45 @@ cdef enum:
     KINDS_REMEMBERED = 16  # distinct kind strings told apart by address (there are 8)
 
 
-cdef class _AttributeColumns:
-    """The growing output of :func:`attribute_pass`: per attribute name, an int32 array
-    of object ids (0: absent, k: ``objects[k - 1]``), with its data pointer kept in C."""
+cdef class AttributeObjects:
+    """What :func:`attribute_pass` files per attribute name: each device's attribute
+    object.
 
-    cdef list arrays  # column index -> its numpy array
-    cdef dict index  # (domain, ident) -> column index
-    cdef int32_t **data
+    A column is an int32 array of entries (0: the device has no such attribute, k:
+    ``objects[k - 1]`` of the column's list). An object is listed again only when it
+    differs from the column's previous one, so a column of one shared value lists it
+    once and a column of UUIDs once per device, with no lookup: numbering objects in
+    the pass took a lookup by address per attribute in a table as large as the
+    distinct objects, which missed the cache for most of them. A column is numbered
+    (each listed object told apart) only when a selector reads it (:meth:`codes`).
+    """
+
+    cdef list arrays  # column -> its entries (numpy int32)
+    cdef list objects  # column -> its list of objects
+    cdef dict index  # (domain, ident) -> column
+    cdef int32_t **data  # column -> its entries' data
+    cdef PyObject **last  # column -> its last listed object (held by its list)
     cdef Py_ssize_t n, cap
 
     def __cinit__(self, Py_ssize_t n):
         self.arrays = []
+        self.objects = []
         self.index = {}
         self.n = n
         self.cap = 16
         self.data = <int32_t**>PyMem_Malloc(self.cap * sizeof(int32_t*))
-        if self.data == NULL:
+        self.last = <PyObject**>PyMem_Malloc(self.cap * sizeof(PyObject*))
+        if self.data == NULL or self.last == NULL:
             raise MemoryError()
 
     def __dealloc__(self):
         PyMem_Free(self.data)
+        PyMem_Free(self.last)
 
     cdef Py_ssize_t column(self, tuple name) except -1:
-        """The index of the column of ``(domain, ident)`` (added, all absent, if new)."""
+        """The column of ``(domain, ident)`` (added, all absent, if new)."""
         cdef int32_t **grown
+        cdef PyObject **grown_last
         cdef int32_t[::1] view
         found = self.index.get(name)
         if found is not None:
@@ -301,73 +317,160 @@ cdef class _AttributeColumns:
             if grown == NULL:
                 raise MemoryError()
             self.data = grown
+            grown_last = <PyObject**>PyMem_Realloc(self.last, 2 * self.cap * sizeof(PyObject*))
+            if grown_last == NULL:
+                raise MemoryError()
+            self.last = grown_last
             self.cap *= 2
         array = np.zeros(self.n, np.int32)
         view = array
         self.data[k] = &view[0] if self.n else NULL
+        self.last[k] = NULL
         self.arrays.append(array)
+        # (As long as the column, and referring to nothing that refers back.)
+        self.objects.append(out_of_collector_sight([]))
         self.index[name] = k
         return k
+
+    cdef inline int put(self, Py_ssize_t k, Py_ssize_t i, PyObject *value) except -1:
+        """File ``value`` for device ``i`` in column ``k``."""
+        cdef list listed = <list>PyList_GET_ITEM(self.objects, k)
+        if value != self.last[k]:
+            listed.append(<object>value)
+            self.last[k] = value
+        self.data[k][i] = <int32_t>len(listed)
+        return 0
+
+    def names(self):
+        """The attribute names filed, ``(domain, ident)``, in the order first met."""
+        return list(self.index)
+
+    def present(self, tuple name not None):
+        """Whether each device has attribute ``name`` (a bool array), or None when no
+        device has it."""
+        found = self.index.get(name)
+        if found is None:
+            return None
+        return self.arrays[<Py_ssize_t>found] != 0
+
+    def codes(self, tuple name not None, object key_of, object value_of):
+        """Column ``name`` numbered: ``(codes, values, absent)`` as :func:`object_codes`
+        gives them for the devices' objects, or None when no device has it."""
+        found = self.index.get(name)
+        if found is None:
+            return None
+        entries = self.arrays[<Py_ssize_t>found]
+        listed, values, absent = object_codes(self.objects[<Py_ssize_t>found], key_of, value_of)
+        code_of = np.zeros(len(listed) + 1, np.int32)
+        code_of[1:] = listed
+        return code_of[entries], values, absent or bool((entries == 0).any())
+
+
+def object_codes(list items not None, object key_of, object value_of):
+    """Codes for ``items`` (attribute objects, one per device; None: absent): 0 where
+    absent, else 1 + the index of the item's CEL value among ``values``, the first
+    distinct key first. Returns ``(codes, values, absent)``, ``absent`` whether some
+    item has no value. ``key_of``/``value_of`` decide, as ``draspeed.cel.table``
+    defines them, once per distinct object (by address); an attribute of a plain kind
+    (int, bool, string) with a value of exactly that type is decided here without
+    them (its key is ``(kind, value)``, its CEL value the value itself), which is what
+    they would answer: a column of UUIDs has a distinct object per device."""
+    cdef Py_ssize_t n = len(items), i
+    cdef int code
+    cdef bint absent = False
+    cdef dict by_key = {}
+    cdef list values = []
+    cdef PyObject *item
+    cdef PyObject *kind
+    cdef PyObject *raw
+    # address of an object -> its code + 1
+    cdef PtrMap seen
+    codes_a = np.zeros(n, np.int32)
+    cdef int32_t[::1] codes = codes_a
+    if ptrmap_init(&seen, 64) < 0:
+        ptrmap_free(&seen)
+        raise MemoryError()
+    try:
+        for i in range(n):
+            item = PyList_GET_ITEM(items, i)
+            code = ptrmap_get(&seen, item, 0) - 1
+            if code < 0:
+                kind = raw = NULL
+                if Py_TYPE(<object>item) == _ATTRIBUTE:
+                    kind = draspeed_get_slot(<object>item, _kind_at)
+                    raw = draspeed_get_slot(<object>item, _attribute_value_at)
+                if kind != NULL and raw != NULL and (
+                    (type(<object>raw) is str and <object>kind == "string")
+                    or (type(<object>raw) is int and <object>kind == "int")
+                    or (type(<object>raw) is bool and <object>kind == "bool")
+                ):
+                    code = _code_of(by_key, values, (<object>kind, <object>raw), <object>item,
+                                    value_of, <object>raw)
+                elif <object>item is None:
+                    code = 0
+                else:
+                    code = _code_of(by_key, values, key_of(<object>item), <object>item,
+                                    value_of, _ASK)
+                if ptrmap_put(&seen, item, code + 1) < 0:
+                    raise MemoryError()
+            if code == 0:
+                absent = True
+            codes[i] = code
+    finally:
+        ptrmap_free(&seen)
+    return codes_a, values, absent
 
 
 def attribute_pass(list devices, list drivers, frozenset risky_kinds, object detail_of):
     """One walk over every device's attributes, for everything a device table reads
-    of them: ``(errors, columns, objects)``.
+    of them: ``(errors, columns)``.
 
     ``errors``: ``(row, attribute name, detail)`` for each device with an attribute
     upstream cannot convert to a CEL value (the first such attribute, in its order);
     ``detail_of(attribute)`` is None when one converts, else the reason. It is asked
     once per distinct attribute object, and only for kinds in ``risky_kinds``.
 
-    ``columns``: ``{(domain, ident): ids}`` for every attribute name some device has,
-    ``ids[row]`` the device's attribute object as an id into ``objects`` (0: absent,
-    k: ``objects[k - 1]``). A device's own driver's attribute may be named by its bare
-    identifier; the fully qualified name wins when a device has both, as upstream
-    looks attributes up.
+    ``columns``: an :class:`AttributeObjects` of every attribute name some device has,
+    filed under ``(domain, ident)``. A device's own driver's attribute may be named by
+    its bare identifier; the fully qualified name wins when a device has both, as
+    upstream looks attributes up.
 
     Attribute names and kinds are strings the decoder shares, and attribute objects
     are shared between devices wherever their values repeat, so most lookups here are
     by address, in C; one pass replaces a pass per attribute a selector reads.
     """
     cdef Py_ssize_t n = len(devices)
-    cdef list out = [], reasons = [], keep = [], objects = []
+    cdef list out = [], reasons = [], keep = []
     cdef PyObject *kinds[KINDS_REMEMBERED]
     cdef bint kind_risky[KINDS_REMEMBERED]
-    cdef _AttributeColumns columns = _AttributeColumns(n)
+    cdef AttributeObjects columns = AttributeObjects(n)
     # address of a DeviceAttribute -> 1 (converts) or 2 + the index of its reason
     cdef PtrMap seen
     # address of a qualified attribute name -> its column + 1; -1: a bare name
     cdef PtrMap name_column
-    # address of a DeviceAttribute -> its object id
-    cdef PtrMap object_id
-    if (ptrmap_init(&seen, 64) < 0 or ptrmap_init(&name_column, 64) < 0
-            or ptrmap_init(&object_id, 1024) < 0):
+    if ptrmap_init(&seen, 64) < 0 or ptrmap_init(&name_column, 64) < 0:
         ptrmap_free(&seen)
         ptrmap_free(&name_column)
-        ptrmap_free(&object_id)
         raise MemoryError()
     try:
         _attribute_scan(devices, drivers, risky_kinds, detail_of, &seen, &name_column,
-                        &object_id, kinds, kind_risky, columns, out, reasons, keep, objects)
+                        kinds, kind_risky, columns, out, reasons, keep)
     finally:
         ptrmap_free(&seen)
         ptrmap_free(&name_column)
-        ptrmap_free(&object_id)
-    # (Long-lived, one entry per distinct attribute: never walked by the collector.)
-    out_of_collector_sight(objects)
-    return out, {name: columns.arrays[k] for name, k in columns.index.items()}, objects
+    return out, columns
 
 
 cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, object detail_of,
-                          PtrMap *seen, PtrMap *name_column, PtrMap *object_id,
-                          PyObject **kinds, bint *kind_risky, _AttributeColumns columns,
-                          list out, list reasons, list keep, list objects) except *:
+                          PtrMap *seen, PtrMap *name_column,
+                          PyObject **kinds, bint *kind_risky, AttributeObjects columns,
+                          list out, list reasons, list keep) except *:
     cdef Py_ssize_t n = len(devices), i, pos, j, n_kinds = 0
     cdef PyObject *key
     cdef PyObject *value
     cdef PyObject *kind
     cdef bint risky, failed, bare
-    cdef int verdict, column, oid
+    cdef int verdict, column
     for i in range(n):
         _prefetch_ahead(devices, i, _attributes_at)
         attrs = _field(devices[i], _attributes_at, "attributes", _DEVICE)
@@ -377,13 +480,7 @@ cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, obj
         failed = False
         bare = False
         while PyDict_Next(attrs, &pos, &key, &value):
-            # The value's object id, in the column of its name.
-            oid = ptrmap_get(object_id, value, 0)
-            if oid == 0:
-                objects.append(<object>value)  # keeps the address unique while alive
-                oid = len(objects)
-                if ptrmap_put(object_id, value, oid) < 0:
-                    raise MemoryError()
+            # The value, in the column of its name.
             column = ptrmap_get(name_column, key, 0)
             if column == 0:
                 name = <object>key
@@ -398,7 +495,7 @@ cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, obj
                     raise MemoryError()
                 keep.append(name)  # its address stays this name's
             if column > 0:
-                columns.data[column - 1][i] = oid
+                columns.put(column - 1, i, value)
             elif column == -1:
                 bare = True
             if failed:
@@ -437,11 +534,10 @@ cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, obj
                 out.append((i, <object>key, reasons[verdict - 2]))
                 failed = True
         if bare:
-            _bare_names(attrs, <str>drivers[i], i, columns, object_id)
+            _bare_names(attrs, <str>drivers[i], i, columns)
 
 
-cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, _AttributeColumns columns,
-                      PtrMap *object_id) except *:
+cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, AttributeObjects columns) except *:
     """The attributes a device names by their bare identifier: its driver's, unless
     the device also has the fully qualified name."""
     cdef Py_ssize_t pos = 0
@@ -454,67 +550,6 @@ cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, _AttributeColumns co
             continue
         k = columns.column((driver, name))
         if (driver + "/" + name) not in attrs:
-            columns.data[k][i] = ptrmap_get(object_id, value, 0)
+            columns.put(k, i, value)
 
 
-def attribute_codes(const int32_t[::1] distinct, list objects, object key_of, object value_of):
-    """The column codes of the attribute objects ``objects[oid - 1]`` of the ``distinct``
-    object ids, in that order: ``(code_of, values, absent)``, ``code_of[oid]`` 0 (absent)
-    or 1 + the index of the object's CEL value in ``values``, the first distinct key
-    first. ``key_of``/``value_of`` decide, as ``draspeed.cel.table`` defines them; an
-    attribute of a plain kind (int, bool, string) with a value of exactly that type is
-    decided here without them (its key is ``(kind, value)``, its CEL value the value
-    itself), which is what they would answer: a column of UUIDs has a distinct object
-    per device."""
-    cdef Py_ssize_t n = distinct.shape[0], i
-    cdef int32_t oid, code
-    cdef bint absent = False
-    cdef dict by_key = {}
-    cdef list values = []
-    cdef PyObject *kind
-    cdef PyObject *raw
-    code_of_a = np.zeros(len(objects) + 1, np.int32)
-    cdef int32_t[::1] code_of = code_of_a
-    for i in range(n):
-        oid = distinct[i]
-        item = objects[oid - 1]
-        kind = raw = NULL
-        if item is not None and Py_TYPE(item) == _ATTRIBUTE:
-            kind = draspeed_get_slot(item, _kind_at)
-            raw = draspeed_get_slot(item, _attribute_value_at)
-        if kind != NULL and raw != NULL and (
-            (type(<object>raw) is str and <object>kind == "string")
-            or (type(<object>raw) is int and <object>kind == "int")
-            or (type(<object>raw) is bool and <object>kind == "bool")
-        ):
-            code = _code_of(by_key, values, (<object>kind, <object>raw), item, value_of, <object>raw)
-        elif item is None:
-            code = 0
-        else:
-            code = _code_of(by_key, values, key_of(item), item, value_of, _ASK)
-        if code == 0:
-            absent = True
-        code_of[oid] = code
-    return code_of_a, values, absent
-
-
-def distinct_ids(const int32_t[::1] ids, Py_ssize_t n_objects):
-    """The distinct nonzero ids of ``ids`` (each below ``n_objects + 1``) in the order
-    they first occur, and whether 0 occurs."""
-    cdef Py_ssize_t n = ids.shape[0], i, k = 0
-    cdef int32_t v
-    cdef bint zero = False
-    seen_a = np.zeros(n_objects + 1, np.uint8)
-    out_a = np.empty(min(n, n_objects), np.int32)
-    cdef uint8_t[::1] seen = seen_a
-    cdef int32_t[::1] out = out_a
-    with nogil:
-        for i in range(n):
-            v = ids[i]
-            if v == 0:
-                zero = True
-            elif not seen[v]:
-                seen[v] = 1
-                out[k] = v
-                k += 1
-    return out_a[:k], zero

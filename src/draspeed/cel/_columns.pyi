@@ -1,7 +1,7 @@
 """Type stubs for the compiled device-table passes (cext/cel/_columns.pyx)."""
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
@@ -21,22 +21,33 @@ def key_sets(
     devices: list[Device], drivers: list[str], capacity: bool
 ) -> tuple[npt.NDArray[np.int32], list[tuple[str, tuple[str, ...]]]]: ...
 def multi_flags(devices: list[Device]) -> list[bool]: ...
+
+@final
+class AttributeObjects:
+    """Each device's attribute object, per attribute name (what ``attribute_pass``
+    files)."""
+
+    def __new__(cls, n: int) -> AttributeObjects: ...
+    def names(self) -> list[tuple[str, str]]:
+        """The attribute names filed, ``(domain, ident)``, in the order first met."""
+    def present(self, name: tuple[str, str]) -> npt.NDArray[np.bool_] | None:
+        """Whether each device has attribute ``name``, or None when none has."""
+    def codes(
+        self,
+        name: tuple[str, str],
+        key_of: Callable[[Any], Hashable | None],
+        value_of: Callable[[Any], Any],
+    ) -> tuple[npt.NDArray[np.int32], list[Any], bool] | None:
+        """Column ``name`` numbered, as ``object_codes`` numbers it, or None."""
+
+def object_codes(
+    items: list[Any],
+    key_of: Callable[[Any], Hashable | None],
+    value_of: Callable[[Any], Any],
+) -> tuple[npt.NDArray[np.int32], list[Any], bool]: ...
 def attribute_pass(
     devices: list[Device],
     drivers: list[str],
     risky_kinds: frozenset[str | None],
     detail_of: Callable[[DeviceAttribute], str | None],
-) -> tuple[
-    list[tuple[int, str, str]],
-    dict[tuple[str, str], npt.NDArray[np.int32]],
-    list[DeviceAttribute],
-]: ...
-def attribute_codes(
-    distinct: npt.NDArray[np.int32],
-    objects: list[Any],
-    key_of: Callable[[Any], Hashable | None],
-    value_of: Callable[[Any], Any],
-) -> tuple[npt.NDArray[np.int32], list[Any], bool]: ...
-def distinct_ids(
-    ids: npt.NDArray[np.int32], n_objects: int
-) -> tuple[npt.NDArray[np.int32], bool]: ...
+) -> tuple[list[tuple[int, str, str]], AttributeObjects]: ...

@@ -124,28 +124,15 @@ def _intern(
     return _sorted_column(local, values, absent)
 
 
-def _intern_ids(
-    ids: np.ndarray,
-    objects: list[Any],
-    key_of: Callable[[Any], Hashable | None],
-    value_of: Callable[[Any], Any],
-) -> Column:
-    """:func:`_intern` of ``[objects[i - 1] if i else None for i in ids]``, asking
-    ``key_of``/``value_of`` once per distinct object, in the order they first occur."""
-    distinct, absent = _columns.distinct_ids(ids, len(objects))
-    code_of, values, absent_there = _columns.attribute_codes(distinct, objects, key_of, value_of)
-    return _sorted_column(code_of[ids], values, absent or absent_there)
-
-
 def _sorted_column(local: np.ndarray, values: list[Any], absent: bool) -> Column:
     """The column of ``local`` codes (0 absent, i + 1 ``values[i]``), its values put
     in their natural order."""
 
     order = _natural_order(values)
+    # (No Python step per value: a column of UUIDs has one per device.)
     remap = np.zeros(len(values) + 1, dtype=np.int32)
-    for new, old in enumerate(order):
-        remap[old + 1] = new + 1
-    return Column(remap[local], [values[i] for i in order], absent)
+    remap[np.asarray(order, dtype=np.int64) + 1] = np.arange(1, len(order) + 1, dtype=np.int32)
+    return Column(remap[local], list(map(values.__getitem__, order)), absent)
 
 
 def _flag_column(flags: np.ndarray) -> Column:
@@ -241,8 +228,7 @@ class _Attributes:
     """What one pass over every device's attributes found (see ``attribute_pass``)."""
 
     conversion: tuple[np.ndarray, dict[int, str]]  # error rows, and their messages
-    ids: dict[tuple[str, str], np.ndarray]  # (domain, ident) -> object id per row
-    objects: list[Any]  # object id - 1 -> the DeviceAttribute
+    columns: _columns.AttributeObjects  # (domain, ident) -> each row's attribute object
 
 
 class DeviceTable:
@@ -335,7 +321,7 @@ class DeviceTable:
         """Every device's attributes, read in one pass (on first use)."""
         with self._lock:
             if self._attribute_pass is None:
-                errors, ids, objects = _columns.attribute_pass(
+                errors, columns = _columns.attribute_pass(
                     self._devices, self._drivers, _RISKY_KINDS, _conversion_detail
                 )
                 mask = np.zeros(self.n, dtype=bool)
@@ -345,7 +331,7 @@ class DeviceTable:
                     messages[row] = (
                         f"attribute {attribute_display_name(name, self._drivers[row])}: {detail}"
                     )
-                self._attribute_pass = _Attributes((mask, messages), ids, objects)
+                self._attribute_pass = _Attributes((mask, messages), columns)
             return self._attribute_pass
 
     def _absent(self) -> Column:
@@ -355,11 +341,10 @@ class DeviceTable:
     def _attribute_column(self, domain: str, ident: str) -> Column:
         if "/" in domain:  # names are cut at their first '/': no domain holds one
             return self._absent()
-        found = self._attributes()
-        ids = found.ids.get((domain, ident))
-        if ids is None:
+        found = self._attributes().columns.codes((domain, ident), _attribute_key, _cel_attribute)
+        if found is None:
             return self._absent()
-        return _intern_ids(ids, found.objects, _attribute_key, _cel_attribute)
+        return _sorted_column(*found)
 
     def _presence_column(self, capacity: bool, domain: str, ident: str) -> Column:
         """Whether a device has attribute (or capacity) ``domain/ident``, as ``has()``
@@ -371,8 +356,8 @@ class DeviceTable:
             )
         if "/" in domain:  # names are cut at their first '/': no domain holds one
             return _flag_column(np.zeros(self.n, dtype=bool))
-        filed = self._attributes().ids.get((domain, ident))
-        return _flag_column(np.zeros(self.n, dtype=bool) if filed is None else filed != 0)
+        filed = self._attributes().columns.present((domain, ident))
+        return _flag_column(np.zeros(self.n, dtype=bool) if filed is None else filed)
 
     # ---- lazily built columns ----------------------------------------------------
 
