@@ -118,6 +118,42 @@ def test_columns_and_conversion_errors_as_looked_up_per_device(
     assert table.conversion_error.tolist() == [row in expected for row in range(len(devices))]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    templates=st.lists(_device, min_size=1, max_size=3),
+    picks=st.lists(st.integers(0, 2), max_size=24),
+)
+def test_devices_repeating_the_entries_before_them_are_read_alike(
+    templates: list[tuple[str, dict[str, DeviceAttribute]]], picks: list[int]
+) -> None:
+    """A driver lists the same names with the same objects on device after device; the
+    pass decides an entry repeated from the device before without a lookup. Each device
+    here copies one of a few templates (a dict of its own, the same objects in the same
+    order), so entries repeat, change, and come back, with conversion errors among them."""
+    devices = [
+        (driver, dict(attrs)) for driver, attrs in (templates[k % len(templates)] for k in picks)
+    ]
+    table = DeviceTable.build(
+        [
+            (driver, Device(name=f"d{i}", attributes=attrs))
+            for i, (driver, attrs) in enumerate(devices)
+        ]
+    )
+    for domain, ident in _COLUMNS:
+        column = table.column(("attr", domain, ident))
+        got = [
+            None if i == 0 else (type(column.values[i - 1]).__name__, str(column.values[i - 1]))
+            for i in column.ids1.tolist()
+        ]
+        assert got == [_expected(d, attrs, domain, ident) for d, attrs in devices]
+    expected = {
+        row: message
+        for row, (driver, attrs) in enumerate(devices)
+        if (message := _expected_error(driver, attrs)) is not None
+    }
+    assert table.conversion_messages == expected
+
+
 def _copy(text: str) -> str:
     """An equal string at another address (names a program builds one by one)."""
     return "".join(list(text))

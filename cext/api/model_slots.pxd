@@ -62,9 +62,12 @@ cdef extern from *:
     /* A dict's table of entries, a list's array of items (their second level). */
     static inline void draspeed_prefetch_contents(PyObject *o) {
         if (o == NULL) return;
-        if (PyDict_CheckExact(o)) {  /* a device's map of a dozen entries: four lines */
-            draspeed_prefetch(((PyDictObject *)o)->ma_keys);
-            draspeed_prefetch((const char *)((PyDictObject *)o)->ma_keys + 128);
+        if (PyDict_CheckExact(o)) {  /* a device's map of a dozen entries: eight lines */
+            const char *keys = (const char *)((PyDictObject *)o)->ma_keys;
+            draspeed_prefetch(keys);
+            draspeed_prefetch(keys + 128);
+            draspeed_prefetch(keys + 256);
+            draspeed_prefetch(keys + 384);
         }
         else if (PyList_CheckExact(o) && PyList_GET_SIZE(o) > 0)
             draspeed_prefetch(((PyListObject *)o)->ob_item);

@@ -461,80 +461,128 @@ def attribute_pass(list devices, list drivers, frozenset risky_kinds, object det
     return out, columns
 
 
+cdef enum:
+    # Entries of the previous device remembered (a driver's devices list their
+    # attributes in one order, most of them the objects the device before had).
+    ENTRIES_REMEMBERED = 32
+
+
 cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, object detail_of,
                           PtrMap *seen, PtrMap *name_column,
                           PyObject **kinds, bint *kind_risky, AttributeObjects columns,
                           list out, list reasons, list keep) except *:
-    cdef Py_ssize_t n = len(devices), i, pos, j, n_kinds = 0
+    cdef Py_ssize_t n = len(devices), i, pos, j
+    cdef int n_kinds = 0
     cdef PyObject *key
     cdef PyObject *value
-    cdef PyObject *kind
-    cdef bint risky, failed, bare
+    cdef bint failed, bare, same_dict
     cdef int verdict, column
+    # What an entry at place j held: its name and object, and what they decided (the
+    # column; the verdict, 0 while not asked). A pure function of the two objects,
+    # which the devices' own dicts keep alive for the whole pass: an entry repeated
+    # from an earlier device is decided without a lookup.
+    cdef PyObject *prev_key[ENTRIES_REMEMBERED]
+    cdef PyObject *prev_value[ENTRIES_REMEMBERED]
+    cdef int prev_column[ENTRIES_REMEMBERED]
+    cdef int prev_verdict[ENTRIES_REMEMBERED]
+    for j in range(ENTRIES_REMEMBERED):
+        prev_key[j] = prev_value[j] = NULL
     for i in range(n):
         _prefetch_ahead(devices, i, _attributes_at)
         attrs = _field(devices[i], _attributes_at, "attributes", _DEVICE)
-        if type(attrs) is not dict:
+        # (A dict made here may hold objects nothing else keeps: not remembered.)
+        same_dict = type(attrs) is dict
+        if not same_dict:
             attrs = dict(attrs)
         pos = 0
+        j = 0
         failed = False
         bare = False
         while PyDict_Next(attrs, &pos, &key, &value):
+            if j < ENTRIES_REMEMBERED and prev_key[j] == key and prev_value[j] == value:
+                column = prev_column[j]
+                verdict = prev_verdict[j]
+                if verdict == 0 and not failed:
+                    verdict = prev_verdict[j] = _verdict(value, risky_kinds, detail_of, seen,
+                                                         kinds, kind_risky, &n_kinds, reasons,
+                                                         keep)
+            else:
+                column = _name_column(key, name_column, columns, keep)
+                verdict = 0 if failed else _verdict(value, risky_kinds, detail_of, seen, kinds,
+                                                    kind_risky, &n_kinds, reasons, keep)
+                if j < ENTRIES_REMEMBERED and same_dict:
+                    prev_key[j], prev_value[j] = key, value
+                    prev_column[j], prev_verdict[j] = column, verdict
+            j += 1
             # The value, in the column of its name.
-            column = ptrmap_get(name_column, key, 0)
-            if column == 0:
-                name = <object>key
-                if type(name) is not str:
-                    column = -2  # no selector reads it
-                elif "/" in name:
-                    domain, ident = (<str>name).split("/", 1)
-                    column = columns.column((domain, ident)) + 1
-                else:
-                    column = -1
-                if ptrmap_put(name_column, key, column) < 0:
-                    raise MemoryError()
-                keep.append(name)  # its address stays this name's
             if column > 0:
                 columns.put(column - 1, i, value)
             elif column == -1:
                 bare = True
-            if failed:
-                continue
-            # Whether it converts to a CEL value (most are told by their kind's address).
-            if Py_TYPE(<object>value) == _ATTRIBUTE:
-                kind = draspeed_get_slot(<object>value, _kind_at)
-                if kind != NULL:
-                    risky = True
-                    for j in range(n_kinds):
-                        if kinds[j] == kind:
-                            risky = kind_risky[j]
-                            break
-                    else:
-                        risky = (<object>kind) in risky_kinds
-                        if n_kinds < KINDS_REMEMBERED:
-                            kinds[n_kinds] = kind
-                            kind_risky[n_kinds] = risky
-                            n_kinds += 1
-                            keep.append(<object>kind)  # the address stays this string's
-                    if not risky:
-                        continue
-            verdict = ptrmap_get(seen, value, 0)
-            if verdict == 0:
-                detail = (
-                    detail_of(<object>value) if (<object>value).kind in risky_kinds else None
-                )
-                if detail is None:
-                    verdict = 1
-                else:
-                    reasons.append(detail)
-                    verdict = 1 + len(reasons)
-                if ptrmap_put(seen, value, verdict) < 0:
-                    raise MemoryError()
-            if verdict > 1:
+            if verdict > 1 and not failed:
                 out.append((i, <object>key, reasons[verdict - 2]))
                 failed = True
         if bare:
             _bare_names(attrs, <str>drivers[i], i, columns)
+
+
+cdef inline int _name_column(PyObject *key, PtrMap *name_column, AttributeObjects columns,
+                             list keep) except? -3:
+    """The column of attribute name ``key`` + 1; -1 for a bare name, -2 for a name no
+    selector reads."""
+    cdef int column = ptrmap_get(name_column, key, 0)
+    if column != 0:
+        return column
+    name = <object>key
+    if type(name) is not str:
+        column = -2
+    elif "/" in name:
+        domain, ident = (<str>name).split("/", 1)
+        column = columns.column((domain, ident)) + 1
+    else:
+        column = -1
+    if ptrmap_put(name_column, key, column) < 0:
+        raise MemoryError()
+    keep.append(name)  # its address stays this name's
+    return column
+
+
+cdef int _verdict(PyObject *value, frozenset risky_kinds, object detail_of, PtrMap *seen,
+                  PyObject **kinds, bint *kind_risky, int *n_kinds, list reasons,
+                  list keep) except -1:
+    """1 when the attribute converts to a CEL value, else 2 + the index of the reason
+    in ``reasons`` (most are told by their kind's address)."""
+    cdef PyObject *kind
+    cdef bint risky
+    cdef int verdict, k
+    if Py_TYPE(<object>value) == _ATTRIBUTE:
+        kind = draspeed_get_slot(<object>value, _kind_at)
+        if kind != NULL:
+            risky = True
+            for k in range(n_kinds[0]):
+                if kinds[k] == kind:
+                    risky = kind_risky[k]
+                    break
+            else:
+                risky = (<object>kind) in risky_kinds
+                if n_kinds[0] < KINDS_REMEMBERED:
+                    kinds[n_kinds[0]] = kind
+                    kind_risky[n_kinds[0]] = risky
+                    n_kinds[0] += 1
+                    keep.append(<object>kind)  # the address stays this string's
+            if not risky:
+                return 1
+    verdict = ptrmap_get(seen, value, 0)
+    if verdict == 0:
+        detail = detail_of(<object>value) if (<object>value).kind in risky_kinds else None
+        if detail is None:
+            verdict = 1
+        else:
+            reasons.append(detail)
+            verdict = 1 + len(reasons)
+        if ptrmap_put(seen, value, verdict) < 0:
+            raise MemoryError()
+    return verdict
 
 
 cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, AttributeObjects columns) except *:
