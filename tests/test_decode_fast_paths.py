@@ -425,3 +425,48 @@ def test_name_predicates_refuse_non_strings() -> None:
 def test_dns_label_predicate(name: str, label: bool) -> None:
     assert _decode.dns_label_ok(name) is label
     assert (names.check_dns_label(name) is None) is label
+
+
+@pytest.mark.parametrize("form", ["objects", "json"])
+@pytest.mark.parametrize("validate", [True, False])
+def test_equal_device_names_of_a_load_are_one_str_object(form: str, validate: bool) -> None:
+    """Every node's devices are named alike (gpu-0 ...): each name is one str object
+    per load, whichever decoder a device took (the compiled fast paths, and the
+    checked one for a device with taints), so a snapshot finds names by address."""
+    import json
+
+    from draspeed.api.loader import load
+
+    def device(name: str, tainted: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "name": name,
+            "attributes": {"model": {"string": "A100"}},
+            "capacity": {"memory": {"value": "80Gi"}},
+        }
+        if tainted:
+            body["taints"] = [{"key": "k", "effect": "NoSchedule"}]
+        return body
+
+    items = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"node-{n}-slice"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": f"node-{n}",
+                "pool": {"name": f"node-{n}", "generation": 1, "resourceSliceCount": 1},
+                # ("".join: a name made anew per node, as a decoder reads it.)
+                "devices": [device("".join(["gpu-", str(k)]), n % 3 == 2) for k in range(4)],
+            },
+        }
+        for n in range(12)
+    ]
+    source: Any = items
+    if form == "json":
+        source = json.dumps({"apiVersion": "v1", "kind": "List", "items": items}).encode()
+    loaded = load(source, validate=validate)
+    devices = [d for s in loaded.slices for d in s.spec.devices]
+    assert len(devices) == 48 and sum(bool(d.taints) for d in devices) == 16
+    assert {d.name for d in devices} == {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}
+    assert len({id(d.name) for d in devices}) == 4

@@ -75,6 +75,14 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyDict_GET_SIZE(object o)
     void *PyUnicode_DATA(object o)
+    PyObject *PyDict_SetDefault(object d, object key, object default) except NULL
+
+
+cdef inline str _one_of(dict strings, str text):
+    """The load's one str object equal to ``text`` (``text`` itself the first time).
+    Device names repeat on every node of a kind (gpu-0 to gpu-7): one object per name
+    is less memory, and a snapshot reading the names finds each by its address."""
+    return <str>PyDict_SetDefault(strings, text, text)
 
 ctypedef unsigned char _ucs1
 
@@ -281,6 +289,7 @@ cdef class _Tables:
     """The caches one slice's devices are looked up in, and the key objects seen."""
 
     cdef dict key_names, strings, ints, bools, versions, capacities
+    cdef dict names  # the load's repeated strings (Caches.strings)
     cdef set dns_labels
     cdef bint validate, nested, bare_capacity
     cdef PyObject *seen[<int>K_COUNT]  # Key -> a str equal to its text (owned)
@@ -374,6 +383,7 @@ cdef object _common_device(_Tables t, object d):
     name = <str>pname
     if t.validate and not PySet_Contains(t.dns_labels, name):
         return None
+    name = _one_of(t.names, name)
     a = None if pa is NULL else <object>pa
     c = None if pc is NULL else <object>pc
 
@@ -491,6 +501,7 @@ def decode_common_devices(
     t.versions = attributes["version"][1]
     t.capacities = caches.capacities
     t.dns_labels = caches.dns_labels
+    t.names = caches.strings
     t.validate = ctx.validate
     t.nested = nested
     t.bare_capacity = bare_capacity
@@ -827,6 +838,7 @@ cdef class SliceBuilder:
     into one load's :class:`~draspeed.api.context.Caches`."""
 
     cdef dict attribute_names, strings, ints, bools, versions, capacities
+    cdef dict names  # the load's repeated strings (Caches.strings)
     cdef set dns_labels, checked
     cdef bint validate
     cdef _Memo memo  # in front of the caches, for the text of attribute and capacity maps
@@ -840,6 +852,7 @@ cdef class SliceBuilder:
         self.versions = attributes["version"][1]
         self.capacities = caches.capacities
         self.dns_labels = caches.dns_labels
+        self.names = caches.strings
         self.checked = caches.checked
         self.validate = validate
         self.memo = _Memo()
@@ -1257,6 +1270,7 @@ cdef object _typed_device(SliceBuilder b, dict key_names, object d):
         if not _labels_ok(name, _LABEL_MAX, False, False):
             return None
         PySet_Add(b.dns_labels, name)  # as the checked decoder remembers a valid name
+    name = _one_of(b.names, name)
     attrs = _read_map(b, key_names, <object>draspeed_get_slot(d, _device_attributes_at),
                       False, &attributes)
     if attrs is None:

@@ -98,7 +98,7 @@ class Caches:
         # quantity text -> Quantity
         self.quantities: dict[str, Quantity] = {}
         # strings that repeat from object to object (a result's driver, pool and
-        # request, a node selector's key): one str object each
+        # request, a node selector's key, a device name): one str object each
         self.strings: dict[str, str] = {}
 
 

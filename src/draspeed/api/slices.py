@@ -383,6 +383,7 @@ def _decode_device(
         if problem is not None:
             ctx.fail(f"spec.devices[{i}].name", problem)
         dns_labels.add(name)
+    name = caches.strings.setdefault(name, name)  # one object per name (as _decode does)
     body: Any = d
     if nested:
         body = d.get("basic")
