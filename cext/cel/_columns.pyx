@@ -100,14 +100,19 @@ cdef bint _intern_scan(list items, object key_of, object value_of, int32_t[::1] 
     cdef Py_ssize_t n = len(items), i
     cdef dict by_key = {}
     cdef bint absent = False
-    cdef int32_t code
+    cdef int32_t code = 0
     cdef int found
     cdef PyObject *item
+    cdef PyObject *previous = NULL
     for i in range(n):
-        item = <PyObject*>items[i]
+        item = PyList_GET_ITEM(items, i)  # (borrowed: ``items`` holds it)
         if <object>item is None:
             absent = True
             continue
+        if item == previous:  # a run (a driver's devices): the code just found
+            ids[i] = code
+            continue
+        previous = item
         found = ptrmap_get(by_identity, item, 0)
         if found != 0:
             code = found - 1
