@@ -90,11 +90,8 @@ def _expected_error(driver: str, attrs: dict[str, DeviceAttribute]) -> str | Non
     return None
 
 
-@settings(max_examples=300, deadline=None)
-@given(devices=st.lists(_device, max_size=12))
-def test_columns_and_conversion_errors_as_looked_up_per_device(
-    devices: list[tuple[str, dict[str, DeviceAttribute]]],
-) -> None:
+def _assert_read_as_per_device(devices: list[tuple[str, dict[str, DeviceAttribute]]]) -> None:
+    """The table's columns and conversion errors are what a lookup per device gives."""
     table = DeviceTable.build(
         [
             (driver, Device(name=f"d{i}", attributes=attrs))
@@ -118,6 +115,14 @@ def test_columns_and_conversion_errors_as_looked_up_per_device(
     assert table.conversion_error.tolist() == [row in expected for row in range(len(devices))]
 
 
+@settings(max_examples=300, deadline=None)
+@given(devices=st.lists(_device, max_size=12))
+def test_columns_and_conversion_errors_as_looked_up_per_device(
+    devices: list[tuple[str, dict[str, DeviceAttribute]]],
+) -> None:
+    _assert_read_as_per_device(devices)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     templates=st.lists(_device, min_size=1, max_size=3),
@@ -133,25 +138,7 @@ def test_devices_repeating_the_entries_before_them_are_read_alike(
     devices = [
         (driver, dict(attrs)) for driver, attrs in (templates[k % len(templates)] for k in picks)
     ]
-    table = DeviceTable.build(
-        [
-            (driver, Device(name=f"d{i}", attributes=attrs))
-            for i, (driver, attrs) in enumerate(devices)
-        ]
-    )
-    for domain, ident in _COLUMNS:
-        column = table.column(("attr", domain, ident))
-        got = [
-            None if i == 0 else (type(column.values[i - 1]).__name__, str(column.values[i - 1]))
-            for i in column.ids1.tolist()
-        ]
-        assert got == [_expected(d, attrs, domain, ident) for d, attrs in devices]
-    expected = {
-        row: message
-        for row, (driver, attrs) in enumerate(devices)
-        if (message := _expected_error(driver, attrs)) is not None
-    }
-    assert table.conversion_messages == expected
+    _assert_read_as_per_device(devices)
 
 
 def _copy(text: str) -> str:

@@ -447,19 +447,9 @@ def test_equal_device_names_of_a_load_are_one_str_object(form: str, validate: bo
             body["taints"] = [{"key": "k", "effect": "NoSchedule"}]
         return body
 
+    # ("".join: a name made anew per node, as a decoder reads it.)
     items = [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"node-{n}-slice"},
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": f"node-{n}",
-                "pool": {"name": f"node-{n}", "generation": 1, "resourceSliceCount": 1},
-                # ("".join: a name made anew per node, as a decoder reads it.)
-                "devices": [device("".join(["gpu-", str(k)]), n % 3 == 2) for k in range(4)],
-            },
-        }
+        _slice("v1", [device("".join(["gpu-", str(k)]), n % 3 == 2) for k in range(4)], n)
         for n in range(12)
     ]
     source: Any = items
