@@ -47,8 +47,8 @@ cdef class PerThread:
     The first thread to set a value keeps it in a field, found by comparing its
     thread-state id; every other thread keeps its own in a ``threading.local``. A
     scheduler's loop sets the stats of a call and reads them back once per node, and
-    two ``threading.local`` accesses per call were an eighth of a remembered answer's
-    call.
+    two ``threading.local`` accesses per call cost about 0.1 us of a remembered
+    answer's 0.8 us call.
     """
 
     cdef uint64_t owner  # the first setter's thread-state id (0: none yet)

@@ -28,8 +28,6 @@ class AttributeObjects:
     files)."""
 
     def __new__(cls, n: int) -> AttributeObjects: ...
-    def names(self) -> list[tuple[str, str]]:
-        """The attribute names filed, ``(domain, ident)``, in the order first met."""
     def present(self, name: tuple[str, str]) -> npt.NDArray[np.bool_] | None:
         """Whether each device has attribute ``name``, or None when none has."""
     def codes(
