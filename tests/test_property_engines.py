@@ -30,6 +30,18 @@ REGRESSIONS = Path(__file__).parent / "regressions"
 # attribute without a usable value), opaque-parameter-beyond-uint64 (prepared-problem
 # signature falls back to repr).
 KNOWN_FAST_ENGINE_BUGS: dict[str, str] = {}
+# Regression cases where both engines differ from upstream because the model cannot
+# hold what the slice wrote (expected failures until the model keeps it).
+KNOWN_UPSTREAM_DIFFERENCES: dict[str, str] = {
+    "attribute-bare-and-qualified-bare-unconvertible": (
+        "the model keeps one entry per fully qualified attribute name, so a bare twin "
+        "that does not convert is never converted"
+    ),
+    "attribute-qualified-own-domain-unconvertible": (
+        "the model keeps only fully qualified names, so an own-domain attribute the "
+        "slice wrote qualified is named bare in a conversion error"
+    ),
+}
 
 
 def compare(inputs: Inputs) -> Answer:
@@ -55,7 +67,8 @@ def test_engines_agree(scenario: Scenario) -> None:
 
 @pytest.mark.parametrize("case", case_files(REGRESSIONS), ids=lambda p: p.name.split(".")[0])
 def test_regression(case: Path, request: pytest.FixtureRequest) -> None:
-    reason = KNOWN_FAST_ENGINE_BUGS.get(case.name.split(".")[0])
+    name = case.name.split(".")[0]
+    reason = KNOWN_FAST_ENGINE_BUGS.get(name) or KNOWN_UPSTREAM_DIFFERENCES.get(name)
     if reason is not None:
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     inputs, expected = read_case(case)
