@@ -41,6 +41,15 @@ SLACK = 0.25
 BUDGET = 0.05
 
 
+def _run_together(threads: list[threading.Thread]) -> None:
+    """Start ``threads``, wait for them all (5 minutes at most), and check none hangs."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads)
+
+
 def pathological_yaml(devices: int = 20, first: int = 10, second: int = 10) -> str:
     items = "\n".join(
         f"  - name: gpu-{i}\n"
@@ -386,12 +395,7 @@ def test_threads_agree_with_serial_calls() -> None:
             if got != expected[q]:
                 errors.append(f"{q}: {got!r} != {expected[q]!r}")
 
-    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads)
+    _run_together([threading.Thread(target=worker, args=(seed,)) for seed in range(8)])
     assert errors == []
 
 
@@ -481,11 +485,7 @@ def test_threads_asking_prepared_pods_get_each_nodes_answer_and_work(pods: str) 
                 if allocator.last_stats != pod.last_stats:
                     errors.append(f"{node.name}: the allocator's stats are another call's")
 
-        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
+        _run_together([threading.Thread(target=worker, args=(k,)) for k in range(4)])
         assert errors == []
 
 
@@ -499,23 +499,13 @@ def test_a_per_thread_value_is_each_threads_own_and_a_new_thread_starts_without_
     value = PerThread("none")
     seen: dict[str, Any] = {}
 
-    def first() -> None:
-        seen["first before"] = value.get()
-        value.set("first")
-        seen["first after"] = value.get()
-
-    def later(name: str) -> None:
+    def one_thread(name: str) -> None:
         seen[f"{name} before"] = value.get()
         value.set(name)
         seen[f"{name} after"] = value.get()
 
-    owner = threading.Thread(target=first)
-    owner.start()
-    owner.join()
-    for name in ("second", "third"):
-        t = threading.Thread(target=later, args=(name,))
-        t.start()
-        t.join()
+    for name in ("first", "second", "third"):  # one after the other: the first owns it
+        _run_together([threading.Thread(target=one_thread, args=(name,))])
     assert seen == {
         "first before": "none",
         "first after": "first",

@@ -432,7 +432,7 @@ def test_dns_label_predicate(name: str, label: bool) -> None:
 def test_equal_device_names_of_a_load_are_one_str_object(form: str, validate: bool) -> None:
     """Every node's devices are named alike (gpu-0 ...): each name is one str object
     per load, whichever decoder a device took (the compiled fast paths, and the
-    checked one for a device with taints), so a snapshot finds names by address."""
+    checked one for a device with taints)."""
     import json
 
     from draspeed.api.loader import load
