@@ -406,8 +406,10 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
         spec = _get(rs, _spec_at, "spec", direct)
         metadata = _get(rs, _metadata_at, "metadata", direct)
         direct = Py_TYPE(spec) == _SPEC
-        driver_name = _get(spec, _driver_at, "driver", direct)
-        driver = _intern(strings, string_list, driver_name)
+        driver = _intern(strings, string_list, _get(spec, _driver_at, "driver", direct))
+        # The one str of this driver's name, for every device of every slice of the
+        # driver: the CEL table's columns read a run of one object without a lookup.
+        driver_name = string_list[driver]
         pool = _get(spec, _pool_at, "pool", direct)
         node_name = _get(spec, _node_name_at, "node_name", direct)
         all_nodes = _get(spec, _all_nodes_at, "all_nodes", direct)

@@ -162,6 +162,8 @@ class Holds:
         ``devices_named(ids)`` gives (index into ids, device index) of every device
         with one of those IDs."""
         out = cls(n)
+        if not holds:  # (nothing committed: no need to match the devices' names)
+            return out
         by_pool: dict[tuple[str, str], dict[str, Counts]] = {}
         kinds = np.fromiter((kind for _, kind in holds), dtype=np.int8, count=len(holds))
         for device_id, kind in holds:  # per committed result, not per device

@@ -99,7 +99,10 @@ class Layout:
         self.nodes = nodes if isinstance(nodes, list) else list(nodes)
         self._key = key
         # (One per node, long-lived: out of the cyclic collector's walks.)
-        self.names = untrack_list(list(map(object_name, self.nodes)))
+        known = snap.known_names_and_ids(self.nodes)
+        self.names = untrack_list(
+            list(known[0]) if known is not None else list(map(object_name, self.nodes))
+        )
         # The given Node objects by identity (the first place of each: filled from the
         # last node back): a caller that passes them back is placed without reading a name.
         last = len(self.nodes) - 1
