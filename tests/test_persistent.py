@@ -208,6 +208,24 @@ def test_growing_array_views_keep_their_prefix() -> None:
     assert empty.view(0).dtype == np.int64 and empty.append([]) == 0
 
 
+def test_growing_array_takes_over_an_owned_first_array_and_copies_it_on_growing() -> None:
+    a = GrowingArray(dtype=np.int32)
+    made = np.arange(40, dtype=np.int32)
+    assert a.append(made, owned=True) == 0
+    first = a.view(40)
+    assert np.shares_memory(first, made)  # taken over, not copied
+    assert a.append([40, 41], owned=True) == 40  # not empty: appended as any values
+    assert not np.shares_memory(a.view(42), made)
+    assert first.tolist() == list(range(40)) and a.view(42).tolist() == list(range(42))
+    # What it cannot take over as it is is copied: another dtype, a view, a list.
+    for values in (np.arange(40, dtype=np.int64), made[::2], list(range(40))):
+        b = GrowingArray(dtype=np.int32)
+        b.append(values, owned=True)
+        assert b.view(len(b)).dtype == np.int32
+        assert not isinstance(values, np.ndarray) or not np.shares_memory(b.view(len(b)), values)
+        assert b.view(len(b)).tolist() == list(np.asarray(values))
+
+
 def test_growing_array_appends_from_threads_never_overlap() -> None:
     a = GrowingArray()
     starts: list[int] = []

@@ -263,10 +263,25 @@ class GrowingArray:
     def __len__(self) -> int:
         return self._n
 
-    def append(self, values: Sequence[int] | np.ndarray) -> int:
-        """Append ``values``; the index of the first of them."""
+    def append(self, values: Sequence[int] | np.ndarray, *, owned: bool = False) -> int:
+        """Append ``values``; the index of the first of them. ``owned``: an array the
+        caller made for this and never changes again, which an empty array without room
+        for it takes over as its buffer (no copy; the next append copies it)."""
         with self._lock:
             start, end = self._n, self._n + len(values)
+            if (
+                owned
+                and start == 0
+                and end > len(self._buffer)
+                and isinstance(values, np.ndarray)
+                and values.dtype == self._buffer.dtype
+                and values.ndim == 1
+                and values.flags.c_contiguous
+                and values.flags.writeable
+            ):
+                self._buffer = values
+                self._n = end
+                return start
             if end > len(self._buffer):
                 bigger = np.zeros(max(2 * len(self._buffer), end), dtype=self._buffer.dtype)
                 bigger[:start] = self._buffer[:start]

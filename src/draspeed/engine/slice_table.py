@@ -95,7 +95,7 @@ class SliceTable:
                 return start, self.n_slices, self.n_devices
             batch = _read.read_slices(slices, self.names, self.n_devices)
             for name, column in self._columns.items():
-                column.append(batch[name])
+                column.append(batch[name], owned=True)  # (made by this read alone)
             self._s_cs_ptr.append(batch["s_cs_ptr"][1:] + len(self._cs_name))
             self._cs_c_ptr.append(batch["cs_c_ptr"][1:] + len(self._c_name))
             self._cs_name.append(batch["cs_name"])

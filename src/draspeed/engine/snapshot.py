@@ -341,11 +341,12 @@ class Snapshot:
                 # Told apart by string id, not by str: a set of node names reads every
                 # name object again (a cache miss each, 5,000 nodes: 1 ms).
                 given_ids = np.fromiter(map(names.find, given), dtype=np.int32, count=len(given))
-                on_slices = self._slice_node_ids()
                 strings = names.string_list
-                named = sorted(
-                    strings[i] for i in on_slices[~np.isin(on_slices, given_ids)].tolist()
-                )
+                # A flag per string id: named by a live slice, and not a given node's.
+                named_here = np.zeros(len(strings), dtype=bool)
+                named_here[self._slice_node_ids()] = True
+                named_here[given_ids[given_ids >= 0]] = False
+                named = sorted(strings[i] for i in np.flatnonzero(named_here).tolist())
                 self._known = [*given.values(), *(Node(ObjectMeta(name=n)) for n in named)]
                 self._known_names = None  # (made when first asked for)
                 ids = np.concatenate(
@@ -365,9 +366,9 @@ class Snapshot:
         return found[1], found[2]
 
     def _slice_node_ids(self) -> np.ndarray:
-        """The string ids of the node names of the live slices (each once, in order)."""
+        """The string ids of the node names of the live slices (repeats included)."""
         ids = self.table.column("s_node", self._n_slices)[self._live().astype(bool)]
-        return np.unique(ids[ids >= 0])
+        return ids[ids >= 0]
 
     def _live(self) -> np.ndarray:
         """1 for each slice this version sees, 0 for dead ones (and a sibling's)."""
