@@ -52,6 +52,7 @@ MAX_RESULTS = ALLOCATION_RESULTS_MAX_SIZE
 SEL_NO, SEL_YES, SEL_ERROR = _core.SEL["no"], _core.SEL["yes"], _core.SEL["error"]
 CAP_FAIL, CAP_OK, CAP_DYNAMIC = _core.CAP["fail"], _core.CAP["ok"], _core.CAP["dynamic"]
 _INT64_LIMIT = 2**62  # headroom: sums of two in-range terms cannot wrap before the check
+_INT32_MAX = 2**31 - 1  # the largest count or bound the core's int32 arrays hold
 _CLAIM_SETS_PER_LAYOUT = 32  # distinct claim sets remembered per layout
 
 # The runtime error of a device whose verdict the search must first compute.
@@ -531,7 +532,9 @@ class ClaimArrays:
 
         # Device counts per (node, alternative), and the All-mode lists (node by node:
         # only All-mode claim sets have any).
-        counts = np.fromiter((alt.count for alt in alts), dtype=np.int64, count=A)
+        # (A subrequest may ask for up to 2^63 - 1 devices, never found: the core's int32
+        # counts hold any count above the positions as its largest value.)
+        counts = np.fromiter((min(alt.count, _INT32_MAX) for alt in alts), np.int64, count=A)
         alt_count = np.ascontiguousarray(np.broadcast_to(counts, (N, A)), dtype=np.int32)
         all_ptr: Any = np.zeros(N * A + 1, dtype=np.int32)
         all_pos: list[int] = []
@@ -729,16 +732,16 @@ class ClaimArrays:
                 if not static:
                     prunable[:] = False
                 prunable &= (last_error[:, alt_ids] < 0).all(axis=1)
-                need += min(alts[a].count for a in alt_ids)
-                most += max(alts[a].count for a in alt_ids)
+                # (Sums kept within int32, as the arrays hold them: counts may be huge.)
+                need = min(need + min(alts[a].count for a in alt_ids), _INT32_MAX)
+                most = min(most + max(alts[a].count for a in alt_ids), _INT32_MAX)
                 union = union | possible[alt_ids].any(axis=0)
                 prunable_of[:, r], need_of[r], max_of[r], count_of[r] = prunable, need, most, n
                 union_of[r] = union
-        limit = 2**31 - 1
         return {
             "rest_prunable": prunable_of.ravel(),
-            "rest_need": np.minimum(need_of, limit),
-            "rest_max": np.minimum(max_of, limit),
+            "rest_need": need_of,
+            "rest_max": max_of,
             "rest_requests": count_of,
             "rest_possible": union_of.ravel(),
         }
