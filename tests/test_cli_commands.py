@@ -578,3 +578,27 @@ def test_max_input_bytes_raises_or_lowers_the_limit_of_every_input(tmp_path: Pat
     for bad in ("0", "-5", "1.5", "lots"):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["feasible", "-f", "x", "--max-input-bytes", bad])
+
+
+def test_a_load_warning_is_written_once(tmp_path: Path) -> None:
+    """The commands write the warnings the loaded objects list, and Python's own display
+    of them (file, line and source of the call) is not written as well."""
+    cluster = tmp_path / "cluster.yaml"
+    thing = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}}
+    cluster.write_text(demo_cluster_text() + "---\n" + yaml.safe_dump(thing))
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(yaml.safe_dump_all([*_claim_docs(("trainer-gpus",)), thing]))
+    for extra in ([], ["--claims", str(claims)]):
+        done = subprocess.run(
+            [*_command(), "feasible", "-f", str(cluster), *extra, "-o", "name"],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            check=False,
+        )
+        assert done.returncode in (0, 1), done.stderr
+        lines = done.stderr.splitlines()
+        assert (
+            lines.count("warning: skipped 1 object of kinds draspeed does not read: Thing (1)") == 1
+        )
+        assert not [line for line in lines if "DraspeedWarning" in line], done.stderr

@@ -24,6 +24,7 @@ from draspeed import load
 from draspeed.api.labels import SelectorError, parse_selector
 from draspeed.cli import main
 from draspeed.cli.jsonpath import JSONPathError, execute
+from draspeed.errors import InputError
 from draspeed.generate import generate
 from draspeed.golang import DurationError, parse_go_duration
 
@@ -326,6 +327,22 @@ def test_filename_urls_are_fetched_with_a_timeout(web: str) -> None:
     code, _, err = _cli("feasible", "-f", f"{web}/missing")
     assert (code, err) == (2, f"error: {web}/missing: HTTP 404 Not Found\n")
     assert len(load(f"{web}/cluster.yaml").claims) == 4
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://a b/x", "URL can't contain control characters"),
+        ("https://host:abc/x", "nonnumeric port: 'abc'"),
+    ],
+)
+def test_urls_that_are_not_urls_are_one_error(url: str, reason: str) -> None:
+    """urllib's and http.client's refusals become the one error naming the URL."""
+    code, _, err = _cli("feasible", "-f", url)
+    assert code == 2 and err.startswith(f"error: {url}: not a URL: {reason}"), err
+    with pytest.raises(InputError, match="not a URL"):
+        load(url)
 
 
 # ---------------------------------------------------------------- Go durations

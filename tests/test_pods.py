@@ -14,6 +14,7 @@ import pytest
 from draspeed import Cluster, load
 from draspeed.api.model import ObjectMeta, Pod, PodResourceClaim
 from draspeed.cli import main
+from draspeed.errors import InputError
 from draspeed.generate import generate
 from draspeed.pods.extended import (
     class_for,
@@ -155,10 +156,45 @@ def test_instantiate_copies_the_template_as_the_controller_does() -> None:
         ("hugepages-2Mi", False),
         ("kubernetes.io/something", False),
         ("requests.example.com/gpu", False),
+        # A name is a label key once prefixed: '-' and '.' after the domain too.
+        ("example.com/sriov-port1", True),
+        ("example.com/gpu.small", True),
+        ("example.com/-gpu", False),
+        ("example.com/gpu_", False),
     ],
 )
 def test_dra_extended_resource_names(name: str, dra: bool) -> None:
     assert is_dra_extended_resource_name(name) is dra
+
+
+def test_extended_resources_asked_by_limits_alone_are_requested_as_limited() -> None:
+    """The API server defaults a container's requests from its limits, so a pod written
+    with limits only asks for its extended resources (and its own requests win)."""
+    container = _container("main", cpu="1")
+    container["resources"]["limits"] = {"example.com/sriov-port1": "2", "cpu": "2"}
+    pod = load(_pod(containers=[container])).pods[0]
+    requests = pod.containers[0].requests
+    assert str(requests["example.com/sriov-port1"]) == "2" and str(requests["cpu"]) == "1"
+    assert pod_requests(pod)["example.com/sriov-port1"] == 2 * 10**9
+
+
+@pytest.mark.parametrize(
+    ("where", "amount", "problem"),
+    [
+        ("requests", "-1", "must be greater than or equal to 0"),
+        ("requests", "1.5", "must be an integer"),
+        ("limits", "100m", "must be an integer"),
+    ],
+)
+def test_extended_resource_amounts_are_checked_as_the_api_server_checks_them(
+    where: str, amount: str, problem: str
+) -> None:
+    container: dict[str, Any] = {"name": "main", "resources": {where: {EXT: amount}}}
+    with pytest.raises(InputError, match=problem) as raised:
+        load(_pod(containers=[container]))
+    assert raised.value.path == f"spec.containers[0].resources.{where}[{EXT}]"
+    # Without validation the amount is kept (and the extended claim asks for nothing).
+    assert load(_pod(containers=[container]), validate=False).pods
 
 
 def test_class_for_explicit_newest_then_name_then_implicit() -> None:

@@ -89,3 +89,41 @@ def test_remembered_tags_are_the_resolvers() -> None:
     (doc,) = text_module.parse_text(text)
     assert doc == yaml.load(text, Loader=yaml.SafeLoader)
     assert not text_module._DocumentLoader.yaml_path_resolvers  # nothing else decides a tag
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("yes", "true"),
+        ("off", "false"),
+        ("1", "1"),
+        ("-7", "-7"),
+        ("0x1f", "31"),
+        ("1.5", "1.5"),
+        ("0.1", "0.1"),
+        ("1.0e+20", "1e+20"),
+        ("123456.0", "123456"),
+        ("1234567.0", "1.234567e+06"),
+        ("0.0001", "0.0001"),
+        ("1.0e-5", "1e-05"),
+        ('"1"', "1"),
+    ],
+)
+def test_keys_that_are_not_strings_are_named_as_kubectl_names_them(key: str, expected: str) -> None:
+    """sigs.k8s.io/yaml writes a bool, integer or float key as a JSON string key (a
+    float as Go's FormatFloat(key, 'g', -1, 32)); a label key ``yes`` is ``true``."""
+    from draspeed import load
+
+    text = f"apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    {key}: v\n"
+    assert load(text, validate=False).nodes[0].labels == {expected: "v"}
+
+
+def test_a_null_key_is_one_error_and_keys_equal_once_converted_are_duplicates() -> None:
+    from draspeed import load
+    from draspeed.errors import InputError
+
+    head = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n"
+    with pytest.raises(InputError, match="found a null key"):
+        load(head + "    ~: v\n")
+    with pytest.raises(InputError, match='duplicate key "1"'):
+        load(head + '    1: v\n    "1": w\n')

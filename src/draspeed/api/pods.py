@@ -7,7 +7,8 @@ their containers' resource requests (extended resources backed by a DeviceClass)
 kube-controller-manager made from templates). Everything else is kept in ``raw``.
 
 With ``validate=True`` the pod claims are checked as the API server checks them
-(names, exactly one source).
+(names, exactly one source), and so are the amounts of the containers' requests and
+limits and of the overhead (at least 0; whole for extended resources).
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ def decode_pod(ctx: DecodeContext, obj: Mapping[str, Any], version: str) -> Pod:
     status = ctx.mapping(obj, "status", "") or {}
     meta = obj.get("metadata")
     deleting = isinstance(meta, Mapping) and meta.get("deletionTimestamp") is not None
+    overhead = _resource_list(ctx, spec, "overhead", "spec")
+    if ctx.validate:
+        for name, quantity in overhead.items():
+            _check_amount(ctx, name, quantity, f"spec.overhead[{name}]")
     return Pod(
         metadata=metadata,
         resource_claims=_pod_claims(ctx, spec),
         init_containers=_containers(ctx, spec, "initContainers"),
         containers=_containers(ctx, spec, "containers"),
-        overhead=_resource_list(ctx, spec, "overhead", "spec"),
+        overhead=overhead,
         node_name=ctx.string(spec, "nodeName", "spec"),
         phase=ctx.string(status, "phase", "status"),
         deleting=deleting,
@@ -103,14 +108,42 @@ def _containers(ctx: DecodeContext, spec: Mapping[str, Any], key: str) -> list[C
         if not isinstance(raw, Mapping):
             ctx.fail(path, wrong_type("object", raw))
         resources = ctx.mapping(raw, "resources", path) or {}
+        resources_path = child(path, "resources")
+        requests = _resource_list(ctx, resources, "requests", resources_path)
+        limits = _resource_list(ctx, resources, "limits", resources_path)
+        if ctx.validate:
+            _check_requirements(ctx, requests, limits, resources_path)
+        # The API server's defaulting: a resource limited and not requested is requested
+        # as much as its limit (how extended resources are usually written: limits only).
+        for name, limit in limits.items():
+            requests.setdefault(name, limit)
         out.append(
             Container(
                 name=ctx.string(raw, "name", path),
-                requests=_resource_list(ctx, resources, "requests", child(path, "resources")),
+                requests=requests,
                 restart_always=ctx.opt_string(raw, "restartPolicy", path) == "Always",
             )
         )
     return out
+
+
+def _check_requirements(
+    ctx: DecodeContext, requests: dict[str, Quantity], limits: dict[str, Quantity], path: str
+) -> None:
+    """A container's amounts as the API server checks them (core/v1
+    ValidateResourceQuantityValue): none below 0, extended resources whole. (Its rule
+    that an extended resource needs a limit equal to its request is not applied: pods
+    written as the scheduler's own tests write them ask by requests alone.)"""
+    for key, found in (("limits", limits), ("requests", requests)):
+        for name, quantity in found.items():
+            _check_amount(ctx, name, quantity, f"{path}.{key}[{name}]")
+
+
+def _check_amount(ctx: DecodeContext, name: str, quantity: Quantity, path: str) -> None:
+    if quantity.sign() < 0:
+        ctx.fail(path, invalid(str(quantity), "must be greater than or equal to 0"))
+    if names.is_extended_resource_name(name) and quantity.milli_value() % 1000:
+        ctx.fail(path, invalid(str(quantity), "must be an integer"))
 
 
 def _resource_list(

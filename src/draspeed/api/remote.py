@@ -7,6 +7,7 @@ URL and the reason.
 
 from __future__ import annotations
 
+import http.client
 import socket
 import time
 import urllib.error
@@ -28,13 +29,16 @@ def read_url(url: str, *, timeout: float, max_bytes: int) -> bytes:
     from draspeed import __version__
 
     deadline = time.monotonic() + timeout
-    request = urllib.request.Request(
-        url,
-        headers={
-            "Accept": "application/json, application/yaml;q=0.9, */*;q=0.8",
-            "User-Agent": f"draspeed/{__version__}",
-        },
-    )
+    try:
+        request = urllib.request.Request(
+            url,
+            headers={
+                "Accept": "application/json, application/yaml;q=0.9, */*;q=0.8",
+                "User-Agent": f"draspeed/{__version__}",
+            },
+        )
+    except ValueError as exc:  # (a host urllib cannot read: "http://[::1")
+        raise InputError(url, "", f"not a URL: {exc}") from None
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             chunks: list[bytes] = []
@@ -64,6 +68,10 @@ def read_url(url: str, *, timeout: float, max_bytes: int) -> bytes:
         raise InputError(url, "", f"cannot fetch: {exc.reason}") from None
     except TimeoutError:
         raise InputError(url, "", _timed_out(timeout)) from None
+    except http.client.InvalidURL as exc:  # a control character, a port not a number
+        raise InputError(url, "", f"not a URL: {exc}") from None
+    except http.client.HTTPException as exc:  # an answer that is not HTTP
+        raise InputError(url, "", f"cannot fetch: {exc!r}") from None
     except OSError as exc:
         raise InputError(url, "", f"cannot fetch: {exc.strerror or exc}") from None
     return b"".join(chunks)

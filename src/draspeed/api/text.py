@@ -471,6 +471,15 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
             raise _NotJSON(node, value)
         return value
 
+    def construct_json_int(self, node: ScalarNode) -> int | str:
+        """An integer, or the text of one too long for Python to convert (over 4,300
+        digits): a string, as go-yaml makes of an integer that no Go number holds."""
+        try:
+            value: int = self.construct_yaml_int(node)
+        except ValueError:
+            return str(node.value)
+        return value
+
     def flatten_mapping(self, node: MappingNode) -> None:
         if node in self.merged:
             return  # merge keys already resolved (the node is shared by an alias)
@@ -497,6 +506,15 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
         written: dict[Hashable, Node] = {}
         for i, (key_node, value_node) in enumerate(node.value):
             key = construct(key_node)
+            if type(key) is not str and isinstance(key, (bool, int, float)):
+                key = _json_key(key)
+            elif key is None:  # (kubectl's conversion to JSON refuses it too)
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found a null key, which JSON cannot hold",
+                    key_node.start_mark,
+                )
             if not isinstance(key, Hashable):
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping",
@@ -541,6 +559,36 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
         return self.construct_object(node, deep=True)
 
 
+def _json_key(key: bool | int | float) -> str:
+    """The JSON object key kubectl's YAML reading (sigs.k8s.io/yaml) makes of a YAML key
+    that is a bool, an integer or a float: ``yes: x`` is ``"true": x``, ``1: x`` is
+    ``"1": x``, and a float is written as Go's FormatFloat(key, 'g', -1, 32) writes it."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    import numpy as np  # (a float key is rare: numpy gives float32's shortest digits)
+
+    # The shortest digits of the float32 nearest the key, and its decimal exponent.
+    digits, _, exponent_text = np.format_float_scientific(
+        np.float32(key), unique=True, trim="-"
+    ).partition("e")
+    sign = "-" if digits.startswith("-") else ""
+    digits = digits.lstrip("-").replace(".", "")
+    exponent = int(exponent_text)
+    if digits == "0":
+        return sign + "0"
+    if exponent < -4 or exponent >= 6:  # Go's %e: at least two exponent digits
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    point = exponent + 1  # digits before the decimal point
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
 _STR_TAG = "tag:yaml.org,2002:str"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
@@ -548,6 +596,7 @@ _SEQ_TAG = "tag:yaml.org,2002:seq"
 _TREE_MAX_DEPTH = 400
 
 _DocumentLoader.add_constructor("tag:yaml.org,2002:float", _DocumentLoader.construct_json_float)
+_DocumentLoader.add_constructor("tag:yaml.org,2002:int", _DocumentLoader.construct_json_int)
 _DocumentLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in Resolver.yaml_implicit_resolvers.items()

@@ -17,11 +17,14 @@ Input, as kubectl takes it:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from draspeed.api.context import Validation, validation_mode
+from draspeed.api.context import DraspeedWarning, Validation, validation_mode
 from draspeed.api.text import DEFAULT_MAX_BYTES
 from draspeed.cli.render import Progress
 from draspeed.cluster import ENGINES, Cluster
@@ -364,7 +367,8 @@ def _read_sources(args: argparse.Namespace, err: TextIO, pods: Any) -> Objects:
     if not args.filename:
         raise UsageError("give the cluster with -f FILE or --from-cluster")
     sources = len(args.filename)
-    with Progress(f"loading {sources} input{'s' if sources != 1 else ''}", stream=err):
+    label = f"loading {sources} input{'s' if sources != 1 else ''}"
+    with Progress(label, stream=err), listed_warnings_only():
         return load(
             *args.filename,
             validate=getattr(args, "validate", True),
@@ -372,6 +376,15 @@ def _read_sources(args: argparse.Namespace, err: TextIO, pods: Any) -> Objects:
             timeout=args.request_timeout or 30.0,
             max_bytes=args.max_input_bytes,
         )
+
+
+@contextlib.contextmanager
+def listed_warnings_only() -> Iterator[None]:
+    """Loading without Python's display of its warnings: the commands write the ones
+    the loaded objects list (``Objects.warnings``), each once, as ``warning: ...``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DraspeedWarning)
+        yield
 
 
 def read_inputs(args: argparse.Namespace, err: TextIO) -> Inputs:
@@ -395,11 +408,12 @@ def read_inputs(args: argparse.Namespace, err: TextIO) -> Inputs:
         query = PodQuery((), namespace, selector) if many else PodQuery(tuple(keys))
     objects = load_sources(args, err, pods=query)
     claims_files = getattr(args, "claims", None)
-    claims = (
-        load(*claims_files, validate=args.validate, max_bytes=args.max_input_bytes)
-        if claims_files
-        else None
-    )
+    with listed_warnings_only():
+        claims = (
+            load(*claims_files, validate=args.validate, max_bytes=args.max_input_bytes)
+            if claims_files
+            else None
+        )
     cluster = Cluster.from_objects(objects, features=args.feature_gates, claims=claims)
     for warning in cluster.warnings:
         err.write(f"warning: {warning}\n")

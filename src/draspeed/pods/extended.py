@@ -44,12 +44,7 @@ def is_dra_extended_resource_name(name: str) -> bool:
     """Upstream's IsDRAExtendedResourceName: an extended resource name (qualified, with
     a domain that is not kubernetes.io, not ``requests.``-prefixed), or the implicit
     name of a DeviceClass."""
-    if name.startswith(DEVICE_CLASS_PREFIX):
-        return True
-    native = "/" not in name or "kubernetes.io/" in name
-    if native or name.startswith("requests."):
-        return False
-    return names.check_qualified_name("requests." + name) is None
+    return name.startswith(DEVICE_CLASS_PREFIX) or names.is_extended_resource_name(name)
 
 
 def class_for(resource: str, classes: Sequence[DeviceClass]) -> DeviceClass | None:
@@ -241,7 +236,8 @@ def _container_request(
     if quantity is None:
         return None, []
     nanos = quantity.nanos
-    if nanos % _NANO or nanos == 0:  # AsInt64 fails, or nothing asked for
+    # AsInt64 fails, or nothing asked for (nor less: only unvalidated input has that).
+    if nanos % _NANO or nanos <= 0:
         return None, []
     wanted = nanos // _NANO
     mappings = []
