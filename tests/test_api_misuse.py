@@ -180,6 +180,16 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
         ValueError,
         "timeout: expected seconds (0 or None: no bound), got -1",
     ),
+    "load-timeout-nan": (
+        lambda o, s: load("http://127.0.0.1:9/x", timeout=math.nan),
+        ValueError,
+        "timeout: expected seconds (0 or None: no bound), got nan",
+    ),
+    "load-timeout-text": (
+        lambda o, s: load("http://127.0.0.1:9/x", timeout="5s"),  # type: ignore[arg-type]
+        TypeError,
+        "timeout: expected seconds or None, got str",
+    ),
     "explain-features": (
         lambda o, s: explain(s, o.claims, "node-1", features=1),  # type: ignore[arg-type]
         TypeError,

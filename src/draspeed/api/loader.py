@@ -50,6 +50,7 @@ from typing import Any
 
 import msgspec
 
+from draspeed import arguments
 from draspeed.api import bulk
 from draspeed.api._jsontext import JSONCompactor
 from draspeed.api._model_tree import untrack
@@ -93,6 +94,8 @@ from draspeed.collector import collector_paused
 from draspeed.errors import InputError
 
 _FILE_SUFFIXES = (".yaml", ".yml", ".json")
+# A URL fetched with timeout 0 or None (no bound, as kubectl's --request-timeout 0).
+_NO_URL_TIMEOUT = 10.0**9
 
 
 @dataclass
@@ -163,7 +166,7 @@ def load(
     kind: str | None = None,
     api_version: str | None = None,
     recursive: bool = False,
-    timeout: float = DEFAULT_URL_TIMEOUT,
+    timeout: float | None = DEFAULT_URL_TIMEOUT,
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_alias_expansion: int = DEFAULT_MAX_ALIAS_EXPANSION,
@@ -173,7 +176,8 @@ def load(
     ``kind`` (and ``api_version``, default the newest version draspeed reads of that
     kind) is the type of objects that carry none and are not items of a typed list:
     ``load(items, kind="ResourceSlice")``. ``recursive`` reads the directories below a
-    directory too (``kubectl -R``); ``timeout`` bounds fetching a URL (seconds).
+    directory too (``kubectl -R``); ``timeout`` bounds fetching a URL (seconds; 0 or
+    None: no bound).
 
     ``validate`` as ``kubectl --validate`` takes it: "strict" (the default, or True)
     checks every object as the API server does and refuses unknown and duplicate
@@ -190,7 +194,14 @@ def load(
     """
     limits = Limits(max_bytes, max_depth, max_alias_expansion)
     default = _default_type(kind, api_version)
-    loader = _Loader(validation_mode(validate), limits, default, recursive, timeout)
+    seconds = arguments.timeout(timeout)  # (TypeError / ValueError naming it)
+    loader = _Loader(
+        validation_mode(validate),
+        limits,
+        default,
+        recursive,
+        _NO_URL_TIMEOUT if seconds is None else seconds,
+    )
     # Objects given in Python are named by where they sit among the arguments:
     # "<object>" alone, "<object>[1]" the second argument, "<object>[0][3]" the fourth
     # item of the first argument's list.
