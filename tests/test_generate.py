@@ -14,6 +14,7 @@ import yaml
 
 from draspeed.api import limits
 from draspeed.api.loader import load
+from draspeed.cli import main
 from draspeed.cli.generate import add_parser as add_generate_parser
 from draspeed.cluster import make_allocator
 from draspeed.features import Features
@@ -389,3 +390,13 @@ def test_a_claim_from_a_template_keeps_the_templates_api_version() -> None:
     assert decoded.key == "team/pod-gpu"
     exactly = decoded.spec.devices.requests[0].exactly
     assert exactly is not None and exactly.device_class_name == "c"
+
+
+def test_a_namespace_the_api_server_refuses_is_refused_before_generating() -> None:
+    """What generate writes, draspeed's own load (and the API server) must take."""
+    with pytest.raises(ValueError, match="'BAD NS': a lowercase RFC 1123 label"):
+        generate("nvidia-gpu", 1, namespace="BAD NS")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["generate", "nvidia-gpu", "--nodes", "1", "-n", "BAD NS"], out, err) == 2
+    assert not out.getvalue()
+    assert generate("nvidia-gpu", 1, namespace="team-a").decoded(validate=True).templates

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from draspeed.api import names
 from draspeed.cli.options import EXIT_OK, EXIT_USAGE, command_parser, positive
 from draspeed.cli.output import add_output, emit, emit_names
 from draspeed.generate import KINDS, generate
@@ -73,10 +74,18 @@ def _allocated(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _namespace_name(text: str) -> str:
+    problem = names.dns_label_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
+    return text
+
+
 def _namespace(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-n",
         "--namespace",
+        type=_namespace_name,
         default="default",
         help="namespace of the claim templates and claims (default: default)",
     )

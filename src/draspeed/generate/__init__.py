@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from draspeed.api import names
 from draspeed.generate._base import Cluster, check_size, claim_from_template, parse_fill
 from draspeed.generate.example import example
 from draspeed.generate.network import network_attached
@@ -56,6 +57,11 @@ def generate(kind: str, nodes: int, seed: int = 0, **options: Any) -> Cluster:
     except KeyError:
         raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}") from None
     check_size(kind, nodes, options)
+    namespace = options.get("namespace")
+    if isinstance(namespace, str):  # (what the objects carry: the API server checks it)
+        problem = names.dns_label_problem(namespace)
+        if problem is not None:
+            raise ValueError(f"namespace {namespace!r}: {problem}")
     return make(nodes, seed, **options)
 
 
