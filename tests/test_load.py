@@ -210,6 +210,22 @@ def test_kind_list_and_typed_lists() -> None:
     assert "kind" not in slices[0].raw  # raw is the item as given
 
 
+def test_lists_in_lists_are_read_as_kubectl_flattens_them() -> None:
+    typed = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSliceList",
+        "items": [_slice("node-1")],
+    }
+    inner = {"apiVersion": "v1", "kind": "List", "items": [_node("n"), typed]}
+    doc = {"apiVersion": "v1", "kind": "List", "items": [_class("a"), inner]}
+    for given in (doc, json.dumps(doc), yaml.safe_dump(doc)):
+        objects = load(given)
+        assert [c.metadata.name for c in objects.classes] == ["a"]
+        assert [n.name for n in objects.nodes] == ["n"]
+        assert [s.metadata.name for s in objects.slices] == ["node-1"]
+        assert not objects.skipped
+
+
 def test_typed_list_items_may_carry_their_own_version() -> None:
     item = dict(_slice("n"), apiVersion="resource.k8s.io/v1beta2", kind="ResourceSlice")
     typed = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList", "items": [item]}

@@ -558,6 +558,11 @@ class _Loader:
     ) -> DRAObject | None:
         if type(item) is not dict and not isinstance(item, Mapping):
             raise InputError(where, f"items[{j}]", wrong_type("object", item))
+        kind = item.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and "items" in item:
+            # A list in a list: its items are read too, as kubectl flattens lists.
+            self.list_items(item, kind, f"{where} items[{j}]")
+            return None
         type_meta = None
         if item_kind is not None:
             type_meta = (item.get("apiVersion") or api_version, item.get("kind") or item_kind)
