@@ -35,6 +35,16 @@ def test_cache_returns_the_same_selector_for_the_same_text() -> None:
     assert compile_selector(expr) is compile_selector(expr)
 
 
+def test_surrogates_a_python_str_may_hold_are_read_as_go_reads_them() -> None:
+    """A lone surrogate (only a str built in Python holds one) is U+FFFD, as Go's JSON
+    decoding makes of a ``\\ud800`` escape; a pair is its character."""
+    with pytest.raises(CELCompileError, match="token recognition error at: '\ufffd'"):
+        compile_selector("\ud800")
+    assert compile_selector('"\ud83d\ude00" == "\U0001f600"').matches(
+        device_input("d", Device(name="d"))
+    )
+
+
 def test_failed_compilations_are_not_cached() -> None:
     clear_cache()
     for _ in range(2):
