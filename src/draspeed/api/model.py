@@ -322,6 +322,12 @@ class DeviceConstraint:
     match_attribute: str | None = None  # fully qualified
     distinct_attribute: str | None = None
 
+    @property
+    def attribute(self) -> str | None:
+        """The attribute the constraint names: ``matchAttribute`` when it is set (""
+        too, which only unvalidated input has), else ``distinctAttribute``."""
+        return self.match_attribute if self.match_attribute is not None else self.distinct_attribute
+
 
 @dataclass(slots=True)
 class DeviceClaimConfiguration:

@@ -761,11 +761,7 @@ class ClaimArrays:
         n_codes = 0
         for c, claim in enumerate(self.claims):
             for constraint in claim.spec.devices.constraints:
-                attribute = (  # ("" is a name too: validation off lets it through)
-                    constraint.match_attribute
-                    if constraint.match_attribute is not None
-                    else constraint.distinct_attribute
-                )
+                attribute = constraint.attribute
                 assert attribute is not None  # checked in preflight
                 distinct.append(constraint.match_attribute is None)
                 first_needs_value.append(constraint.match_attribute is not None and list_types)

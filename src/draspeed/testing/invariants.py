@@ -517,11 +517,7 @@ class _Checker:
     def _constraint(
         self, claim: ResourceClaim, index: int, constraint: DeviceConstraint, mine: list[_Placed]
     ) -> None:
-        name = (
-            constraint.match_attribute
-            if constraint.match_attribute is not None
-            else constraint.distinct_attribute
-        )
+        name = constraint.attribute
         if name is None:
             self.fail(
                 f"claim {claim.key}: constraint #{index} is empty but the claim was allocated"
