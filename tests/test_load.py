@@ -849,8 +849,12 @@ def test_yaml_reads_as_pyyaml_reads(composer: str, monkeypatch: pytest.MonkeyPat
     for path in sorted(here.rglob("*.yaml")):
         # PyYAML itself crashes on some of bad_input; the quantity cases hold .inf and
         # .nan, which draspeed refuses (JSON cannot hold them).
-        if path.parent.name != "bad_input" and path.name != "quantity_cases.yaml":
-            texts.append(path.read_text(encoding="utf-8"))
+        if path.parent.name == "bad_input" or path.name == "quantity_cases.yaml":
+            continue
+        text = path.read_text(encoding="utf-8")
+        # (A JSON text with surrogate escapes is no YAML: YAML refuses such escapes.)
+        if not (text.startswith("{") and "\\ud8" in text):
+            texts.append(text)
     assert len(texts) > 100
     for text in texts:
         assert text_module.parse_text(text) == _pyyaml_documents(text)

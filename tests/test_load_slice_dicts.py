@@ -19,7 +19,7 @@ from draspeed.generate import generate
 
 def _load(sources: list[Any], fast: bool, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> Any:
     if not fast:
-        monkeypatch.setattr(loader_module._Loader, "slice_by_json", lambda self, obj, v: None)
+        monkeypatch.setattr(loader_module._Loader, "slice_by_json", lambda *args: None)
     else:
         monkeypatch.undo()
     with warnings.catch_warnings(record=True) as caught:
@@ -81,8 +81,8 @@ def test_the_compiled_build_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[bool] = []
     original = loader_module._Loader.slice_by_json
 
-    def spy(self: Any, obj: Any, version: str) -> Any:
-        found = original(self, obj, version)
+    def spy(self: Any, obj: Any, version: str, text: bytes | None = None) -> Any:
+        found = original(self, obj, version, text)
         built.append(found is not None)
         return found
 

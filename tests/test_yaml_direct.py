@@ -75,7 +75,7 @@ REFUSED = {
     "non-specific-tag": "a: ! 1\n",
     "local-tag": "a: !thing {b: 1}\n",
     "merge-key": "a: {x: 1}\nb:\n  <<: {y: 2}\n",
-    "value-key": "=: 1\n",
+    "merge-key-as-text": "a: <<\n",
     "int-key": "1: a\n",
     "bool-key": "on: a\n",
     "null-key": "~: a\n",

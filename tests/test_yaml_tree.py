@@ -118,6 +118,28 @@ def test_keys_that_are_not_strings_are_named_as_kubectl_names_them(key: str, exp
     assert load(text, validate=False).nodes[0].labels == {expected: "v"}
 
 
+@pytest.mark.parametrize("text", ["=", "<<"])
+def test_plain_equals_and_merge_signs_outside_keys_are_text(text: str) -> None:
+    """PyYAML resolves a plain ``=`` to its "value" tag and a plain ``<<`` to a merge,
+    and its safe loader cannot build either as a value; go-yaml (kubectl) reads both
+    as text, and so does draspeed: an attribute ``{string: =}`` is the string "="."""
+    from draspeed import load
+
+    doc = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+        "spec:\n  driver: d.example.com\n  nodeName: n1\n"
+        "  pool: {name: p, generation: 1, resourceSliceCount: 1}\n"
+        f"  devices:\n  - name: dev\n    attributes:\n      a: {{string: {text}}}\n"
+    )
+    (device,) = load(doc).slices[0].spec.devices
+    assert device.attributes["d.example.com/a"].value == text
+    assert text_module.parse_text(f"a: {text}\nb: [{text}, '{text}']\n") == [
+        {"a": text, "b": [text, text]}
+    ]
+    if text == "=":  # (a plain << key is a merge)
+        assert text_module.parse_text("=: 1\n") == [{"=": 1}]
+
+
 def test_a_null_key_is_one_error_and_keys_equal_once_converted_are_duplicates() -> None:
     from draspeed import load
     from draspeed.errors import InputError

@@ -39,6 +39,14 @@ def go_quote(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def go_string(text: str) -> str:
+    """``text`` as a Go string holds it: a surrogate that pairs with the next one is that
+    pair's character, one that does not is U+FFFD (as Go's JSON decoding makes of a
+    ``\\ud800`` escape). Only a str built in Python, or read from such an escape by
+    Python, holds such code points; text read from a file cannot."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def go_json(value: object) -> str:
     """Compact JSON as Go's ``json.Marshal`` writes it: HTML characters and the two
     line separators escaped."""

@@ -34,6 +34,7 @@ from typing import Any
 
 import msgspec
 
+from draspeed.api import json_as_go
 from draspeed.api._jsontext import json_compact, json_list_spans
 from draspeed.api.bulk_claims import CLAIM_DECODER
 from draspeed.api.slice_schema import SLICE_DECODER
@@ -102,7 +103,7 @@ class ListText:
                         return decoder.decode(text), text
                     except msgspec.ValidationError:  # not of the shape the Structs take
                         pass
-            return msgspec.json.decode(text), text
+            return json_as_go.decode(text), text
         # DecodeError by name: it is a ValueError only from msgspec 0.21 on.
         except (msgspec.DecodeError, ValueError, RecursionError) as exc:
             raise NotJSON(str(exc)) from exc

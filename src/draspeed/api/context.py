@@ -19,6 +19,7 @@ from typing import Any, Literal, NoReturn
 
 from draspeed.api import limits, messages
 from draspeed.api.fields import KNOWN, SCHEMAS, all_known, unknown_fields
+from draspeed.api.json_as_go import NumberText
 from draspeed.api.model import DeviceAttribute, DeviceCapacity, DeviceCounterConsumption
 from draspeed.errors import InputError, QuantityError
 from draspeed.quantity import Quantity
@@ -334,6 +335,8 @@ class DecodeContext:
             text = value.strip()  # Quantity.UnmarshalJSON trims surrounding space
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(path, messages.wrong_type("quantity string", value))
+        elif type(value) is NumberText:
+            text = value.text  # Go reads the quantity from the number as written
         else:
             text = repr(value) if isinstance(value, float) else str(value)
         try:

@@ -51,7 +51,7 @@ from typing import Any
 import msgspec
 
 from draspeed import arguments
-from draspeed.api import bulk
+from draspeed.api import bulk, json_as_go
 from draspeed.api._jsontext import JSONCompactor
 from draspeed.api._model_tree import untrack
 from draspeed.api.bulk import ListText, NotJSON, read_list
@@ -286,7 +286,7 @@ def _text_error(origin: str, exc: TextError) -> InputError:
 
 
 # Dicts' JSON text for the compiled slice build (see _Loader.slice_by_json).
-_JSON_ENCODER = msgspec.json.Encoder()
+_JSON_ENCODER = msgspec.json.Encoder(enc_hook=json_as_go.as_written)
 
 # -------------------------------------------------------------------------- sources
 
@@ -311,6 +311,8 @@ class _Loader:
         self.pending: Pending | None = None  # warnings held back (see json_list)
         # The documents being read are JSON-exact (see draspeed.api.text.Parsed).
         self.json_exact = False
+        # The documents being read were built by Python code (they may hold surrogates).
+        self.from_python = False
         self._slice_builder: SliceBuilder | None = None  # made at the first slice built
         # (kind, namespace, name) -> the object kept and where it was read.
         self.seen: dict[tuple[str, str, str], tuple[DRAObject, str, int | None]] = {}
@@ -340,7 +342,7 @@ class _Loader:
         elif isinstance(source, (bytes, bytearray, memoryview)):
             self.text(bytes(source), f"<bytes>{at}")
         elif isinstance(source, Mapping):
-            self.document(source, f"<object>{at}", None)
+            self.python_document(source, f"<object>{at}")
         elif isinstance(source, (list, tuple)):
             for j, item in enumerate(source):
                 self.source(item, f"{at}[{j}]")
@@ -349,7 +351,15 @@ class _Loader:
             meta = model_type_meta(source)
             if meta is not None and isinstance(plain, dict):
                 plain = {"apiVersion": meta[0], "kind": meta[1], **plain}
-            self.document(plain, f"<{type(source).__name__}>{at}", None)
+            self.python_document(plain, f"<{type(source).__name__}>{at}")
+
+    def python_document(self, doc: Any, where: str) -> None:
+        """A document built by Python code (a dict, a client's object)."""
+        self.from_python = True
+        try:
+            self.document(doc, where, None)
+        finally:
+            self.from_python = False
 
     def path(self, path: Path) -> None:
         if path.is_dir():
@@ -493,7 +503,7 @@ class _Loader:
                             if self.first(built, where, j):
                                 slices.append(built)
                             continue
-                    item = msgspec.json.decode(text)  # as the ordinary parse gives it
+                    item = json_as_go.decode(text)  # as the ordinary parse gives it
                 elif type(item) is JSONClaim:
                     if item_kind is None:
                         version, kind = item.apiVersion, item.kind
@@ -505,7 +515,7 @@ class _Loader:
                             if self.first(claim, where, j):
                                 claims.append(claim)
                             continue
-                    item = msgspec.json.decode(text)
+                    item = json_as_go.decode(text)
                 decoded = self.list_item(item, j, where, api_version, item_kind)
                 if type(decoded) is ResourceClaim and decoded.raw is item:
                     # The claim keeps its text, decoded again if ``raw`` is read: the
@@ -589,10 +599,13 @@ class _Loader:
                 self.objects.skipped[kind] = self.objects.skipped.get(kind, 0) + 1
                 return None
             raise InputError(where, f"{_prefix(item)}kind", unsupported(api_version, kind))
+        text = None
+        if self.from_python:
+            obj, text = _as_go_reads(obj)
         try:
             fast = None
             if kind == "ResourceSlice" and api_version in FAST_API_VERSIONS:
-                fast = self.slice_by_json(obj, api_version)
+                fast = self.slice_by_json(obj, api_version, text)
             decoded: DRAObject
             if fast is not None:
                 decoded = fast
@@ -633,15 +646,19 @@ class _Loader:
             fields=self.mode,
         )
 
-    def slice_by_json(self, obj: Mapping[str, Any], api_version: str) -> ResourceSlice | None:
+    def slice_by_json(
+        self, obj: Mapping[str, Any], api_version: str, text: bytes | None = None
+    ) -> ResourceSlice | None:
         """A slice given as a dict (a YAML document, a client's object, a JSON text's
         document) built as the bulk JSON reader builds its items, from the dict's JSON
         text, when that text says exactly what the dict says (no bytes, sets or keys
         that are not strings, which JSON would rewrite); None for the dict decoder. The
         dict decoder reads a dynamic-MIG device's counters and maps in Python, three
-        quarters of loading a YAML dump after its parse. ``raw`` stays the dict."""
+        quarters of loading a YAML dump after its parse. ``raw`` stays the dict.
+        ``text``: the dict's JSON text, if already written."""
         try:
-            text = _JSON_ENCODER.encode(obj)
+            if text is None:
+                text = _JSON_ENCODER.encode(obj)
             # (A JSON-exact document's text says what it says: no need to look.)
             if not self.json_exact and msgspec.json.decode(text) != obj:
                 return None
@@ -686,6 +703,23 @@ class _Loader:
                     f"{_prefix(item)}{key}",
                     "Required value" if not value else wrong_type("string", value),
                 )
+
+
+def _as_go_reads(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], bytes | None]:
+    """An object built by Python code as Go reads it once Python's JSON encoder has
+    written it, and its JSON text if that is all msgspec needs: a string holding a
+    surrogate (only Python code can put one there) is made Go's (json_as_go.go_strings).
+    msgspec refuses to write such a string, so writing the text finds them, and a slice
+    is built from that text anyway."""
+    try:
+        return obj, _JSON_ENCODER.encode(obj)
+    except UnicodeEncodeError:
+        try:
+            return json_as_go.go_strings(obj), None
+        except RecursionError:  # it contains itself: the decoders say so
+            return obj, None
+    except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError):
+        return obj, None  # (not JSON: the decoders word what is wrong)
 
 
 def _same(a: DRAObject, b: DRAObject) -> bool:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from draspeed.api import json_as_go
 from draspeed.quantity import Quantity
 
 # --------------------------------------------------------------------------------------
@@ -194,7 +195,7 @@ def _raw_from_text(obj: Any, name: str) -> Any:
         text = obj.raw_text
         if text is None:
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute 'raw'")
-        value = msgspec.json.decode(text)
+        value = json_as_go.decode(text)
         obj.raw = value
         obj.raw_text = None
         return value

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from draspeed.api import limits, names
+from draspeed.api import json_as_go, limits, names
 from draspeed.api._decode import (
     SliceBuilder,
     decode_common_devices,
@@ -518,7 +518,7 @@ class CheckedDevices:
         pending: Pending | None = None,
         fields: Validation | None = None,
     ) -> None:
-        self.raw: dict[str, Any] = msgspec.json.decode(text)
+        self.raw: dict[str, Any] = json_as_go.decode(text)
         name = object_name("ResourceSlice", self.raw, namespaced=False)
         self.ctx = DecodeContext(
             name, validate=validate, caches=caches, sink=sink, pending=pending, fields=fields

@@ -50,7 +50,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-from draspeed.api import _libyaml
+from draspeed.api import _libyaml, json_as_go
 from draspeed.api._jsontext import json_text_check
 from draspeed.api._yaml_tree import construct_tree, no_path_resolvers, resolve_remembered
 
@@ -194,11 +194,11 @@ class _NotJSONText:
 
 def _decode_json(text: str | bytes, limits: Limits, report: OnDuplicate | None) -> Any:
     try:
-        doc = msgspec.json.decode(text)
+        doc = json_as_go.decode(text)
     except msgspec.ValidationError as exc:
-        # A number beyond a float's range (1e400) stops msgspec, but the text is JSON
-        # and the number a number: Go reads it as one, and refuses it for a typed field.
-        # (YAML would read it as a string.)
+        # An integer beyond msgspec's range (5,000 digits) stops msgspec, but the text
+        # is JSON and the number a number: Go reads it as one, and refuses it for a
+        # typed field. (YAML would read it as a string.)
         doc = _decode_wide_json(text, limits, exc)
         if type(doc) is _NotJSONText:
             return doc
@@ -228,20 +228,16 @@ def _decode_json(text: str | bytes, limits: Limits, report: OnDuplicate | None) 
 
 
 def _decode_wide_json(text: str | bytes, limits: Limits, first: Exception) -> Any:
-    """A JSON text with a number msgspec cannot hold, by the standard library (such a
-    number becomes an infinite float), or msgspec's problem if it is not JSON."""
-    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    """A JSON text with an integer msgspec cannot hold, by the standard library (Go
+    reads it as a number, and refuses it for a typed field), or msgspec's problem if
+    it is not JSON."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     if json_text_check(data, limits.max_depth)[0]:  # (before a recursive decoder)
         raise TextError(None, "", _too_deep(limits.max_depth))
     try:
-        return json.loads(data, parse_constant=_no_constant)
+        return json_as_go.decode_by_python(data)
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return _NotJSONText(str(first))
-
-
-def _no_constant(name: str) -> Any:
-    """NaN and Infinity are not JSON (msgspec says so of a text that uses them)."""
-    raise ValueError(f"{name} is not JSON")
 
 
 def _utf8_error(data: bytes) -> str:
@@ -480,6 +476,11 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
             return str(node.value)
         return value
 
+    def construct_merge_text(self, node: ScalarNode) -> str:
+        """A plain ``<<`` that is not a mapping's key: text, as go-yaml reads it (PyYAML
+        has no constructor for a merge key elsewhere)."""
+        return str(node.value)
+
     def flatten_mapping(self, node: MappingNode) -> None:
         if node in self.merged:
             return  # merge keys already resolved (the node is shared by an alias)
@@ -597,8 +598,12 @@ _TREE_MAX_DEPTH = 400
 
 _DocumentLoader.add_constructor("tag:yaml.org,2002:float", _DocumentLoader.construct_json_float)
 _DocumentLoader.add_constructor("tag:yaml.org,2002:int", _DocumentLoader.construct_json_int)
+_DocumentLoader.add_constructor(_MERGE_TAG, _DocumentLoader.construct_merge_text)
+# Not resolved: timestamps (text, as Kubernetes keeps them) and a plain ``=`` (PyYAML's
+# "value" tag, which its safe constructor cannot build: text, as go-yaml reads it).
+_UNRESOLVED = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value")
 _DocumentLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _UNRESOLVED]
     for first, resolvers in Resolver.yaml_implicit_resolvers.items()
 }
 

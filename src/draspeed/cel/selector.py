@@ -31,6 +31,7 @@ from draspeed.cel.types import Type
 from draspeed.cel.validators import validate
 from draspeed.cel.values import to_bool_result
 from draspeed.errors import CELCompileError, CELRuntimeError
+from draspeed.golang import go_string
 
 if TYPE_CHECKING:
     from draspeed.cel.table import DeviceTable
@@ -173,7 +174,7 @@ def _compile(expression: str) -> Selector:
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)
     if not expression.isascii():
-        expression = _as_go_text(expression)
+        expression = go_string(expression)
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
         raise CELCompileError(f"Too long: may not be more than {MAX_EXPRESSION_BYTES} bytes")
     try:
@@ -203,14 +204,6 @@ def _compile(expression: str) -> Selector:
     except RecursionError:
         errors.items = [(0, "expression recursion limit exceeded: 250")]
         raise CELCompileError(f"compilation failed: {errors.render()}") from None
-
-
-def _as_go_text(text: str) -> str:
-    """``text`` as a Go string holds it: a surrogate that pairs with the next one is that
-    pair's character, one that does not is U+FFFD (as Go's JSON decoding makes of a
-    ``\\ud800`` escape). Only a str built in Python holds such code points; text read
-    from a file cannot."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 class _Cache:

@@ -1,0 +1,105 @@
+"""JSON text read as Go's ``encoding/json`` reads it, where msgspec reads it otherwise.
+
+- **Numbers with a fraction or an exponent keep their text** (:class:`NumberText`). Go
+  reads a ``resource.Quantity`` from a bare number's own text (``1e3`` is the quantity
+  ``1e3``, ``0.00001`` is ``10u``), while a float keeps only its value (``1000.0``;
+  ``1e-05``). A float read from YAML, or put in a dict by Python code, is written as
+  Python's JSON encoder writes it: its repr.
+- **A ``\\u`` escape of a surrogate that is not half of a pair is U+FFFD**, as Go
+  replaces it; msgspec refuses the whole text. Such a text is read again by Python's
+  own JSON decoder (which keeps the lone surrogate) and its strings made Go's.
+
+Everything else (syntax, nesting, repeated keys: the last value kept) is msgspec's,
+which reads as Go does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import msgspec
+
+from draspeed.golang import go_string
+
+
+class NumberText(float):
+    """A float that remembers the JSON text it was read from (``text``)."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, value: float, text: str) -> NumberText:
+        number = super().__new__(cls, value)
+        number.text = text
+        return number
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (NumberText, (float(self), self.text))
+
+
+def _from_json(text: str) -> NumberText:
+    return NumberText(float(text), text)
+
+
+# (msgspec hands the hook every number with a fraction or an exponent, as written.)
+_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(float_hook=_from_json)
+# A \u escape of a surrogate (preceded by an even run of backslashes: an escape).
+_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def decode(data: str | bytes) -> Any:
+    """The JSON document ``data`` (see the module docstring); msgspec's DecodeError if
+    it is not one."""
+    try:
+        return _DECODER.decode(data)
+    except msgspec.DecodeError as exc:
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        if not _SURROGATE_ESCAPE.search(raw):
+            raise
+        try:
+            return decode_by_python(raw)
+        except (ValueError, RecursionError):  # (UnicodeDecodeError, JSONDecodeError)
+            raise exc from None  # msgspec's error stands
+
+
+def decode_by_python(data: bytes) -> Any:
+    """A text msgspec refused, read by Python's JSON decoder, numbers and strings as
+    :func:`decode` makes them (the decoder's ValueError if it refuses the text too)."""
+    doc = json.loads(data.decode("utf-8"), parse_float=_from_json, parse_constant=_refuse)
+    return go_strings(doc)
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN and Infinity: Python's extension
+
+
+def go_strings(value: Any) -> Any:
+    """``value`` with every string (keys too) as Go holds it (:func:`go_string`): the
+    same object if no string holds a surrogate, else a copy of what holds one."""
+    if type(value) is str:
+        if value.isascii():
+            return value
+        converted = go_string(value)
+        return value if converted == value else converted
+    if type(value) is dict:
+        copied = {go_strings(key): go_strings(item) for key, item in value.items()}
+        return value if _same_items(copied, value) else copied
+    if type(value) is list:
+        items = [go_strings(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+def _same_items(copied: dict[Any, Any], value: dict[Any, Any]) -> bool:
+    return all(
+        a is b and x is y for (a, x), (b, y) in zip(copied.items(), value.items(), strict=True)
+    ) and len(copied) == len(value)
+
+
+def as_written(obj: Any) -> msgspec.Raw:
+    """A msgspec encoder's ``enc_hook``: a :class:`NumberText` written as it was read."""
+    if type(obj) is NumberText:
+        return msgspec.Raw(obj.text.encode())
+    raise TypeError(f"Encoding objects of type {type(obj).__name__} is unsupported")

@@ -1,0 +1,152 @@
+"""JSON text read as Go reads it: numbers' text, surrogate escapes (api.json_as_go).
+
+A bare JSON number where a quantity goes is read from its text, as Go reads it.
+
+``resource.Quantity``'s JSON decoding parses the number's own text, so ``1e3`` is the
+quantity ``1e3`` (not ``1k``) and ``0.00001`` is ``10u`` (not ``10e-6``, the text of
+the float's repr). Every quantity field of every JSON reading (one document, a List
+read in bulk, a List item that is not of the bulk shape) must read a bare number as it
+reads the same text quoted. A float from YAML is written as Python's JSON encoder
+writes it (PyYAML, then ``json.dumps``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from draspeed import load
+from draspeed.api.json_as_go import NumberText, decode
+from draspeed.quantity import Quantity
+
+# Number texts whose quantity differs from the quantity of the float's repr.
+LITERALS = ["1e3", "1E3", "0.00001", "1.0e+16", "1.50", "2.0", "1e-7", "100e-2", "5e400", "0"]
+
+SLICE = """{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+ "metadata": {"name": "node-1-gpus"},
+ "spec": {"driver": "gpu.example.com", "nodeName": "node-1",
+  "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+  "sharedCounters": [{"name": "cs-0", "counters": {"mem": {"value": @}}}],
+  "devices": [{"name": "gpu-0",
+    "attributes": {"model": {"string": "a100"}},
+    "capacity": {
+      "memory": {"value": @, "requestPolicy": {"default": @, "validValues": [@]}},
+      "cores": {"value": @, "requestPolicy": {"validRange": {"min": @, "max": @, "step": @}}}},
+    "consumesCounters": [{"counterSet": "cs-0", "counters": {"mem": {"value": @}}}]}]}}"""
+
+CLAIM = """{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+ "metadata": {"name": "claim-0", "namespace": "default"},
+ "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {
+   "deviceClassName": "gpu", "capacity": {"requests": {"memory": @}}}}]}},
+ "status": {"allocation": {"devices": {"results": [{"request": "req-0",
+   "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0",
+   "shareID": "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa", "consumedCapacity": {"memory": @}}]}}}}"""
+
+
+def _quantities(obj: Any) -> list[str]:
+    """Every quantity in a model object, in field order, as text."""
+    if isinstance(obj, Quantity):
+        return [str(obj)]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return [q for f in dataclasses.fields(obj) for q in _quantities(getattr(obj, f.name))]
+    if isinstance(obj, dict):
+        return [q for value in obj.values() for q in _quantities(value)]
+    if isinstance(obj, list):
+        return [q for value in obj for q in _quantities(value)]
+    return []
+
+
+def _read(texts: list[str]) -> list[str]:
+    found: list[str] = []
+    for text in texts:
+        objects = load(text, validate=False)
+        found += _quantities(objects.slices) + _quantities(objects.claims)
+    return found
+
+
+def _forms(number: str) -> list[list[str]]:
+    """The documents with ``number`` in every quantity field: one JSON document each,
+    and one List read in bulk."""
+    slice_text, claim_text = SLICE.replace("@", number), CLAIM.replace("@", number)
+    listed = f'{{"apiVersion": "v1", "kind": "List", "items": [{slice_text}, {claim_text}]}}'
+    return [[slice_text, claim_text], [listed]]
+
+
+@pytest.mark.parametrize("literal", LITERALS)
+def test_a_bare_number_is_the_quantity_of_its_text(literal: str) -> None:
+    for bare, quoted in zip(_forms(literal), _forms(json.dumps(literal)), strict=True):
+        expected = _read(quoted)
+        assert len(expected) == 11
+        assert _read(bare) == expected
+    assert expected[0] == str(Quantity.parse(literal))
+
+
+def test_yaml_floats_are_written_as_pythons_json_encoder_writes_them() -> None:
+    as_yaml = yaml.safe_dump(json.loads(SLICE.replace("@", "0.00001")))
+    # YAML's reading of the slice, and the JSON text Python writes of that reading.
+    from_yaml = _quantities(load(as_yaml, validate=False).slices)
+    from_json = _quantities(load(json.dumps(yaml.safe_load(as_yaml)), validate=False).slices)
+    assert from_yaml == from_json == ["10e-6"] * 9
+
+
+def test_number_text_keeps_its_text_and_value() -> None:
+    doc = decode(b'{"a": [1e3, 0.00001, 2, 1e400]}')
+    first, small, two, huge = doc["a"]
+    assert (first, first.text) == (1000.0, "1e3") and isinstance(first, NumberText)
+    assert (small.text, type(two)) == ("0.00001", int)
+    assert huge == float("inf") and huge.text == "1e400"
+    import pickle
+
+    copied = pickle.loads(pickle.dumps(first))
+    assert type(copied) is NumberText and copied.text == "1e3"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (r'"x\ud800y"', "x\ufffdy"),  # a lone high surrogate
+        (r'"\udfff"', "\ufffd"),  # a lone low one
+        (r'"\ud800\u0041"', "\ufffdA"),  # followed by an escape that does not pair
+        (r'"\udc00\ud800"', "\ufffd\ufffd"),  # the wrong order
+        (r'"\ud83d\ude00"', "\U0001f600"),  # a pair: one character
+        (r'"\\ud800"', "\\ud800"),  # an escaped backslash: no escape
+        (r'{"\ud800": 1, "\udfff": 2}', {"\ufffd": 2}),  # keys too (the last one kept)
+        (r'[1.5, "\ud800"]', [1.5, "\ufffd"]),
+    ],
+)
+def test_surrogate_escapes_are_read_as_go_reads_them(text: str, expected: Any) -> None:
+    """Go's JSON decoding replaces a surrogate escape that is not half of a pair with
+    U+FFFD; msgspec refuses the text."""
+    assert decode(text) == expected
+    assert decode(text.encode()) == expected
+
+
+@pytest.mark.parametrize("text", [r'["\ud800", NaN]', r'["\ud800"', r'"\ud800" x'])
+def test_a_text_with_surrogate_escapes_that_is_not_json_is_still_refused(text: str) -> None:
+    import msgspec
+
+    with pytest.raises(msgspec.DecodeError):
+        decode(text)
+
+
+def test_strings_python_code_built_are_read_as_go_reads_them_once_written() -> None:
+    """A str built in Python may hold surrogates: it is what Go reads of the JSON text
+    Python's encoder writes of it (the regression case's file is that text)."""
+    from pathlib import Path
+
+    case = Path(__file__).parent / "regressions/surrogate-escapes-are-replacement-characters.yaml"
+    text = case.read_text(encoding="utf-8")
+    docs = json.loads(text)["items"]  # Python's reading keeps the lone surrogates
+    assert docs[2]["spec"]["devices"][0]["attributes"]["a"]["string"] == "x\ud800y"
+
+    def values(source: Any) -> list[str]:
+        (slice_,) = load(source, validate=False).slices
+        return [d.attributes["gpu.example.com/a"].value for d in slice_.spec.devices]
+
+    expected = ["x\ufffdy", "x\ufffdy", "x\U0001f600y"]
+    assert values(text) == values(docs) == values(docs[2]) == expected
+    assert docs[2]["spec"]["devices"][0]["attributes"]["a"]["string"] == "x\ud800y"  # as given
