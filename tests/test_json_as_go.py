@@ -150,3 +150,43 @@ def test_strings_python_code_built_are_read_as_go_reads_them_once_written() -> N
     expected = ["x\ufffdy", "x\ufffdy", "x\U0001f600y"]
     assert values(text) == values(docs) == values(docs[2]) == expected
     assert docs[2]["spec"]["devices"][0]["attributes"]["a"]["string"] == "x\ud800y"  # as given
+
+
+def _node(labels: dict[Any, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a", "labels": labels}}
+
+
+@pytest.mark.parametrize(
+    ("key", "name"),
+    [(1, "1"), (42, "42"), (True, "true"), (False, "false"), (None, "null"), (1.5, "1.5")],
+)
+@pytest.mark.parametrize("validate", [True, False])
+def test_keys_python_code_wrote_are_named_as_pythons_json_encoder_names_them(
+    key: Any, name: str, validate: bool
+) -> None:
+    node = _node({key: "v"})
+    assert json.loads(json.dumps({key: "v"})) == {name: "v"}
+    assert load([node], validate=validate).nodes[0].labels == {name: "v"}
+
+
+@pytest.mark.parametrize("key", [(1, 2), b"x", frozenset()])
+def test_a_key_pythons_json_encoder_refuses_is_one_error_naming_its_mapping(key: Any) -> None:
+    from draspeed.errors import InputError
+
+    node = _node({key: "v"})
+    with pytest.raises(InputError) as caught:
+        load([{"apiVersion": "v1", "kind": "List", "items": [node]}], validate=False)
+    assert (caught.value.obj, caught.value.path) == ("Node node-a", "metadata.labels")
+    assert f"keys must be str, int, float, bool or None, not {type(key).__name__}" in str(
+        caught.value
+    )
+
+
+def test_a_slice_dict_with_a_number_key_or_a_surrogate_is_built_as_its_json_text() -> None:
+    text = SLICE.replace("@", '"1"')
+    doc = json.loads(text)
+    attributes = doc["spec"]["devices"][0]["attributes"]
+    attributes[7] = {"string": "x\ud800y"}
+    (slice_,) = load([doc], validate=False).slices
+    assert slice_.spec.devices[0].attributes["gpu.example.com/7"].value == "x\ufffdy"
+    assert 7 in attributes  # (the caller's dict is left as it was)

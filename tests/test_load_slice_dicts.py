@@ -81,8 +81,8 @@ def test_the_compiled_build_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[bool] = []
     original = loader_module._Loader.slice_by_json
 
-    def spy(self: Any, obj: Any, version: str, text: bytes | None = None) -> Any:
-        found = original(self, obj, version, text)
+    def spy(self: Any, obj: Any, version: str) -> Any:
+        found = original(self, obj, version)
         built.append(found is not None)
         return found
 

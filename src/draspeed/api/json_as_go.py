@@ -68,34 +68,59 @@ def decode_by_python(data: bytes) -> Any:
     """A text msgspec refused, read by Python's JSON decoder, numbers and strings as
     :func:`decode` makes them (the decoder's ValueError if it refuses the text too)."""
     doc = json.loads(data.decode("utf-8"), parse_float=_from_json, parse_constant=_refuse)
-    return go_strings(doc)
+    return rewritten(doc, "")  # (JSON keys are strings: only surrogates change)
 
 
 def _refuse(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")  # NaN and Infinity: Python's extension
 
 
-def go_strings(value: Any) -> Any:
-    """``value`` with every string (keys too) as Go holds it (:func:`go_string`): the
-    same object if no string holds a surrogate, else a copy of what holds one."""
+class KeyProblem(ValueError):
+    """A key Python's JSON encoder refuses (``path``: the mapping's field path)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(path, message)
+
+
+def rewritten(value: Any, path: str) -> Any:
+    """``value`` as Go reads the JSON Python's encoder writes of it: keys that are not
+    strings written as ``json.dumps`` writes them (``1`` is ``"1"``, ``True``
+    ``"true"``, ``None`` ``"null"``, a float its repr), strings as Go holds them. The
+    same object where nothing changes. :class:`KeyProblem` for a key of another type."""
     if type(value) is str:
         if value.isascii():
             return value
         converted = go_string(value)
         return value if converted == value else converted
     if type(value) is dict:
-        copied = {go_strings(key): go_strings(item) for key, item in value.items()}
-        return value if _same_items(copied, value) else copied
-    if type(value) is list:
-        items = [go_strings(item) for item in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        copied: dict[Any, Any] = {}
+        same = True
+        for key, item in value.items():
+            name = _json_key(key, path)
+            new = rewritten(item, f"{path}.{name}" if path else name)
+            same = same and name is key and new is item
+            copied[name] = new
+        return value if same and len(copied) == len(value) else copied
+    if type(value) is list or type(value) is tuple:
+        items = [rewritten(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if type(value) is list else tuple(items)
     return value
 
 
-def _same_items(copied: dict[Any, Any], value: dict[Any, Any]) -> bool:
-    return all(
-        a is b and x is y for (a, x), (b, y) in zip(copied.items(), value.items(), strict=True)
-    ) and len(copied) == len(value)
+def _json_key(key: Any, path: str) -> str:
+    if type(key) is str:
+        return rewritten(key, path)
+    if key is True or key is False:
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    if isinstance(key, float):
+        return json.dumps(key)  # (its repr; NaN and the infinities by name)
+    raise KeyProblem(path, f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
 def as_written(obj: Any) -> msgspec.Raw:

@@ -54,10 +54,12 @@ from draspeed import arguments
 from draspeed.api import bulk, json_as_go
 from draspeed.api._jsontext import JSONCompactor
 from draspeed.api._model_tree import untrack
+from draspeed.api._python_tree import needs_rewriting
 from draspeed.api.bulk import ListText, NotJSON, read_list
 from draspeed.api.bulk_claims import ClaimBuilder, JSONClaim
 from draspeed.api.clients import to_plain
 from draspeed.api.clients import type_meta as model_type_meta
+from draspeed.api.common import object_name
 from draspeed.api.context import (
     Caches,
     DraspeedWarning,
@@ -599,13 +601,17 @@ class _Loader:
                 self.objects.skipped[kind] = self.objects.skipped.get(kind, 0) + 1
                 return None
             raise InputError(where, f"{_prefix(item)}kind", unsupported(api_version, kind))
-        text = None
-        if self.from_python:
-            obj, text = _as_go_reads(obj)
         try:
             fast = None
-            if kind == "ResourceSlice" and api_version in FAST_API_VERSIONS:
-                fast = self.slice_by_json(obj, api_version, text)
+            slice_by_json = kind == "ResourceSlice" and api_version in FAST_API_VERSIONS
+            if slice_by_json:
+                fast = self.slice_by_json(obj, api_version)
+            if fast is None and self.from_python and needs_rewriting(obj):
+                # (A slice built from its JSON text had none: msgspec writes no such
+                # string, and a key that is not a str makes the text say otherwise.)
+                obj = _as_go_reads(obj, kind, found[2])
+                if slice_by_json:
+                    fast = self.slice_by_json(obj, api_version)
             decoded: DRAObject
             if fast is not None:
                 decoded = fast
@@ -646,19 +652,15 @@ class _Loader:
             fields=self.mode,
         )
 
-    def slice_by_json(
-        self, obj: Mapping[str, Any], api_version: str, text: bytes | None = None
-    ) -> ResourceSlice | None:
+    def slice_by_json(self, obj: Mapping[str, Any], api_version: str) -> ResourceSlice | None:
         """A slice given as a dict (a YAML document, a client's object, a JSON text's
         document) built as the bulk JSON reader builds its items, from the dict's JSON
         text, when that text says exactly what the dict says (no bytes, sets or keys
         that are not strings, which JSON would rewrite); None for the dict decoder. The
         dict decoder reads a dynamic-MIG device's counters and maps in Python, three
-        quarters of loading a YAML dump after its parse. ``raw`` stays the dict.
-        ``text``: the dict's JSON text, if already written."""
+        quarters of loading a YAML dump after its parse. ``raw`` stays the dict."""
         try:
-            if text is None:
-                text = _JSON_ENCODER.encode(obj)
+            text = _JSON_ENCODER.encode(obj)
             # (A JSON-exact document's text says what it says: no need to look.)
             if not self.json_exact and msgspec.json.decode(text) != obj:
                 return None
@@ -705,21 +707,15 @@ class _Loader:
                 )
 
 
-def _as_go_reads(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], bytes | None]:
-    """An object built by Python code as Go reads it once Python's JSON encoder has
-    written it, and its JSON text if that is all msgspec needs: a string holding a
-    surrogate (only Python code can put one there) is made Go's (json_as_go.go_strings).
-    msgspec refuses to write such a string, so writing the text finds them, and a slice
-    is built from that text anyway."""
+def _as_go_reads(obj: Mapping[str, Any], kind: str, namespaced: bool) -> Mapping[str, Any]:
+    """A document Python code built, as Go reads the JSON Python's encoder writes of
+    it (:func:`draspeed.api.json_as_go.rewritten`); one error for a key it refuses."""
     try:
-        return obj, _JSON_ENCODER.encode(obj)
-    except UnicodeEncodeError:
-        try:
-            return json_as_go.go_strings(obj), None
-        except RecursionError:  # it contains itself: the decoders say so
-            return obj, None
-    except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError):
-        return obj, None  # (not JSON: the decoders word what is wrong)
+        return json_as_go.rewritten(obj, "")
+    except json_as_go.KeyProblem as problem:
+        raise InputError(object_name(kind, obj, namespaced=namespaced), *problem.args) from None
+    except RecursionError:
+        return obj  # it contains itself: the decoders say so
 
 
 def _same(a: DRAObject, b: DRAObject) -> bool:
