@@ -21,6 +21,7 @@ from typing import Any
 from draspeed.api import limits, names
 from draspeed.api.common import (
     check_binding_conditions,
+    check_template_metadata,
     decode_metadata,
     decode_node_selector,
     decode_opaque,
@@ -86,6 +87,7 @@ def decode_resource_claim_template(
     metadata = decode_metadata(ctx, obj, namespaced=True)
     outer = ctx.mapping(obj, "spec", "", required=True)
     assert outer is not None
+    check_template_metadata(ctx, outer, "spec")
     inner = ctx.mapping(outer, "spec", "spec") or {}
     spec = decode_claim_spec(ctx, inner, "spec.spec", flat=version in _FLAT_VERSIONS)
     return ResourceClaimTemplate(

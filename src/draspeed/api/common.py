@@ -139,26 +139,81 @@ TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
 def _map_problems(
-    labels: Mapping[str, str], annotations: Mapping[str, str]
+    labels: Mapping[str, str], annotations: Mapping[str, str], path: str = "metadata"
 ) -> Iterator[tuple[str, str]]:
     """(field, message) of what the API server refuses in labels and annotations, in
-    its order: errors name the map, not the key."""
+    ValidateObjectMeta's order: errors name the map, not the key."""
+    yield from _label_problems(labels, path)
+    yield from _annotation_problems(annotations, path)
+
+
+def _label_problems(labels: Mapping[str, str], path: str) -> Iterator[tuple[str, str]]:
     for key, value in labels.items():
         problem = names.label_key_problem(key)
         if problem is not None:
-            yield "metadata.labels", invalid(key, problem)
+            yield f"{path}.labels", invalid(key, problem)
         problem = names.label_value_problem(value)
         if problem is not None:
-            yield "metadata.labels", invalid(value, problem)
+            yield f"{path}.labels", invalid(value, problem)
+
+
+def _annotation_problems(annotations: Mapping[str, str], path: str) -> Iterator[tuple[str, str]]:
     size = 0
     for key, value in annotations.items():
         # A label key in any case: the API server lower-cases it first.
         problem = names.label_key_problem(key.lower())
         if problem is not None:
-            yield "metadata.annotations", invalid(key, problem)
+            yield f"{path}.annotations", invalid(key, problem)
         size += len(key.encode()) + len(value.encode())
     if size > TOTAL_ANNOTATION_SIZE_LIMIT:
-        yield "metadata.annotations", too_long(TOTAL_ANNOTATION_SIZE_LIMIT)
+        yield f"{path}.annotations", too_long(TOTAL_ANNOTATION_SIZE_LIMIT)
+
+
+# ObjectMeta's JSON fields in Go's field order, each with the name ValidateTemplateObjectMeta
+# gives it when it refuses the field (Go's field name, its first letter lower-cased).
+_TEMPLATE_REFUSED = (
+    ("name", "name"),
+    ("generateName", "generateName"),
+    ("namespace", "namespace"),
+    ("selfLink", "selfLink"),
+    ("uid", "uID"),
+    ("resourceVersion", "resourceVersion"),
+    ("generation", "generation"),
+    ("creationTimestamp", "creationTimestamp"),
+    ("deletionTimestamp", "deletionTimestamp"),
+    ("deletionGracePeriodSeconds", "deletionGracePeriodSeconds"),
+    ("ownerReferences", "ownerReferences"),
+    ("finalizers", "finalizers"),
+    ("managedFields", "managedFields"),
+)
+
+
+def check_template_metadata(ctx: DecodeContext, spec: Mapping[str, Any], path: str) -> None:
+    """The metadata of a template (a ResourceClaimTemplate's ``spec.metadata``), read
+    with its types as any ObjectMeta and, when validating, checked as the API server's
+    ValidateTemplateObjectMeta checks it: annotations, then labels; every other field
+    refused if set (a list even when empty: Go's zero value is no list)."""
+    meta = ctx.mapping(spec, "metadata", path)
+    if meta is None:
+        return
+    where = child(path, "metadata")
+    for key in ("name", "generateName", "namespace", "uid", "resourceVersion"):
+        ctx.opt_string(meta, key, where)
+    ctx.opt_int(meta, "generation", where)
+    labels = _string_map(ctx, meta, "labels", where)
+    annotations = _string_map(ctx, meta, "annotations", where)
+    ctx.string_list(meta, "finalizers", where)
+    meta_extras.read(ctx, meta, where)
+    if not ctx.validate:
+        return
+    for field, problem in _annotation_problems(annotations, where):
+        ctx.fail(field, problem)
+    for field, problem in _label_problems(labels, where):
+        ctx.fail(field, problem)
+    for key, name in _TEMPLATE_REFUSED:
+        value = meta.get(key)
+        if (value is not None and value != "" and value != 0) or isinstance(value, list):
+            ctx.fail(f"{where}.{name}", forbidden("cannot be set"))
 
 
 def _more_problems(

@@ -65,12 +65,11 @@ _EXTRA_KEYS = frozenset(
 # ------------------------------------------------------------------- the checked decoder
 
 
-def read(ctx: DecodeContext, meta: Mapping[str, Any]) -> Extras:
+def read(ctx: DecodeContext, meta: Mapping[str, Any], path: str = "metadata") -> Extras:
     """Type-check the fields (a wrong type or an unparsable time fails as the API
     server's decoding does, whatever ``validate`` says) and return what validation reads."""
     if meta.keys().isdisjoint(_EXTRA_KEYS):
         return NO_EXTRAS
-    path = "metadata"
     ctx.opt_string(meta, "selfLink", path)
     for key in _TIMESTAMPS:
         _read_time(ctx, meta, key, path)
