@@ -313,7 +313,7 @@ class _Loader:
         self.pending: Pending | None = None  # warnings held back (see json_list)
         # The documents being read are JSON-exact (see draspeed.api.text.Parsed).
         self.json_exact = False
-        # The documents being read were built by Python code (they may hold surrogates).
+        # The documents being read were built by Python code (see _as_go_reads).
         self.from_python = False
         self._slice_builder: SliceBuilder | None = None  # made at the first slice built
         # (kind, namespace, name) -> the object kept and where it was read.
