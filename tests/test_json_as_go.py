@@ -190,3 +190,51 @@ def test_a_slice_dict_with_a_number_key_or_a_surrogate_is_built_as_its_json_text
     (slice_,) = load([doc], validate=False).slices
     assert slice_.spec.devices[0].attributes["gpu.example.com/7"].value == "x\ufffdy"
     assert 7 in attributes  # (the caller's dict is left as it was)
+
+
+CLUSTER = """{"apiVersion": "v1", "kind": "List", "items": [
+{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+ "spec": {"selectors": [{"cel": {"expression": "device.driver == \\"gpu.example.com\\""}}]}},
+{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+ "spec": {"driver": "gpu.example.com", "nodeName": "node-1",
+  "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}},
+{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+ "metadata": {"name": "c", "namespace": "default"},
+ "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
+  "config": [{"opaque": {"driver": "gpu.example.com",
+   "parameters": {"ratio": 1.5, "big": 1e3, "small": 0.00001}}}]}}}]}"""
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_opaque_parameters_read_from_json_are_written_back(output: str, tmp_path: Any) -> None:
+    """Opaque parameters are a RawExtension: Go writes their bytes as given (``1e3``
+    stays ``1e3``); YAML writes the numbers' values. Before, a number with a fraction
+    or an exponent in them made -o json and -o yaml raise."""
+    import io
+
+    from draspeed.cli import main
+
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(CLUSTER)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["allocate", "-f", str(cluster), "--node", "node-1", "-o", output], out, err) == 0
+    if output == "json":
+        assert '"big": 1e3' in out.getvalue() and '"small": 0.00001' in out.getvalue()
+        written = json.loads(out.getvalue())
+    else:
+        written = yaml.safe_load(out.getvalue())
+    items = written.get("items", [written])
+    (claim,) = [item for item in items if item.get("kind") == "ResourceClaim"]
+    config = claim["status"]["allocation"]["devices"]["config"][0]
+    assert config["opaque"]["parameters"] == {"ratio": 1.5, "big": 1000.0, "small": 0.00001}
+
+
+def test_harness_case_lines_write_numbers_as_read() -> None:
+    from draspeed.testing.oracle_cases import case_line, oracle_case
+
+    objects = load(CLUSTER)
+    line = case_line(
+        oracle_case(objects.slices, objects.classes, objects.claims, node=objects.nodes[0])
+    )
+    assert b'"big":1e3' in line

@@ -124,7 +124,12 @@ def _json_key(key: Any, path: str) -> str:
 
 
 def as_written(obj: Any) -> msgspec.Raw:
-    """A msgspec encoder's ``enc_hook``: a :class:`NumberText` written as it was read."""
+    """A msgspec encoder's ``enc_hook``: a :class:`NumberText` written as it was read
+    (as Go writes a RawExtension, such as opaque parameters: its bytes as given)."""
     if type(obj) is NumberText:
         return msgspec.Raw(obj.text.encode())
     raise TypeError(f"Encoding objects of type {type(obj).__name__} is unsupported")
+
+
+# JSON text of what draspeed read (documents, answers, the harness's case lines).
+ENCODER = msgspec.json.Encoder(enc_hook=as_written)

@@ -288,7 +288,7 @@ def _text_error(origin: str, exc: TextError) -> InputError:
 
 
 # Dicts' JSON text for the compiled slice build (see _Loader.slice_by_json).
-_JSON_ENCODER = msgspec.json.Encoder(enc_hook=json_as_go.as_written)
+_JSON_ENCODER = json_as_go.ENCODER
 
 # -------------------------------------------------------------------------- sources
 

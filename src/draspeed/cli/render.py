@@ -19,6 +19,9 @@ from typing import Any, TextIO
 import msgspec
 import yaml
 
+from draspeed.api import json_as_go
+from draspeed.api.json_as_go import NumberText
+
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
@@ -40,10 +43,14 @@ class _NoAliasDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ig
         return True
 
 
+# A number read from JSON text with its text (opaque parameters): YAML writes its value.
+_NoAliasDumper.add_representer(NumberText, yaml.representer.SafeRepresenter.represent_float)
+
+
 def dump_document(doc: Any, output: str, out: TextIO) -> None:
     """``doc`` as ``-o json`` (two-space indent, UTF-8 as written) or ``-o yaml``."""
     if output == "json":
-        write_text(out, msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        write_text(out, msgspec.json.format(json_as_go.ENCODER.encode(doc), indent=2).decode())
         out.write("\n")
     else:
         yaml.dump(

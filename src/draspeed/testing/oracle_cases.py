@@ -30,8 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import msgspec
-
+from draspeed.api import json_as_go
 from draspeed.api.encode import encode_node_selector, encode_toleration
 from draspeed.api.model import (
     CapacityRequestPolicy,
@@ -118,7 +117,7 @@ def oracle_case(
 
 def case_line(case: Obj) -> bytes:
     """The case as one line of the harness's input (newline included)."""
-    return msgspec.json.encode(case) + b"\n"
+    return json_as_go.ENCODER.encode(case) + b"\n"
 
 
 def in_use(claims: Iterable[ResourceClaim], features: Features) -> Obj:
