@@ -238,3 +238,33 @@ def test_harness_case_lines_write_numbers_as_read() -> None:
         oracle_case(objects.slices, objects.classes, objects.claims, node=objects.nodes[0])
     )
     assert b'"big":1e3' in line
+
+
+@pytest.mark.parametrize("kind", ["DeviceClass", "ResourceClaim", "Node"])
+def test_surrogate_escapes_in_list_items_of_every_kind(kind: str) -> None:
+    """A List's items are read one by one from their bytes (a ``msgspec.Raw``); a
+    surrogate escape in any of them is U+FFFD there too (it raised AttributeError)."""
+    items = {
+        "DeviceClass": {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "c"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver != "\ud800"'}}]},
+        },
+        "ResourceClaim": {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "r", "namespace": "default", "labels": {"a": "\udfff"}},
+            "spec": {"devices": {"requests": [{"name": "a", "exactly": {"deviceClassName": "c"}}]}},
+        },
+        "Node": {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "node-1", "annotations": {"note": "x\ud800"}},
+        },
+    }
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": [items[kind]] * 2})
+    assert "\\ud800" in text or "\\udfff" in text
+    objects = load(text, validate=False)
+    (found,) = [o for o in objects if type(o).__name__ == kind]
+    assert "\ufffd" in json.dumps(found.raw, ensure_ascii=False)

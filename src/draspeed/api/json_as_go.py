@@ -49,13 +49,13 @@ _DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(float_hook=_from_json
 _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def decode(data: str | bytes) -> Any:
-    """The JSON document ``data`` (see the module docstring); msgspec's DecodeError if
-    it is not one."""
+def decode(data: str | bytes | msgspec.Raw) -> Any:
+    """The JSON document ``data`` (text, or its bytes in any buffer: a list item's
+    ``msgspec.Raw``; see the module docstring); msgspec's DecodeError if it is not one."""
     try:
         return _DECODER.decode(data)
     except msgspec.DecodeError as exc:
-        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
         if not _SURROGATE_ESCAPE.search(raw):
             raise
         try:
