@@ -550,3 +550,43 @@ def test_decode_errors_name_the_object(obj: Any, text: str) -> None:
     with pytest.raises(InputError) as excinfo:
         decode(obj)
     assert str(excinfo.value) == text
+
+
+@pytest.mark.parametrize("field", ["attributes", "capacity"])
+@pytest.mark.parametrize(
+    ("value", "got"), [([], "array"), ("", "string"), (0, "integer"), (False, "boolean")]
+)
+@pytest.mark.parametrize("validate", [True, False])
+@pytest.mark.parametrize("form", ["json", "dict", "list"])
+def test_a_device_map_of_a_falsy_other_type_is_refused(
+    field: str, value: Any, got: str, validate: bool, form: str
+) -> None:
+    """Go cannot decode ``[]``, ``""``, ``0`` or ``false`` into a device's attributes or
+    capacity map (only null is as absent); they were read as empty maps, every reading
+    alike (the checked decoder, the compiled one of dicts, the bulk one of List text)."""
+    import json
+
+    from draspeed import load
+    from draspeed.errors import InputError
+
+    slice_ = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": "d.example.com",
+            "nodeName": "node-1",
+            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "d0", field: value}, {"name": "d1"}],
+        },
+    }
+    other = {**slice_, "metadata": {"name": "s2"}}
+    source: Any = {
+        "json": json.dumps(slice_),
+        "dict": [slice_],
+        "list": json.dumps({"apiVersion": "v1", "kind": "List", "items": [slice_, other]}),
+    }[form]
+    with pytest.raises(InputError) as caught:
+        load(source, validate=validate)
+    assert caught.value.path.endswith(f"spec.devices[0].{field}")
+    assert str(caught.value).endswith(f"expected object, got {got}")

@@ -388,7 +388,7 @@ cdef object _common_device(_Tables t, object d):
     c = None if pc is NULL else <object>pc
 
     cdef dict attrs
-    if a:
+    if a is not None:  # ([], "" or 0 too: not a map, which the checked path says)
         if type(a) is not dict:
             return None
         attrs = draspeed_dict_presized(PyDict_GET_SIZE(a))
@@ -438,7 +438,7 @@ cdef object _common_device(_Tables t, object d):
         attrs = {}
 
     cdef dict caps
-    if c:
+    if c is not None:
         if type(c) is not dict:
             return None
         caps = draspeed_dict_presized(PyDict_GET_SIZE(c))

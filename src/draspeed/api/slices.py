@@ -398,9 +398,9 @@ def _decode_device(
     attrs: dict[str, DeviceAttribute] = {}
     a = body.get("attributes")
     extra_values = 0
+    if a is not None and type(a) is not dict:  # ([], "" or 0 too: Go refuses each)
+        a = _as_dict(ctx, a, f"{_device_path(i, nested)}.attributes")
     if a:
-        if type(a) is not dict:
-            a = _as_dict(ctx, a, f"{_device_path(i, nested)}.attributes")
         for key, value in a.items():
             fq = key_names.get(key)
             if fq is None:
@@ -446,9 +446,9 @@ def _decode_device(
 
     caps: dict[str, DeviceCapacity] = {}
     c = body.get("capacity")
+    if c is not None and type(c) is not dict:
+        c = _as_dict(ctx, c, f"{_device_path(i, nested)}.capacity")
     if c:
-        if type(c) is not dict:
-            c = _as_dict(ctx, c, f"{_device_path(i, nested)}.capacity")
         for key, value in c.items():
             if key not in key_names:  # checked once per load
                 _attribute_name(ctx, driver, key, f"{_device_path(i, nested)}.capacity")
