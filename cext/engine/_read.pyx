@@ -532,6 +532,7 @@ cdef class _DeviceAt:
     cdef const int64_t[::1] s_first
     cdef Py_ssize_t n_slices, last
     cdef list devices
+    cdef object driver  # the driver of the last device's slice
 
     def __cinit__(self, list slices, const int64_t[::1] s_first):
         self.slices = slices
@@ -539,11 +540,14 @@ cdef class _DeviceAt:
         self.n_slices = s_first.shape[0]
         self.last = -1
         self.devices = None
+        self.driver = None
 
     cdef object at(self, int64_t g):
         cdef Py_ssize_t s = _slice_at(self.s_first, self.n_slices, g)
         if s != self.last:
-            self.devices = self.slices[s].spec.devices
+            spec = self.slices[s].spec
+            self.devices = spec.devices
+            self.driver = spec.driver
             self.last = s
         return self.devices[g - self.s_first[s]]
 
@@ -566,11 +570,19 @@ def attribute_codes(list slices, const int64_t[::1] s_first, const int64_t[::1] 
     cdef dict codes = {}, memo = {}
     cdef list keep = []
     cdef PyObject *found
+    # Upstream looks the name up as written, then, under the device's own driver's
+    # domain, the rest of it. The model keys a bare name by its qualified one, so the
+    # second lookup finds only a name that unvalidated input wrote with a '/' of its own.
+    domain, slash, rest = attribute.partition("/")
     for i in range(L):
         attrs = device_at.at(positions[i]).attributes
         attr = attrs.get(attribute)
         if attr is not None or attribute in attrs:
             present[i] = 1
+        elif slash and domain == device_at.driver:
+            attr = attrs.get(rest)
+            if attr is not None or rest in attrs:
+                present[i] = 1
         if attr is not None:
             found = PyDict_GetItem(memo, _identity(attr))
             if found != NULL:

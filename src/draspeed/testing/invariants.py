@@ -66,6 +66,7 @@ from draspeed.cel import compile_selector, device_input
 from draspeed.errors import CELCompileError, CELRuntimeError, DraspeedError
 from draspeed.features import Features
 from draspeed.quantity import Quantity
+from draspeed.reference.constraints import lookup_attribute
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import node_matches, node_selector_matches
@@ -529,7 +530,9 @@ class _Checker:
             for p in mine
             if not scope or p.result.request in scope or p.result.request.split("/", 1)[0] in scope
         ]
-        values = [p.device.attributes.get(name) if p.device else None for p in covered]
+        values = [
+            lookup_attribute(p.device, p.device_id, name) if p.device else None for p in covered
+        ]
         where = f"claim {claim.key}, constraint #{index} ({name})"
         if any(v is None for v in values):
             self.fail(f"{where}: a device lacks the attribute")
