@@ -39,6 +39,15 @@ def go_quote(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def regex_error(message: str, regex: str, *examples: str) -> str:
+    """apimachinery's ``validation.RegexError``: the examples each quoted and followed by
+    a comma, joined by " or " (so two spaces before each "or")."""
+    if not examples:
+        return f"{message} (regex used for validation is '{regex}')"
+    shown = " or ".join(f"'{example}', " for example in examples)
+    return f"{message} (e.g. {shown}regex used for validation is '{regex}')"
+
+
 def go_string(text: str) -> str:
     """``text`` as a Go string holds it: a surrogate that pairs with the next one is that
     pair's character, one that does not is U+FFFD (as Go's JSON decoding makes of a

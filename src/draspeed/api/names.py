@@ -12,6 +12,7 @@ import re
 
 from draspeed.api import limits
 from draspeed.api.messages import invalid, required, too_long
+from draspeed.golang import regex_error
 
 # DNS labels ("[a-z0-9]([-a-z0-9]*[a-z0-9])?") and subdomains (labels joined by dots) are
 # checked with str methods, not a regex: every slice has unique object, pool and node
@@ -63,25 +64,20 @@ _SUBDOMAIN_FMT = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
 _LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 
 
-def _regex_error(message: str, regex: str, *examples: str) -> str:
-    shown = "".join(f"{' or ' if i else ''}'{e}', " for i, e in enumerate(examples))
-    return f"{message} (e.g. {shown}regex used for validation is '{regex}')"
-
-
-_LABEL_DETAIL = _regex_error(
+_LABEL_DETAIL = regex_error(
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character",
     _LABEL_FMT,
     "my-name",
     "123-abc",
 )
-_SUBDOMAIN_DETAIL = _regex_error(
+_SUBDOMAIN_DETAIL = regex_error(
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
     "or '.', and must start and end with an alphanumeric character",
     _SUBDOMAIN_FMT,
     "example.com",
 )
-_C_IDENTIFIER_DETAIL = _regex_error(
+_C_IDENTIFIER_DETAIL = regex_error(
     "a valid C identifier must start with alphabetic character or '_', followed by a string "
     "of alphanumeric characters or '_'",
     "[A-Za-z_][A-Za-z0-9_]*",
@@ -93,8 +89,8 @@ _LABEL_KEY_PART = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
     "an alphanumeric character"
 )
-_LABEL_KEY_DETAIL = _regex_error(_LABEL_KEY_PART, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-_LABEL_VALUE_DETAIL = _regex_error(
+_LABEL_KEY_DETAIL = regex_error(_LABEL_KEY_PART, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+_LABEL_VALUE_DETAIL = regex_error(
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
     "or '.', and must start and end with an alphanumeric character",
     f"({_LABEL_KEY_FMT})?",

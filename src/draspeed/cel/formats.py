@@ -26,7 +26,7 @@ from draspeed.cel.values import (
     register_opaque,
     register_unhashable,
 )
-from draspeed.golang import go_quote
+from draspeed.golang import go_quote, regex_error
 
 NAMED_FORMAT_TYPE = "kubernetes.NamedFormat"
 
@@ -72,14 +72,6 @@ _is_label_key = _matches(_LABEL_KEY_FMT)
 _is_label_value = _matches(_LABEL_VALUE_FMT)
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """apimachinery's RegexError."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
 def _byte_len(value: str) -> int:
     return len(value.encode("utf-8"))
 
@@ -92,7 +84,7 @@ def is_dns1123_label(value: str) -> list[str]:
         if _is_dns1123_subdomain(value):
             errs.append("must not contain dots")
         else:
-            errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
     return errs
 
 
@@ -103,7 +95,7 @@ def is_dns1123_subdomain(value: str, unit: str = "characters") -> list[str]:
     if _byte_len(value) > 253:
         errs.append(f"must be no more than 253 {unit}")
     if not _is_dns1123_subdomain(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errs
 
 
@@ -112,7 +104,7 @@ def is_dns1035_label(value: str) -> list[str]:
     if _byte_len(value) > 63:
         errs.append("must be no more than 63 characters")
     if not _is_dns1035_label(value):
-        errs.append(_regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+        errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 
@@ -131,7 +123,7 @@ def is_qualified_name(value: str) -> list[str]:
     else:
         return [
             "a valid label key "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
@@ -141,7 +133,7 @@ def is_qualified_name(value: str) -> list[str]:
     if not _is_label_key(name):
         errs.append(
             "name part "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
         )
     return errs
 
@@ -152,9 +144,7 @@ def is_label_value(value: str) -> list[str]:
     if _byte_len(value) > 63:
         errs.append("must be no more than 63 bytes")
     if not _is_label_value(value):
-        errs.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
+        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
 
 

@@ -112,6 +112,9 @@ class ErrorList:
             if offset == NO_LOCATION:  # cel-go prints no place and no snippet for these
                 out.append(f"ERROR: <input>:-1:0: {message}")
                 continue
+            if not self.source:  # (cel-go places an empty text's error before it, no line)
+                out.append(f"ERROR: <input>:1:0: {message}")
+                continue
             # (UNPLACED is line 1, column -1: printed as column 0, no dot before the caret.)
             line, col = (1, -1) if offset == UNPLACED else _line_col(self.source, offset)
             text = f"ERROR: <input>:{line}:{col + 1}: {message}"

@@ -23,7 +23,7 @@ import numpy as np
 
 from draspeed.api.model import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from draspeed.errors import DraspeedError
-from draspeed.golang import go_quote
+from draspeed.golang import go_quote, regex_error
 
 _LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _FIELD_OPERATORS = ("In", "NotIn")
@@ -89,11 +89,6 @@ def _not_supported(path: str, bad_value: str, supported: Sequence[str]) -> str:
     return f"{path}: Unsupported value: {_go_json(bad_value)}: supported values: {quoted}"
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    shown = " or ".join(f"'{e}'" for e in examples)
-    return f"{msg} (e.g. {shown}, regex used for validation is '{fmt}')"
-
-
 def _aggregate(messages: Sequence[str]) -> str:
     """``utilerrors.NewAggregate(...).Error()``: one message, or a bracketed, deduplicated list."""
     unique = list(dict.fromkeys(messages))
@@ -134,7 +129,7 @@ def _label_key_problems(key: str) -> list[str]:
     if len(parts) > 2:
         return [
             "a valid label key "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     name = parts[-1]
@@ -148,7 +143,7 @@ def _label_key_problems(key: str) -> list[str]:
             if not _DNS_SUBDOMAIN_RE.fullmatch(prefix):
                 problems.append(
                     "prefix part "
-                    + _regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
+                    + regex_error(_DNS_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
                 )
     if not name:
         problems.append("name part must be non-empty")
@@ -157,7 +152,7 @@ def _label_key_problems(key: str) -> list[str]:
     if not _LABEL_KEY_RE.fullmatch(name):
         problems.append(
             "name part "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
         )
     return problems
 
@@ -168,7 +163,7 @@ def _label_value_problems(value: str) -> list[str]:
         problems.append("must be no more than 63 bytes")
     if not _LABEL_VALUE_RE.fullmatch(value):
         problems.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
+            regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
         )
     return problems
 
