@@ -202,6 +202,8 @@ def _validated(
         raise texts.claim_error(c, key, texts.class_not_found, name, class_name)
     if mode not in ("ExactCount", "All"):
         raise texts.claim_error(c, key, texts.unsupported_count_mode, name, mode)
+    if mode == "ExactCount" and count < 0:
+        raise texts.claim_error(c, key, texts.negative_count, name, count)
     spec = RequestSpec(
         claim=c,
         request=r,

@@ -116,6 +116,15 @@ def too_many_devices(claim: str, count: int, limit: int) -> str:
     return f"claim {claim}: number of requested devices {count} exceeds the claim limit of {limit}"
 
 
+def negative_count(claim: str, request: str, count: int) -> str:
+    # draspeed's own words: the API server refuses such a count, and upstream's
+    # allocator, given one anyway, panics (a slice made with a negative capacity).
+    return (
+        f"claim {claim}, request {request}: negative device count {count} "
+        "(the API server refuses it; upstream's allocator panics on it)"
+    )
+
+
 def empty_constraint(claim: str, index: int) -> str:
     return f"claim {claim}, constraint #{index}: empty constraint (unsupported constraint type?)"
 

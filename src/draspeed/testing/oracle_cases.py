@@ -10,11 +10,11 @@ resource.k8s.io/v1 objects with the API server's defaults applied, the ``node`` 
 in: the v1 shape of the model, not the user's mapping, so upstream is asked about exactly
 the inputs draspeed answered. Two normalisations follow from the model:
 
-- attribute and capacity names are keyed fully qualified in the model; a name in the
-  slice driver's own domain is written bare again (as drivers publish them). Upstream
-  qualifies bare attribute names itself, and compares capacity names literally, which
-  this keeps consistent: claim requests, results and committed consumption are written
-  as they were given, the in-use consumption with the same bare-in-own-domain rule;
+- attribute names are keyed fully qualified in the model; a name in the slice driver's
+  own domain is written bare again (as drivers publish them; upstream qualifies bare
+  attribute names itself). Capacity names are kept as written (upstream compares them
+  literally: ``mem`` and ``<driver>/mem`` are two capacities), and so written: in
+  slices, claim requests, results, committed and in-use consumption;
 - the in-use state is what draspeed derives from the allocated claims
   (:class:`draspeed.rules.allocated_state.AllocatedState`, kube-scheduler's
   ``foreachAllocatedDevice``).
@@ -140,10 +140,7 @@ def in_use(claims: Iterable[ResourceClaim], features: Features) -> Obj:
                 "driver": d.driver,
                 "pool": d.pool,
                 "device": d.device,
-                "consumedCapacity": {
-                    _as_published(name, d.driver): str(amount)
-                    for name, amount in sorted(consumed.items())
-                },
+                "consumedCapacity": {name: str(q) for name, q in sorted(consumed.items())},
             }
             for d, consumed in sorted(state.consumed_capacity.items())
         ]
@@ -218,9 +215,7 @@ def _device(device: Device, driver: str) -> Obj:
             for name, value in device.attributes.items()
         }
     if device.capacity:
-        out["capacity"] = {
-            _as_published(name, driver): _capacity(value) for name, value in device.capacity.items()
-        }
+        out["capacity"] = {name: _capacity(value) for name, value in device.capacity.items()}
     if device.consumes_counters:
         out["consumesCounters"] = [_consumption(c) for c in device.consumes_counters]
     if device.node_name is not None:
