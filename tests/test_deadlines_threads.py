@@ -517,3 +517,29 @@ def test_a_per_thread_value_is_each_threads_own_and_a_new_thread_starts_without_
     assert value.get() == "none"  # this thread set nothing
     value.set("main")
     assert value.get() == "main"
+
+
+@pytest.mark.parametrize("deadline", [0.0, -1.0, 1e-300, "past"])
+def test_a_passed_deadline_is_passed_for_every_call(deadline: Any) -> None:
+    """``allocate`` raises AllocationTimeout for a deadline already passed (0 and below
+    included); ``feasible_nodes`` (cold or warm, prepared or not) reports every node
+    timed out. Before, feasible_nodes searched without a bound when the deadline was 0
+    or below (the compiled core's "none")."""
+    from draspeed import Allocator, Snapshot
+    from draspeed.generate import generate
+
+    if deadline == "past":
+        deadline = time.monotonic() - 1
+    cluster = generate("nvidia-gpu", 3)
+    objects = cluster.decoded()
+    claims = load([cluster.claim(cluster.templates[0]["metadata"]["name"], "c")]).claims
+    allocator = Allocator(Snapshot.build(objects.slices, objects.classes, [], nodes=objects.nodes))
+    node = objects.nodes[0].name
+    for warm in (False, True):
+        with pytest.raises(AllocationTimeout):
+            allocator.allocate(claims, node, deadline=deadline)
+        assert allocator.feasible_nodes(claims, deadline=deadline).counts()["timeout"] == 3
+        prepared = allocator.prepare(claims)
+        assert prepared.feasible_nodes(deadline=deadline).counts()["timeout"] == 3
+        if not warm:
+            assert allocator.feasible_nodes(claims).counts()["fits"] == 3  # now warm

@@ -83,6 +83,14 @@ _NO_WORK = Stats()
 _FEW_STEPS = tuple(Stats(k) for k in range(1024))
 
 
+def _core_deadline(deadline: float | None) -> float:
+    """``deadline`` as the compiled core takes it, where 0 means none: one at or before
+    0 (long passed, as ``allocate`` treats it) becomes the smallest positive one."""
+    if deadline is None:
+        return 0.0
+    return max(deadline, 1e-9)
+
+
 def _stats_of(work: int) -> Stats:
     return _FEW_STEPS[work] if work < len(_FEW_STEPS) else Stats(work)
 
@@ -173,7 +181,7 @@ class Allocator:
                 self.last_stats = stats
                 return _answer_copies(shape, leaves, shared, self.share_id)
             code, work, picks, chosen, err_alt, err_pos = _core.search_node(
-                arrays.problem, n, deadline or 0.0, state
+                arrays.problem, n, _core_deadline(deadline), state
             )
             stats = self.last_stats = _stats_of(work)
             templates = arrays.results.get((n, picks, chosen)) if code == _FOUND else None
@@ -262,7 +270,7 @@ class Allocator:
             if remembered is not None:
                 out = remembered
             else:
-                out = _core.search_nodes(arrays.problem, deadline or 0.0, searched, state)
+                out = _core.search_nodes(arrays.problem, _core_deadline(deadline), searched, state)
                 if whole and not (out["outcome"] == _DEADLINE).any():
                     arrays.searched = out
             found = out["outcome"]
