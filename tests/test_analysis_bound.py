@@ -317,3 +317,14 @@ def test_unbounded_and_unknown_classes() -> None:
     assert node_bound.optimal is None  # admin access takes no device
     assert node_bound.alone == {"watch": None, "nothing": 0, "single-gpu": 2}
     assert bound.optimal is None
+
+
+def test_a_time_limit_without_a_solution_is_one_clear_error() -> None:
+    """HiGHS may stop at its time limit before any solution: one DraspeedError that says
+    so (the command: exit 2), not a RuntimeError with HiGHS's status."""
+    from draspeed.errors import SolverTimeLimit
+
+    snap, objects = _snapshot("nvidia-gpu", 1, gpus_per_node=4, allocated=0.25)
+    shapes = as_shapes([t for t in objects.templates if t.metadata.name == "single-gpu"])
+    with pytest.raises(SolverTimeLimit, match="reached its time limit"):
+        optimal_bound(snap, shapes, time_limit=1e-300)

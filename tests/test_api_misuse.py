@@ -15,6 +15,7 @@ import pytest
 from draspeed import load
 from draspeed.api.loader import Objects
 from draspeed.api.model import DeviceClass, DeviceClassSpec, Node, ObjectMeta
+from draspeed.cluster import Cluster
 from draspeed.engine.allocator import Allocator
 from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationTimeout, InputError
@@ -190,6 +191,26 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
         TypeError,
         "timeout: expected seconds or None, got str",
     ),
+    "cluster-feasible-engine": (
+        lambda o, s: Cluster.from_objects(o).feasible_nodes(engine="x"),  # type: ignore[arg-type]
+        ValueError,
+        "unknown engine 'x'; expected one of fast, reference",
+    ),
+    "cluster-feasible-timeout-negative": (
+        lambda o, s: Cluster.from_objects(o).feasible_nodes(timeout=-1),
+        ValueError,
+        "timeout: expected seconds (0 or None: no bound), got -1",
+    ),
+    "cluster-feasible-timeout-text": (
+        lambda o, s: Cluster.from_objects(o).feasible_nodes(timeout="1s"),  # type: ignore[arg-type]
+        TypeError,
+        "timeout: expected seconds or None, got str",
+    ),
+    "cluster-feasible-nodes-int": (
+        lambda o, s: Cluster.from_objects(o).feasible_nodes(nodes=5),  # type: ignore[arg-type]
+        TypeError,
+        "nodes: expected Nodes or names (a sequence of them), got int",
+    ),
     "explain-features": (
         lambda o, s: explain(s, o.claims, "node-1", features=1),  # type: ignore[arg-type]
         TypeError,
@@ -216,6 +237,31 @@ def test_a_node_name_is_one_node_everywhere(objects: Objects, snapshot: Snapshot
     assert by_name.result("node-1") == by_node.result(node) == by_node.result("node-1")
     assert allocator.allocate(objects.claims, "node-1") is not None
     assert snapshot.update_nodes(removed="node-1").update_nodes(added=objects.nodes)
+
+
+def test_a_node_name_is_one_node_for_a_cluster_too(objects: Objects) -> None:
+    """Cluster.feasible_nodes read a name as the sequence of its characters (six nodes
+    that did not fit)."""
+    cluster = Cluster.from_objects(objects)
+    assert cluster.feasible_nodes(nodes="node-1").nodes == ["node-1"]
+    assert (
+        cluster.feasible_nodes(nodes="node-1").counts()
+        == cluster.feasible_nodes(nodes=["node-1"]).counts()
+    )
+
+
+def test_input_errors_survive_pickling() -> None:
+    """A worker process's InputError reaches the caller whole (it failed to unpickle)."""
+    import pickle
+
+    error = pickle.loads(pickle.dumps(InputError("Node n", "metadata.name", "bad")))
+    assert (type(error), error.obj, error.path, error.message, str(error)) == (
+        InputError,
+        "Node n",
+        "metadata.name",
+        "bad",
+        "Node n: metadata.name: bad",
+    )
 
 
 def test_identical_repeats_are_one_object(objects: Objects) -> None:

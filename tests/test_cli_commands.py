@@ -602,3 +602,49 @@ def test_a_load_warning_is_written_once(tmp_path: Path) -> None:
             lines.count("warning: skipped 1 object of kinds draspeed does not read: Thing (1)") == 1
         )
         assert not [line for line in lines if "DraspeedWarning" in line], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("redirect", "command", "expected"),
+    [
+        ("<&-", ["feasible", "-f", "-", "-o", "name"], "<stdin>: standard input is closed"),
+        (">&-", ["feasible", "-f", "{cluster}", "-o", "name"], "standard output is closed"),
+        (">&-", ["demo"], "standard output is closed"),
+        ("2>&-", ["allocate", "-f", "{cluster}", "--node", "nope"], ""),
+    ],
+)
+def test_a_stream_closed_at_start_is_an_exit_status(
+    redirect: str, command: list[str], expected: str, tmp_path: Path
+) -> None:
+    """A process started with a standard stream closed exits 2, with the reason where it
+    can be written; each raised AttributeError (exit 1)."""
+    import shlex
+
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(demo_cluster_text())
+    argv = [*_command(), *(a.replace("{cluster}", str(cluster)) for a in command)]
+    script = " ".join(map(shlex.quote, argv)) + " " + redirect
+    if redirect != "2>&-":
+        script += " 2>&1 >/dev/null" if redirect == "<&-" else ""
+    done = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, env=_env(), check=False
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert expected in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--workers", "0", "must be at least 1, got 0"),
+        ("--curve-points", "-1", "must be at least 1, got -1"),
+        ("--time-limit", "0", "expected seconds above 0, got '0'"),
+        ("--time-limit", "nan", "expected seconds above 0, got 'nan'"),
+    ],
+)
+def test_capacity_counts_and_time_limits_are_checked(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["capacity", "-f", "x.yaml", "--template", "t", option, value]
+    assert main(argv, io.StringIO(), io.StringIO()) == 2
+    assert message in capsys.readouterr().err

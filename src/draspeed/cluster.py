@@ -323,7 +323,9 @@ class Cluster:
         outcome.work = allocator.last_stats.search_steps
         return outcome
 
-    def _nodes(self, nodes: Sequence[Node | str] | None) -> list[Node]:
+    def _nodes(self, nodes: Sequence[Node | str] | Node | str | None) -> list[Node]:
         if nodes is None:
             return self.known_nodes()
-        return [self.node(n) if isinstance(n, str) else n for n in nodes]
+        # (One name alone is one node, not a sequence of characters.)
+        listed = arguments.names_or_items(nodes, Node, "nodes", "Nodes")
+        return [self.node(n) if isinstance(n, str) else n for n in listed]

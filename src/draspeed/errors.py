@@ -17,6 +17,14 @@ class InputError(DraspeedError, ValueError):
         where = f"{obj}: {path}" if path else obj
         super().__init__(f"{where}: {message}" if where else message)
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str]]:
+        # (Pickled as its three parts: a worker process's error reaches the caller whole.)
+        return (type(self), (self.obj, self.path, self.message))
+
+
+class SolverTimeLimit(DraspeedError, RuntimeError):
+    """An analysis's solver reached its time limit before it found any answer."""
+
 
 class QuantityError(DraspeedError, ValueError):
     """A string is not a Kubernetes resource.Quantity (upstream's ErrFormatWrong etc.)."""

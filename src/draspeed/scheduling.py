@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from draspeed import arguments
+from draspeed.cluster import ENGINES
 from draspeed.engine.feasibility import Feasibility, NodeOutcome
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 
@@ -39,6 +41,9 @@ def feasibility(
 ) -> Feasibility:
     """``Allocator.feasible_nodes`` for the fast engine (one pass over the nodes); the
     reference engine is asked node by node (``progress(1)`` after each)."""
+    _check_engine(engine)
+    timeout = arguments.timeout(timeout)
+    deadline = arguments.deadline(deadline)
     if deadline is None and timeout is not None:
         deadline = time.monotonic() + timeout
     if engine == "reference":
@@ -49,6 +54,11 @@ def feasibility(
 
     allocator = Allocator(cluster.snapshot())
     return allocator.feasible_nodes(list(claims), list(nodes), deadline=deadline)
+
+
+def _check_engine(engine: object) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
 def _reference_outcomes(
@@ -136,6 +146,8 @@ def pod_feasibility(
     progress: Progress | None = None,
 ) -> PodFeasibility:
     """What the DynamicResources plugin's Filter answers for ``pod`` on each node."""
+    _check_engine(engine)
+    timeout = arguments.timeout(timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
     outcomes: list[NodeOutcome | None] = [None] * len(nodes)
     claims: dict[str, tuple[ResourceClaim, ...]] = {}

@@ -55,6 +55,7 @@ from draspeed.analysis.requests import (
 )
 from draspeed.analysis.shapes import ShapeSource, as_shapes
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
+from draspeed.errors import SolverTimeLimit
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.capacity import consumed_amount, violates_policy
 from draspeed.rules.tolerations import taint_blocks
@@ -463,6 +464,11 @@ class _Solver:
             # Infeasible: only with lower bounds the model cannot meet, i.e. a fill
             # the model says is impossible (a relaxation never does this).
             raise RuntimeError(f"the bound's model cannot hold the fill's pods ({problem.key})")
+        if result.x is None and result.status == 1:
+            raise SolverTimeLimit(
+                f"the optimal bound's solver reached its time limit ({self.time_limit} s) "
+                "before it found a solution; give it more time"
+            )
         if result.x is None:
             raise RuntimeError(f"HiGHS found no solution: {result.message}")
         composition = [round(float(result.x[problem.pods[s]])) for s in shapes]

@@ -374,6 +374,9 @@ def sweep(
     scenarios = list(scenarios)
     own: ProcessPoolExecutor | None = None
     if executor is None:
+        if max_workers is not None:
+            # No more processes than scenarios: each process is a whole interpreter.
+            max_workers = max(1, min(max_workers, len(scenarios)))
         own = executor = ProcessPoolExecutor(max_workers=max_workers)
     try:
         done = 0

@@ -402,6 +402,8 @@ class _Loader:
 
     def read_stdin(self) -> str | bytes:
         limit = self.limits.max_bytes
+        if sys.stdin is None:  # (the process was started with it closed: <&-)
+            raise InputError("<stdin>", "", "standard input is closed")
         stream = getattr(sys.stdin, "buffer", sys.stdin)  # bytes if it has them
         data: str | bytes = stream.read(limit + 1)
         if len(data) > limit:

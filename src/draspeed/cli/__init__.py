@@ -84,6 +84,14 @@ def main(
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse's own usage errors exit 2 already
         return int(exc.code or 0)
+    # A stream the process was started with closed (>&-) is None: what would go to a
+    # closed standard error is lost, not the exit status; without standard output
+    # there is nowhere to answer.
+    if err is None:
+        err = open(os.devnull, "w")  # noqa: SIM115 (for the life of the process)
+    if out is None:
+        err.write("error: standard output is closed\n")
+        return EXIT_USAGE
     args.freeze_inputs = freeze_inputs
     if freeze_inputs:
         gc.disable()  # until the inputs are read and frozen (options.load_sources)
@@ -145,9 +153,11 @@ def command(prog: str = "draspeed") -> NoReturn:
     """
     status = main(prog=prog, freeze_inputs=True)
     for stream in (sys.stdout, sys.stderr):
-        # A closed pipe or stream: nothing left to write.
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+        # A closed pipe or stream (None: closed when the process started): nothing
+        # left to write.
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
     os._exit(status)
 
 

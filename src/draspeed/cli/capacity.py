@@ -24,7 +24,14 @@ from draspeed.cli.capacity_inputs import (
     shape_name,
 )
 from draspeed.cli.capacity_report import print_result
-from draspeed.cli.options import EXIT_CODES, EXIT_OK, EXIT_USAGE, add_source
+from draspeed.cli.options import (
+    EXIT_CODES,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_source,
+    positive,
+    positive_seconds,
+)
 from draspeed.cli.output import add_output
 from draspeed.cli.render import Progress
 from draspeed.cluster import Cluster
@@ -148,7 +155,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     pods.add_argument(
         "--time-limit",
-        type=float,
+        type=positive_seconds,
         default=10.0,
         metavar="SECONDS",
         help="solver time per node state for --bound (default 10)",
@@ -192,7 +199,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     whatif.add_argument(
         "--curve-points",
-        type=int,
+        type=positive,
         default=None,
         metavar="K",
         help="with --add-nodes: pods that fit at K+1 evenly spaced node counts "
@@ -201,7 +208,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     inverse = p.add_argument_group("how many nodes to add")
     inverse.add_argument(
         "--need",
-        type=int,
+        type=positive,
         default=None,
         metavar="N",
         help="how many nodes of --node-type must be added for N pods of the mix to fit",
@@ -244,7 +251,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     execution.add_argument(
         "--workers",
-        type=int,
+        type=positive,
         default=None,
         metavar="N",
         help="local worker processes for the curve (default: CPU count)",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import math
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -112,6 +113,17 @@ def positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds above 0 (a solver's time limit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text!r}")
     return value
 
 
