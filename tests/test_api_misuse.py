@@ -20,6 +20,8 @@ from draspeed.engine.allocator import Allocator
 from draspeed.engine.snapshot import Snapshot
 from draspeed.errors import AllocationTimeout, InputError
 from draspeed.explain.explainer import explain
+from draspeed.features import Features
+from draspeed.quantity import Quantity
 
 CLUSTER = Path(__file__).parent / "bad_input" / "duplicate-sources.yaml"
 
@@ -210,6 +212,16 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
         lambda o, s: Cluster.from_objects(o).feasible_nodes(nodes=5),  # type: ignore[arg-type]
         TypeError,
         "nodes: expected Nodes or names (a sequence of them), got int",
+    ),
+    "features-truthy-text": (
+        lambda o, s: Features(admin_access="no"),  # type: ignore[arg-type]
+        TypeError,
+        "admin_access: expected True or False, got str",
+    ),
+    "quantity-from-float": (
+        lambda o, s: Quantity.from_int(1.5),  # type: ignore[arg-type]
+        TypeError,
+        "value: expected an int, got float",
     ),
     "explain-features": (
         lambda o, s: explain(s, o.claims, "node-1", features=1),  # type: ignore[arg-type]

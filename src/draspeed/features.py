@@ -45,6 +45,13 @@ class Features:
     # a pod's extended resources backed by a DeviceClass (draspeed.pods).
     extended_resource: bool = True
 
+    def __post_init__(self) -> None:
+        # A gate is True or False: "no" or 0 read as a truth value is a mistake.
+        for f in fields(self):
+            if not isinstance(getattr(self, f.name), bool):
+                got = type(getattr(self, f.name)).__name__
+                raise TypeError(f"{f.name}: expected True or False, got {got}")
+
     @property
     def device_binding_and_status(self) -> bool:
         """Upstream's DeviceBindingAndStatus needs both gates."""

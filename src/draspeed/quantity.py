@@ -33,6 +33,7 @@ instead of exhausting memory.
 
 from __future__ import annotations
 
+import operator
 import sys
 from functools import lru_cache
 from typing import Any, Final
@@ -429,7 +430,11 @@ class Quantity:
     def from_int(cls, value: int, format: str = DECIMAL_SI) -> Quantity:
         """``resource.NewQuantity(value, format)``; beyond int64 it models an inf.Dec."""
         _check_format(format)
-        coef, exp = _strip_tens(int(value), 0)
+        try:
+            value = operator.index(value)  # (int(1.5) would round: a whole number is asked for)
+        except TypeError:
+            raise TypeError(f"value: expected an int, got {type(value).__name__}") from None
+        coef, exp = _strip_tens(value, 0)
         return cls._make(coef, exp, format, not _fits_int64(value), 0, "")
 
     @classmethod
