@@ -568,18 +568,10 @@ def test_a_device_map_of_a_falsy_other_type_is_refused(
 
     from draspeed import load
     from draspeed.errors import InputError
+    from draspeed.testing.documents import resource_slice
 
-    slice_ = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": "s"},
-        "spec": {
-            "driver": "d.example.com",
-            "nodeName": "node-1",
-            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": "d0", field: value}, {"name": "d1"}],
-        },
-    }
+    devices = [{"name": "d0", field: value}, {"name": "d1"}]
+    slice_ = resource_slice("s", devices, driver="d.example.com", pool="p", nodeName="node-1")
     other = {**slice_, "metadata": {"name": "s2"}}
     source: Any = {
         "json": json.dumps(slice_),

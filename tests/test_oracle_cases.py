@@ -223,40 +223,19 @@ def test_nodes_for_bench_nodes() -> None:
 
 def test_capacity_names_are_written_as_given() -> None:
     """A capacity name is compared literally (``mem`` and ``<driver>/mem`` are two
-    capacities): the case writes the driver's own qualified name as given, in the slice
-    and in the in-use consumption. It was written bare in the slice while the claim's
-    request kept it qualified, and the harness then found no such capacity."""
+    capacities): the case writes the driver's own qualified name as given. It was
+    written bare in the slice while the claim's request kept it qualified, and the
+    harness then found no such capacity."""
     from draspeed import load
+    from draspeed.testing.documents import resource_slice
     from draspeed.testing.oracle_cases import oracle_case
 
-    objects = load(
-        {
-            "apiVersion": "v1",
-            "kind": "List",
-            "items": [
-                {
-                    "apiVersion": "resource.k8s.io/v1",
-                    "kind": "ResourceSlice",
-                    "metadata": {"name": "s"},
-                    "spec": {
-                        "driver": "d.example.com",
-                        "nodeName": "node-1",
-                        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
-                        "devices": [
-                            {
-                                "name": "d0",
-                                "allowMultipleAllocations": True,
-                                "capacity": {
-                                    "d.example.com/mem": {"value": "8Gi"},
-                                    "cores": {"value": "4"},
-                                },
-                            }
-                        ],
-                    },
-                }
-            ],
-        }
-    )
+    device = {
+        "name": "d0",
+        "allowMultipleAllocations": True,
+        "capacity": {"d.example.com/mem": {"value": "8Gi"}, "cores": {"value": "4"}},
+    }
+    objects = load([resource_slice("s", [device], driver="d.example.com", nodeName="node-1")])
     case = oracle_case(objects.slices, [], [])
     (device,) = case["slices"][0]["spec"]["devices"]
     assert set(device["capacity"]) == {"d.example.com/mem", "cores"}
