@@ -151,3 +151,19 @@ def test_what_if_errors() -> None:
         AddNodes(1, like="ghost").apply(snap)
     with pytest.raises(TypeError, match="nodes"):
         what_if(snap, _single(objects), [], nodes=["node-00000"])
+
+
+def test_one_name_alone_is_one_name() -> None:
+    """A str where names go is one name, not a sequence of its characters (RemoveNodes
+    and Cordon did nothing, fragmentation reported classes 'g', 'p', 'u', ...)."""
+    from draspeed.analysis.sweep import FileCluster
+
+    snap, _ = _gpu_cluster(nodes=2)
+    node = snap.nodes[0].name
+    assert RemoveNodes(node).names == RemoveNodes([node]).names == (node,)  # type: ignore[arg-type]
+    assert len(apply_changes(snap, [RemoveNodes(node)]).nodes) == 1  # type: ignore[arg-type]
+    assert Cordon(nodes=node).nodes == (node,)  # type: ignore[arg-type]
+    assert Cordon(pools="p").pools == ("p",)  # type: ignore[arg-type]
+    assert FileCluster("/tmp/cluster.yaml").paths == ("/tmp/cluster.yaml",)  # type: ignore[arg-type]
+    report = fragmentation(snap, classes="gpu.nvidia.com")
+    assert list(report.cluster.classes) == ["gpu.nvidia.com"]

@@ -315,3 +315,41 @@ def test_parameters_that_contain_themselves(validate: Any) -> None:
         "ResourceClaim d/c: spec.devices.config[0].opaque.parameters.self: a value that "
         "contains itself cannot be written as JSON"
     )
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    inner = root
+    for _ in range(levels):
+        inner["x"] = {}
+        inner = inner["x"]
+    return root
+
+
+def test_python_documents_nest_at_most_max_depth_deep() -> None:
+    """A dict Python code built is held to load's max_depth as a text is (a RecursionError
+    escaped at about 1,000 levels); a list of sources, or a List's items, that holds
+    itself is one error (it recursed without end)."""
+    claim: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
+                "config": [{"opaque": {"driver": "d.example.com", "parameters": _nested(1500)}}],
+            }
+        },
+    }
+    with pytest.raises(InputError, match="collections nest more than 200 levels deep"):
+        load([claim])
+    claim["spec"]["devices"]["config"][0]["opaque"]["parameters"] = _nested(150)
+    assert load([claim]).claims
+    sources: list[Any] = []
+    sources.append(sources)
+    with pytest.raises(InputError, match="a list that contains itself"):
+        load(sources)
+    listed: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "items": []}
+    listed["items"].append(listed)
+    with pytest.raises(InputError, match="a list that contains itself"):
+        load([listed])

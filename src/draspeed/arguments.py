@@ -67,6 +67,12 @@ def names_or_items(value: Any, cls: type[T], name: str, what: str) -> list[T | s
     return out
 
 
+def names(value: str | Iterable[str]) -> tuple[str, ...]:
+    """Names given as a sequence of them, or one name alone (a str is one name, not a
+    sequence of its characters)."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def unique(items: list[T], key: Callable[[T], str], name: str, what: str) -> list[T]:
     """``items`` with repeats of an equal object dropped; two different objects of one
     name (``key``) are a ValueError naming both positions, as the API server keeps one

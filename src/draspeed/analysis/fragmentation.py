@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from draspeed import arguments
 from draspeed.analysis.accounting import (
     WHOLE,
     Accounting,
@@ -118,7 +119,7 @@ def fragmentation(
     every: dict[int, int] = {}
     for devices in visible.values():
         every.update(devices)
-    names = list(snapshot.classes) if classes is None else list(classes)
+    names = list(snapshot.classes) if classes is None else list(arguments.names(classes))
     classes_of, errors = _class_members(snapshot, names, sorted(every))
     profiles = _Profiles(snapshot, profile_attribute)
     profile_of = {g: p for g in every if (p := profiles.of(g)) is not None}

@@ -17,6 +17,8 @@ def resolve_nodes(snapshot: Snapshot, nodes: Sequence[Node | str] | None) -> lis
     known = snapshot.nodes
     if nodes is None:
         return known
+    if isinstance(nodes, (str, Node)):
+        nodes = [nodes]  # one node: a name is not a sequence of characters
     by_name = {n.name: n for n in known}
     out = [
         n if isinstance(n, Node) else by_name.get(n) or Node(metadata=ObjectMeta(name=n))

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from draspeed import arguments
 from draspeed.analysis.capacity import CapacityReport, analyze
 from draspeed.analysis.shapes import ShapeSource, as_shapes
 from draspeed.analysis.trace import TracePod
@@ -83,6 +84,9 @@ class FileCluster:
     """Cluster dumps on disk (what ``draspeed.load`` reads)."""
 
     paths: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", arguments.names(self.paths))
 
     @property
     def key(self) -> Hashable:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from draspeed import arguments
 from draspeed.analysis.capacity import CapacityReport, analyze
 from draspeed.api.model import (
     DeviceClass,
@@ -228,6 +229,9 @@ class RemoveNodes:
 
     names: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", arguments.names(self.names))
+
     def apply(self, snapshot: Snapshot) -> Snapshot:
         gone = set(self.names)
         slices = [s for s in snapshot.slices if s.spec.node_name in gone]
@@ -250,6 +254,10 @@ class Cordon:
     rules: tuple[DeviceTaintRule, ...] = ()
     effect: str = "NoSchedule"
     key: str = CORDON_KEY
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pools", arguments.names(self.pools))
+        object.__setattr__(self, "nodes", arguments.names(self.nodes))
 
     def taint_rules(self, snapshot: Snapshot) -> list[DeviceTaintRule]:
         """The DeviceTaintRules this cordon stands for (one per pool, then the given ones)."""

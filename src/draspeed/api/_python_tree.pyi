@@ -1,6 +1,12 @@
 """Documents built by Python code, looked over in compiled code (cext/api/_python_tree.pyx)."""
 
-def needs_rewriting(value: object) -> bool:
-    """Whether ``value`` (dicts, lists and tuples of scalars) holds a key that is not a
-    str or a str holding a surrogate."""
+from typing import Final
+
+PLAIN: Final[int]
+REWRITE: Final[int]
+TOO_DEEP: Final[int]
+
+def document_shape(value: object, max_depth: int) -> int:
+    """PLAIN, REWRITE or TOO_DEEP for ``value`` (dicts, lists and tuples of scalars),
+    whose collections may nest ``max_depth`` levels."""
     ...

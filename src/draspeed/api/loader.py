@@ -37,6 +37,7 @@ them raises one InputError naming the file (and document) and the limit.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import stat
@@ -54,7 +55,7 @@ from draspeed import arguments
 from draspeed.api import bulk, json_as_go
 from draspeed.api._jsontext import JSONCompactor
 from draspeed.api._model_tree import untrack
-from draspeed.api._python_tree import needs_rewriting
+from draspeed.api._python_tree import REWRITE, TOO_DEEP, document_shape
 from draspeed.api.bulk import ListText, NotJSON, read_list
 from draspeed.api.bulk_claims import ClaimBuilder, JSONClaim
 from draspeed.api.clients import to_plain
@@ -90,6 +91,7 @@ from draspeed.api.text import (
     Limits,
     TextError,
     parse_documents,
+    too_deep,
 )
 from draspeed.api.text import parse_text as _parse_text
 from draspeed.collector import collector_paused
@@ -315,6 +317,7 @@ class _Loader:
         self.json_exact = False
         # The documents being read were built by Python code (see _as_go_reads).
         self.from_python = False
+        self.open_lists: set[int] = set()  # lists being read (their ids; see opened)
         self._slice_builder: SliceBuilder | None = None  # made at the first slice built
         # (kind, namespace, name) -> the object kept and where it was read.
         self.seen: dict[tuple[str, str, str], tuple[DRAObject, str, int | None]] = {}
@@ -346,8 +349,9 @@ class _Loader:
         elif isinstance(source, Mapping):
             self.python_document(source, f"<object>{at}")
         elif isinstance(source, (list, tuple)):
-            for j, item in enumerate(source):
-                self.source(item, f"{at}[{j}]")
+            with self.opened(source, f"<object>{at}"):
+                for j, item in enumerate(source):
+                    self.source(item, f"{at}[{j}]")
         else:
             plain = to_plain(source)
             meta = model_type_meta(source)
@@ -564,8 +568,23 @@ class _Loader:
         items = doc["items"] or []
         if not isinstance(items, list):
             raise InputError(where, "items", wrong_type("array", items))
-        for j, item in enumerate(items):
-            self.list_item(item, j, where, api_version, item_kind)
+        with self.opened(doc, where):
+            for j, item in enumerate(items):
+                self.list_item(item, j, where, api_version, item_kind)
+
+    @contextlib.contextmanager
+    def opened(self, collection: object, where: str) -> Iterator[None]:
+        """While the sources or items of ``collection`` are read: lists of lists that
+        Python code built nest at most ``max_depth`` deep and never hold themselves."""
+        if id(collection) in self.open_lists:
+            raise InputError(where, "", "a list that contains itself")
+        if len(self.open_lists) >= self.limits.max_depth:
+            raise InputError(where, "", too_deep(self.limits.max_depth))
+        self.open_lists.add(id(collection))
+        try:
+            yield
+        finally:
+            self.open_lists.discard(id(collection))
 
     def list_item(
         self, item: Any, j: int, where: str, api_version: Any, item_kind: str | None
@@ -608,12 +627,18 @@ class _Loader:
             slice_by_json = kind == "ResourceSlice" and api_version in FAST_API_VERSIONS
             if slice_by_json:
                 fast = self.slice_by_json(obj, api_version)
-            if fast is None and self.from_python and needs_rewriting(obj):
-                # (A slice built from its JSON text had none: msgspec writes no such
-                # string, and a key that is not a str makes the text say otherwise.)
-                obj = _as_go_reads(obj, kind, found[2])
-                if slice_by_json:
-                    fast = self.slice_by_json(obj, api_version)
+            if fast is None and self.from_python:
+                # (A slice built from its JSON text needs no rewriting: msgspec writes no
+                # such string, and a key that is not a str makes the text say otherwise.)
+                shape = document_shape(obj, self.limits.max_depth)
+                if shape == TOO_DEEP and not _contains_itself(obj, set(), self.limits.max_depth):
+                    # (One that contains itself the decoders name with its path.)
+                    name = object_name(kind, obj, namespaced=found[2])
+                    raise InputError(name, "", too_deep(self.limits.max_depth))
+                if shape == REWRITE:
+                    obj = _as_go_reads(obj, kind, found[2])
+                    if slice_by_json:
+                        fast = self.slice_by_json(obj, api_version)
             decoded: DRAObject
             if fast is not None:
                 decoded = fast
@@ -709,6 +734,25 @@ class _Loader:
                 )
 
 
+def _contains_itself(value: Any, open_ids: set[int], levels: int) -> bool:
+    """Whether a collection in ``value``'s first ``levels`` + 1 levels holds itself."""
+    if type(value) is dict:
+        items: Any = value.values()
+    elif type(value) is list or type(value) is tuple:
+        items = value
+    else:
+        return False
+    if id(value) in open_ids:
+        return True
+    if levels < 0:
+        return False
+    open_ids.add(id(value))
+    try:
+        return any(_contains_itself(item, open_ids, levels - 1) for item in items)
+    finally:
+        open_ids.discard(id(value))
+
+
 def _as_go_reads(obj: Mapping[str, Any], kind: str, namespaced: bool) -> Mapping[str, Any]:
     """A document Python code built, as Go reads the JSON Python's encoder writes of
     it (:func:`draspeed.api.json_as_go.rewritten`); one error for a key it refuses."""
@@ -716,8 +760,6 @@ def _as_go_reads(obj: Mapping[str, Any], kind: str, namespaced: bool) -> Mapping
         return json_as_go.rewritten(obj, "")
     except json_as_go.KeyProblem as problem:
         raise InputError(object_name(kind, obj, namespaced=namespaced), *problem.args) from None
-    except RecursionError:
-        return obj  # it contains itself: the decoders say so
 
 
 def _same(a: DRAObject, b: DRAObject) -> bool:

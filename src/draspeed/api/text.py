@@ -210,13 +210,13 @@ def _decode_json(text: str | bytes, limits: Limits, report: OnDuplicate | None) 
     except UnicodeEncodeError as exc:
         raise TextError(None, "", f"not valid Unicode text: {exc.reason}") from exc
     except RecursionError as exc:  # deeper than the interpreter lets msgspec follow
-        raise TextError(None, "", _too_deep(limits.max_depth)) from exc
+        raise TextError(None, "", too_deep(limits.max_depth)) from exc
     # One compiled pass over the bytes (valid UTF-8: msgspec read them) tells whether
     # the text nests too deep and whether an object repeats a key.
     data = text if isinstance(text, bytes) else text.encode("utf-8")
-    too_deep, duplicate = json_text_check(data, limits.max_depth)
-    if too_deep:
-        raise TextError(None, "", _too_deep(limits.max_depth))
+    nested_too_deep, duplicate = json_text_check(data, limits.max_depth)
+    if nested_too_deep:
+        raise TextError(None, "", too_deep(limits.max_depth))
     if duplicate:
         found = _json_duplicates(text)
         if report is None:
@@ -233,7 +233,7 @@ def _decode_wide_json(text: str | bytes, limits: Limits, first: Exception) -> An
     it is not JSON."""
     data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     if json_text_check(data, limits.max_depth)[0]:  # (before a recursive decoder)
-        raise TextError(None, "", _too_deep(limits.max_depth))
+        raise TextError(None, "", too_deep(limits.max_depth))
     try:
         return json_as_go.decode_by_python(data)
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
@@ -280,7 +280,7 @@ def _child(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _too_deep(limit: int, where: str = "") -> str:
+def too_deep(limit: int, where: str = "") -> str:
     return f"collections nest more than {limit} levels deep{where} (load(..., max_depth=...))"
 
 
@@ -384,7 +384,7 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
                     anchors[event.anchor] = (node, height, size)
             elif kind is SequenceStartEvent or kind is MappingStartEvent:
                 if len(stack) >= max_depth:
-                    raise TextError(document, "", _too_deep(max_depth, _at(event.start_mark)))
+                    raise TextError(document, "", too_deep(max_depth, _at(event.start_mark)))
                 if event.anchor is not None:
                     self._check_anchor(event, first_marks)
                     anchors[event.anchor] = None
@@ -420,7 +420,7 @@ class _DocumentLoader(_EventParser, SafeConstructor, Resolver):
                 node, height, size = target
                 if len(stack) + height > max_depth:
                     where = f" with alias *{event.anchor}{_at(event.start_mark)}"
-                    raise TextError(document, "", _too_deep(max_depth, where))
+                    raise TextError(document, "", too_deep(max_depth, where))
                 added += size
                 if added > limits.max_alias_expansion:
                     raise TextError(
@@ -681,7 +681,7 @@ def _general_documents(
             raise
         mark = exc.problem_mark
         where = _at(mark) if mark is not None else ""
-        raise TextError(count + 1, "", _too_deep(limits.max_depth, where)) from None
+        raise TextError(count + 1, "", too_deep(limits.max_depth, where)) from None
     finally:
         loader.dispose()
 
