@@ -356,3 +356,20 @@ def test_every_strategy_name_is_taken() -> None:
     args = argparse.Namespace(strategy="first-fit+best-fit")
     parse_strategy(args)
     assert args.strategy == "best-fit"  # as reports name it
+
+
+@pytest.mark.parametrize(
+    ("option", "name", "message"),
+    [
+        ("--remove-node", "nope", "--remove-node: no node 'nope' in the cluster"),
+        ("--cordon-node", "nope", "--cordon-node: no node 'nope' in the cluster"),
+        ("--cordon-pool", "nope", "--cordon-pool: no pool 'nope' in the cluster"),
+        ("--cordon-pool", "", "--cordon-pool: no pool '' in the cluster"),
+    ],
+)
+def test_a_what_if_that_matches_nothing_is_refused(
+    cluster: Path, option: str, name: str, message: str
+) -> None:
+    """It changed nothing without a word (exit 0, the same "after" as before)."""
+    status, _, err = _run("-f", str(cluster), "--template", "single-gpu", option, name)
+    assert status == 2 and message in err

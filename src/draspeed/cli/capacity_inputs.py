@@ -148,6 +148,20 @@ def parse_changes(args: argparse.Namespace, snapshot: Snapshot) -> list[Change]:
     from draspeed.analysis.whatif import Cordon, RemoveNodes
 
     changes: list[Change] = [parse_add_nodes(spec, snapshot) for spec in args.add_nodes]
+    # A name that matches nothing would change nothing without a word: refused, as
+    # feasible --nodes refuses an unknown node.
+    nodes = {n.name for n in snapshot.nodes} | {
+        s.spec.node_name for s in snapshot.slices if s.spec.node_name
+    }
+    for option, names in (("--remove-node", args.remove_node), ("--cordon-node", args.cordon_node)):
+        for name in names:
+            if name not in nodes:
+                raise UsageError(f"{option}: no node {name!r} in the cluster")
+    pools = {(s.spec.driver, s.spec.pool.name) for s in snapshot.slices}
+    for spec in args.cordon_pool:
+        driver, _, pool = spec.rpartition("/")
+        if not any(p == pool and (not driver or d == driver) for d, p in pools):
+            raise UsageError(f"--cordon-pool: no pool {spec!r} in the cluster")
     if args.remove_node:
         changes.append(RemoveNodes(tuple(args.remove_node)))
     if args.cordon_pool or args.cordon_node:
