@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -167,3 +168,13 @@ def test_one_name_alone_is_one_name() -> None:
     assert FileCluster("/tmp/cluster.yaml").paths == ("/tmp/cluster.yaml",)  # type: ignore[arg-type]
     report = fragmentation(snap, classes="gpu.nvidia.com")
     assert list(report.cluster.classes) == ["gpu.nvidia.com"]
+
+
+@pytest.mark.parametrize(
+    ("count", "error"), [(-1, ValueError), (100_001, ValueError), (2.5, TypeError)]
+)
+def test_added_nodes_are_counted_as_generate_counts(count: Any, error: type[Exception]) -> None:
+    """At most generate's MAX_NODES at once, a whole number (10**9 nodes ran until memory
+    ran out; 2.5 was taken)."""
+    with pytest.raises(error, match=r"count|nodes"):
+        AddNodes(count, kind="nvidia-gpu")

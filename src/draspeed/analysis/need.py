@@ -120,6 +120,7 @@ def nodes_needed(
         report.reason = "a node of this type fits no pod of these shapes"
         return _done(report, None, checks, start)
     guess = 1 if per_node is None else max(1, math.ceil((need - report.placed_now) / per_node))
+    guess = min(guess, max_nodes)  # (a need beyond any cluster is met by none: said so)
     report.guess = guess
     # Up from the guess, each step sized by the pods per node seen so far ...
     low, high = 0, guess

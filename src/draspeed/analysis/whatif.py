@@ -39,6 +39,7 @@ from draspeed.api.model import (
     ResourcePool,
     ResourceSlice,
 )
+from draspeed.generate._base import MAX_NODES
 
 if TYPE_CHECKING:
     from draspeed.analysis.shapes import ShapeSource
@@ -164,8 +165,11 @@ class AddNodes:
         given = [x is not None for x in (self.kind, self.like, self.template)]
         if sum(given) != 1:
             raise ValueError("AddNodes needs exactly one of kind, like or template")
-        if self.count < 0:
-            raise ValueError(f"cannot add {self.count} nodes")
+        if isinstance(self.count, bool) or not isinstance(self.count, int):
+            raise TypeError(f"count: expected a whole number, got {type(self.count).__name__}")
+        if not 0 <= self.count <= MAX_NODES:
+            # (generate's own bound: more nodes than that are built in memory at once)
+            raise ValueError(f"cannot add {self.count} nodes (0 to {MAX_NODES})")
 
     def resolve(self, snapshot: Snapshot) -> NodeTemplate:
         if self.template is not None:
