@@ -353,3 +353,11 @@ def test_python_documents_nest_at_most_max_depth_deep() -> None:
     listed["items"].append(listed)
     with pytest.raises(InputError, match="a list that contains itself"):
         load([listed])
+
+
+def test_update_nodes_refuses_two_different_nodes_of_one_name(snapshot: Snapshot) -> None:
+    """As Snapshot.build refuses them (the last one was kept without a word)."""
+    one, other = Node(metadata=ObjectMeta("x")), Node(metadata=ObjectMeta("x", labels={"a": "b"}))
+    with pytest.raises(ValueError, match="two different Nodes named 'x'"):
+        snapshot.update_nodes(added=[one, other])
+    assert "x" in snapshot.update_nodes(added=[one, one]).given_nodes

@@ -248,7 +248,9 @@ class Snapshot:
         self, added: Sequence[Node] = (), removed: Sequence[Node | str] = ()
     ) -> Snapshot:
         """A new version with Node objects added, replaced (same name) or removed."""
-        added = self._owned(arguments.items_of(added, Node, "added", "a Node"))
+        added = arguments.items_of(added, Node, "added", "a Node")
+        # (Two different Nodes of one name: refused, as Snapshot.build refuses them.)
+        added = self._owned(arguments.unique(added, object_name, "added", "Nodes"))
         removed = arguments.names_or_items(removed, Node, "removed", "a Node")
         gone = {r if isinstance(r, str) else r.name for r in removed}
         child = self._derive_plain()
