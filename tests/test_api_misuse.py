@@ -22,6 +22,7 @@ from draspeed.errors import AllocationTimeout, InputError
 from draspeed.explain.explainer import explain
 from draspeed.features import Features
 from draspeed.quantity import Quantity
+from draspeed.testing.documents import claim_with_parameters
 
 CLUSTER = Path(__file__).parent / "bad_input" / "duplicate-sources.yaml"
 
@@ -298,17 +299,9 @@ def test_parameters_that_contain_themselves(validate: Any) -> None:
     """A Python structure holding itself is an input error, not a RecursionError."""
     parameters: dict[str, Any] = {}
     parameters["self"] = parameters
-    claim = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": "c", "namespace": "d"},
-        "spec": {
-            "devices": {
-                "requests": [{"name": "r", "exactly": {"deviceClassName": "g"}}],
-                "config": [{"opaque": {"driver": "g.example.com", "parameters": parameters}}],
-            }
-        },
-    }
+    claim = claim_with_parameters(
+        parameters, namespace="d", device_class="g", driver="g.example.com"
+    )
     with pytest.raises(InputError) as excinfo:
         load(claim, validate=validate)
     assert str(excinfo.value) == (
@@ -330,17 +323,7 @@ def test_python_documents_nest_at_most_max_depth_deep() -> None:
     """A dict Python code built is held to load's max_depth as a text is (a RecursionError
     escaped at about 1,000 levels); a list of sources, or a List's items, that holds
     itself is one error (it recursed without end)."""
-    claim: dict[str, Any] = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": "c", "namespace": "default"},
-        "spec": {
-            "devices": {
-                "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
-                "config": [{"opaque": {"driver": "d.example.com", "parameters": _nested(1500)}}],
-            }
-        },
-    }
+    claim = claim_with_parameters(_nested(1500))
     with pytest.raises(InputError, match="collections nest more than 200 levels deep"):
         load([claim])
     claim["spec"]["devices"]["config"][0]["opaque"]["parameters"] = _nested(150)

@@ -652,18 +652,9 @@ def test_depth_limit_default_and_deep_inputs() -> None:
 def test_deep_parameters_within_the_limit_survive_encoding() -> None:
     """What load accepts, the encoders copy: opaque parameters at the depth limit."""
     from draspeed.cluster import Cluster
+    from draspeed.testing.documents import claim_with_parameters
 
-    claim = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": "c", "namespace": "default"},
-        "spec": {
-            "devices": {
-                "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
-                "config": [{"opaque": {"driver": "gpu.example.com", "parameters": _nested(193)}}],
-            }
-        },
-    }
+    claim = claim_with_parameters(_nested(193))
     slice_ = dict(_slice("node-1"), apiVersion="resource.k8s.io/v1", kind="ResourceSlice")
     slice_["spec"]["driver"] = "gpu"
     text = json.dumps([_node("node-1"), slice_, _class("gpu"), claim])

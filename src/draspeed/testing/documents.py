@@ -29,3 +29,26 @@ def resource_slice(
             "devices": devices,
         },
     }
+
+
+def claim_with_parameters(
+    parameters: Any,
+    *,
+    name: str = "c",
+    namespace: str = "default",
+    device_class: str = "gpu",
+    driver: str = "gpu.example.com",
+) -> dict[str, Any]:
+    """A pending ResourceClaim for one device of ``device_class``, with opaque
+    ``parameters`` for ``driver``."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "r", "exactly": {"deviceClassName": device_class}}],
+                "config": [{"opaque": {"driver": driver, "parameters": parameters}}],
+            }
+        },
+    }
