@@ -214,6 +214,36 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
         TypeError,
         "nodes: expected Nodes or names (a sequence of them), got int",
     ),
+    "features-parse-none": (
+        lambda o, s: Features.parse(None),  # type: ignore[arg-type]
+        TypeError,
+        "gates: expected a --feature-gates string, got None",
+    ),
+    "cluster-from-list": (
+        lambda o, s: Cluster.from_objects([]),  # type: ignore[arg-type]
+        TypeError,
+        "objects: expected Objects (what draspeed.load returns), got list",
+    ),
+    "objects-add-int": (
+        lambda o, s: Objects().add(5),  # type: ignore[arg-type]
+        TypeError,
+        "obj: expected a decoded object (draspeed.load), got int",
+    ),
+    "objects-extend-list": (
+        lambda o, s: Objects().extend([]),  # type: ignore[arg-type]
+        TypeError,
+        "other: expected Objects (draspeed.load), got list",
+    ),
+    "feasibility-outcome-far": (
+        lambda o, s: Allocator(s).feasible_nodes(o.claims).outcome(10**6),
+        IndexError,
+        "i: node index 1000000 out of range for 1 nodes",
+    ),
+    "feasibility-outcome-text": (
+        lambda o, s: Allocator(s).feasible_nodes(o.claims).outcome("x"),  # type: ignore[arg-type]
+        TypeError,
+        "i: expected a node's index, got str",
+    ),
     "features-truthy-text": (
         lambda o, s: Features(admin_access="no"),  # type: ignore[arg-type]
         TypeError,

@@ -154,9 +154,15 @@ class Cluster:
         """The cluster of ``objects``; the pod's claims are its pending claims, or,
         with ``claims``, the pending claims of ``claims`` and a claim made from each of
         its ResourceClaimTemplates (its allocated claims join the committed state)."""
+        from draspeed.api.loader import Objects
         from draspeed.pods import instantiate_alone
         from draspeed.rules.taint_rules import apply_taint_rules
 
+        arguments.instance_of(objects, Objects, "objects", "Objects (what draspeed.load returns)")
+        if claims is not None:
+            arguments.instance_of(claims, Objects, "claims", "Objects (what draspeed.load returns)")
+        if features is not None:
+            arguments.instance_of(features, Features, "features", "Features")
         features = features or Features()
         allocated, pending = split_claims(objects.claims)
         warnings = list(objects.warnings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 
+from draspeed import arguments
 from draspeed.errors import InputError
 from draspeed.feature_gates import KNOWN_GATES
 
@@ -77,6 +78,9 @@ class Features:
         with kube-scheduler's message (``--feature-gates: unrecognized feature gate:
         X``).
         """
+        arguments.instance_of(gates, str, "gates", "a --feature-gates string")
+        if base is not None:
+            arguments.instance_of(base, Features, "base", "Features")
         values = {f.name: getattr(base or cls(), f.name) for f in fields(cls)}
         given: dict[str, bool] = {}
         for item in gates.split(","):

@@ -109,6 +109,10 @@ class Feasibility:
 
     def outcome(self, i: int) -> NodeOutcome:
         """Node i's outcome (results are built when first read)."""
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"i: expected a node's index, got {type(i).__name__}")
+        if not -len(self._names) <= i < len(self._names):
+            raise IndexError(f"i: node index {i} out of range for {len(self._names)} nodes")
         status = STATUSES[int(self.codes[i])]
         make = (lambda: self._results(i)) if status == "fits" else None
         return NodeOutcome(
