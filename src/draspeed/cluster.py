@@ -90,17 +90,22 @@ def make_allocator(
 ) -> AllocatorLike:
     """An allocator of the named engine over one cluster state (``nodes``: the Node
     objects known, whose labels node selectors read)."""
+    check_engine(engine)
     if engine == "reference":
         # Imported here: the fast path never loads the reference engine.
         from draspeed.reference import ReferenceAllocator
 
         return ReferenceAllocator(slices, classes, allocated, features)
-    if engine == "fast":
-        from draspeed.engine.allocator import Allocator
-        from draspeed.engine.snapshot import Snapshot
+    from draspeed.engine.allocator import Allocator
+    from draspeed.engine.snapshot import Snapshot
 
-        return Allocator(Snapshot.build(slices, classes, allocated, features=features, nodes=nodes))
-    raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    return Allocator(Snapshot.build(slices, classes, allocated, features=features, nodes=nodes))
+
+
+def check_engine(engine: object) -> None:
+    """A ValueError for a name that is not one of :data:`ENGINES`."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
 @dataclass(slots=True)

@@ -49,9 +49,7 @@ class Features:
     def __post_init__(self) -> None:
         # A gate is True or False: "no" or 0 read as a truth value is a mistake.
         for f in fields(self):
-            if not isinstance(getattr(self, f.name), bool):
-                got = type(getattr(self, f.name)).__name__
-                raise TypeError(f"{f.name}: expected True or False, got {got}")
+            arguments.flag(getattr(self, f.name), f.name)
 
     @property
     def device_binding_and_status(self) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from draspeed import arguments
-from draspeed.cluster import ENGINES
+from draspeed.cluster import check_engine
 from draspeed.engine.feasibility import Feasibility, NodeOutcome
 from draspeed.errors import AllocationError, AllocationTimeout, NodeAllocationError
 
@@ -41,7 +41,7 @@ def feasibility(
 ) -> Feasibility:
     """``Allocator.feasible_nodes`` for the fast engine (one pass over the nodes); the
     reference engine is asked node by node (``progress(1)`` after each)."""
-    _check_engine(engine)
+    check_engine(engine)
     timeout = arguments.timeout(timeout)
     deadline = arguments.deadline(deadline)
     if deadline is None and timeout is not None:
@@ -54,11 +54,6 @@ def feasibility(
 
     allocator = Allocator(cluster.snapshot())
     return allocator.feasible_nodes(list(claims), list(nodes), deadline=deadline)
-
-
-def _check_engine(engine: object) -> None:
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
 def _reference_outcomes(
@@ -146,7 +141,7 @@ def pod_feasibility(
     progress: Progress | None = None,
 ) -> PodFeasibility:
     """What the DynamicResources plugin's Filter answers for ``pod`` on each node."""
-    _check_engine(engine)
+    check_engine(engine)
     timeout = arguments.timeout(timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
     outcomes: list[NodeOutcome | None] = [None] * len(nodes)

@@ -169,22 +169,23 @@ def _annotation_problems(annotations: Mapping[str, str], path: str) -> Iterator[
         yield f"{path}.annotations", too_long(TOTAL_ANNOTATION_SIZE_LIMIT)
 
 
-# ObjectMeta's JSON fields in Go's field order, each with the name ValidateTemplateObjectMeta
-# gives it when it refuses the field (Go's field name, its first letter lower-cased).
+# ObjectMeta's JSON fields but labels and annotations, in Go's field order. Refusing one,
+# ValidateTemplateObjectMeta names it by Go's field name, its first letter lower-cased:
+# the JSON name, but for UID ("uID").
 _TEMPLATE_REFUSED = (
-    ("name", "name"),
-    ("generateName", "generateName"),
-    ("namespace", "namespace"),
-    ("selfLink", "selfLink"),
-    ("uid", "uID"),
-    ("resourceVersion", "resourceVersion"),
-    ("generation", "generation"),
-    ("creationTimestamp", "creationTimestamp"),
-    ("deletionTimestamp", "deletionTimestamp"),
-    ("deletionGracePeriodSeconds", "deletionGracePeriodSeconds"),
-    ("ownerReferences", "ownerReferences"),
-    ("finalizers", "finalizers"),
-    ("managedFields", "managedFields"),
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
 )
 
 
@@ -210,10 +211,10 @@ def check_template_metadata(ctx: DecodeContext, spec: Mapping[str, Any], path: s
         ctx.fail(field, problem)
     for field, problem in _label_problems(labels, where):
         ctx.fail(field, problem)
-    for key, name in _TEMPLATE_REFUSED:
+    for key in _TEMPLATE_REFUSED:
         value = meta.get(key)
         if (value is not None and value != "" and value != 0) or isinstance(value, list):
-            ctx.fail(f"{where}.{name}", forbidden("cannot be set"))
+            ctx.fail(f"{where}.{'uID' if key == 'uid' else key}", forbidden("cannot be set"))
 
 
 def _more_problems(

@@ -132,10 +132,9 @@ class Objects:
             self.taint_rules.append(obj)
         elif isinstance(obj, Pod):
             self.pods.append(obj)
-        elif isinstance(obj, Node):
-            self.nodes.append(obj)
         else:
-            raise TypeError(f"obj: expected a decoded object (draspeed.load), got {_kind(obj)}")
+            what = "a decoded object (draspeed.load)"
+            self.nodes.append(arguments.instance_of(obj, Node, "obj", what))
 
     def by_kind(self) -> dict[str, list[Any]]:
         """``{"ResourceSlice": [...], "DeviceClass": [...], ...}`` (every kind present)."""
@@ -159,8 +158,7 @@ class Objects:
 
     def extend(self, other: Objects) -> None:
         """Append another load's objects, warnings and skipped counts."""
-        if not isinstance(other, Objects):
-            raise TypeError(f"other: expected Objects (draspeed.load), got {_kind(other)}")
+        arguments.instance_of(other, Objects, "other", "Objects (draspeed.load)")
         for mine, theirs in zip(self.by_kind().values(), other.by_kind().values(), strict=True):
             mine.extend(theirs)
         self.warnings.extend(other.warnings)
@@ -764,10 +762,6 @@ def _as_go_reads(obj: Mapping[str, Any], kind: str, namespaced: bool) -> Mapping
         return json_as_go.rewritten(obj, "")
     except json_as_go.KeyProblem as problem:
         raise InputError(object_name(kind, obj, namespaced=namespaced), *problem.args) from None
-
-
-def _kind(value: object) -> str:
-    return "None" if value is None else type(value).__name__
 
 
 def _same(a: DRAObject, b: DRAObject) -> bool:
