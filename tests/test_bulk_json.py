@@ -796,7 +796,9 @@ def _texts_with_a_late_break() -> list[tuple[str, bytes]]:
         text = json.dumps(_as_list(items), indent=1)
         last = text.rindex('"name"')
         cases += [
-            # Each is no JSON, but YAML reads the first three: the ordinary path loads them.
+            # Each is no JSON to msgspec, but YAML reads the first three and Go's JSON
+            # decoding the last (a byte of no UTF-8 is U+FFFD): the ordinary path loads
+            # them.
             (f"{label}, trailing comma", text[:last] + '"x": [1,],' + text[last:]),
             (f"{label}, single quotes", text[:last] + "'x': 1," + text[last:]),
             (f"{label}, number too big", text[:last] + '"x": 1e400,' + text[last:]),
@@ -810,9 +812,7 @@ def test_a_late_item_that_is_no_json(label: str, text: bytes) -> None:
     """The bulk path starts, finds the last item is no JSON, and starts over. The break
     is a field "x" the object does not have: strict refuses it, warn warns."""
     outcome = _same(text, True)
-    if "UTF-8" in label:
-        assert outcome[:2] == ("error", "InputError") and "invalid UTF-8" in outcome[2]
-    elif label.startswith("error"):
+    if label.startswith("error"):
         assert outcome[:2] == ("error", "InputError") and "Bad_Driver" in outcome[2]
     else:
         assert outcome[:2] == ("error", "InputError") and '.x"' in outcome[2], outcome[2]

@@ -1,4 +1,5 @@
-"""JSON text read as Go reads it: numbers' text, surrogate escapes (api.json_as_go).
+"""JSON text read as Go reads it: numbers' text, surrogate escapes, bytes of no UTF-8
+(api.json_as_go).
 
 A bare JSON number where a quantity goes is read from its text, as Go reads it.
 
@@ -19,9 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from draspeed import load
+from draspeed import golang, load
 from draspeed.api.json_as_go import NumberText, decode
+from draspeed.errors import InputError
 from draspeed.quantity import Quantity
+from draspeed.testing.documents import resource_slice
 
 # Number texts whose quantity differs from the quantity of the float's repr.
 LITERALS = ["1e3", "1E3", "0.00001", "1.0e+16", "1.50", "2.0", "1e-7", "100e-2", "5e400", "0"]
@@ -268,3 +271,41 @@ def test_surrogate_escapes_in_list_items_of_every_kind(kind: str) -> None:
     objects = load(text, validate=False)
     (found,) = [o for o in objects if type(o).__name__ == kind]
     assert "\ufffd" in json.dumps(found.raw, ensure_ascii=False)
+
+
+# Bytes that are no UTF-8, and how many U+FFFD Go's JSON decoding reads them as (each
+# count is the length the upstream harness's CEL ``size()`` gave the string "a<bytes>b",
+# minus two). The last is a valid character, for contrast.
+INVALID_UTF8 = [
+    (b"\xff", 1),
+    (b"\xe2\x82", 2),  # the first two bytes of a three-byte character
+    (b"\xf0\x9f\x98", 3),  # the first three of a four-byte one
+    (b"\xed\xa0\x80", 3),  # a surrogate written in UTF-8
+    (b"\xc0\x80", 2),  # an overlong NUL
+    (b"\xe0\x80\xaf", 3),  # an overlong '/'
+    (b"\xf4\x90\x80\x80", 4),  # beyond U+10FFFF
+    (b"\x80\x80", 2),  # continuation bytes alone
+    (b"\xf0\x9f\x98\x80", 0),  # U+1F600, valid
+]
+
+
+@pytest.mark.parametrize(("raw", "replaced"), INVALID_UTF8, ids=lambda x: repr(x))
+@pytest.mark.parametrize("listed", [False, True], ids=["document", "list"])
+def test_bytes_that_are_no_utf8_in_json_strings_are_read_as_go_reads_them(
+    raw: bytes, replaced: int, listed: bool
+) -> None:
+    """The API server keeps such a JSON text, each byte of no valid character a U+FFFD
+    (it was "invalid UTF-8 at byte N"); a YAML text stays refused, as go-yaml does."""
+    doc = resource_slice(
+        "s", [{"name": "d", "attributes": {"model": {"string": "MODEL"}}}], nodeName="n"
+    )
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": [doc]} if listed else doc)
+    data = text.encode().replace(b"MODEL", b"a" + raw + b"b")
+    (found,) = load(data).slices
+    model = found.spec.devices[0].attributes["drv.example.com/model"].value
+    assert model.count("\ufffd") == replaced
+    assert len(model) == 2 + (replaced or 1)
+    assert golang.utf8_as_go(raw).count("\ufffd") == replaced
+    if replaced:
+        with pytest.raises(InputError, match="UTF-8|Unicode"):
+            load(yaml.safe_dump(doc).encode().replace(b"MODEL", b"a" + raw + b"b"))

@@ -3,6 +3,7 @@ how it parses the numbers and durations CEL converts from text."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
@@ -54,6 +55,24 @@ def go_string(text: str) -> str:
     ``\\ud800`` escape). Only a str built in Python, or read from such an escape by
     Python, holds such code points; text read from a file cannot."""
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def utf8_as_go(data: bytes) -> str:
+    """The text of ``data``, each byte that is no part of valid UTF-8 read as U+FFFD, as
+    Go's JSON decoding reads strings (one U+FFFD per byte: the first two bytes of a
+    three-byte character alone are two). Python's decoder reports maximal runs of
+    such bytes, never one that a valid character uses, so one U+FFFD per byte of a
+    run is Go's count."""
+    return data.decode("utf-8", _GO_REPLACE)
+
+
+def _replace_each_byte(exc: UnicodeError) -> tuple[str, int]:
+    assert isinstance(exc, UnicodeDecodeError)
+    return "\ufffd" * (exc.end - exc.start), exc.end
+
+
+_GO_REPLACE: Final = "draspeed.go-replace"
+codecs.register_error(_GO_REPLACE, _replace_each_byte)
 
 
 def go_json(value: object) -> str:

@@ -8,6 +8,8 @@
 - **A ``\\u`` escape of a surrogate that is not half of a pair is U+FFFD**, as Go
   replaces it; msgspec refuses the whole text. Such a text is read again by Python's
   own JSON decoder (which keeps the lone surrogate) and its strings made Go's.
+- **A byte that is no part of valid UTF-8 is U+FFFD**, one per byte, as Go reads
+  strings (:func:`draspeed.golang.utf8_as_go`); msgspec refuses the text.
 
 Everything else (syntax, nesting, repeated keys: the last value kept) is msgspec's,
 which reads as Go does.
@@ -21,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from draspeed import golang
 from draspeed.golang import go_string
 
 
@@ -67,7 +70,7 @@ def decode(data: str | bytes | msgspec.Raw) -> Any:
 def decode_by_python(data: bytes) -> Any:
     """A text msgspec refused, read by Python's JSON decoder, numbers and strings as
     :func:`decode` makes them (the decoder's ValueError if it refuses the text too)."""
-    doc = json.loads(data.decode("utf-8"), parse_float=_from_json, parse_constant=_refuse)
+    doc = json.loads(golang.utf8_as_go(data), parse_float=_from_json, parse_constant=_refuse)
     return rewritten(doc, "")  # (JSON keys are strings: only surrogates change)
 
 

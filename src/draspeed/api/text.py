@@ -50,6 +50,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
+from draspeed import golang
 from draspeed.api import _libyaml, json_as_go
 from draspeed.api._jsontext import json_text_check
 from draspeed.api._yaml_tree import construct_tree, no_path_resolvers, resolve_remembered
@@ -204,9 +205,11 @@ def _decode_json(text: str | bytes, limits: Limits, report: OnDuplicate | None) 
             return doc
     except msgspec.DecodeError as exc:
         return _NotJSONText(str(exc))  # YAML flow style, or several JSON documents
-    except UnicodeDecodeError as exc:
+    except UnicodeDecodeError:
         assert isinstance(text, bytes)  # str input was decoded text already
-        raise TextError(None, "", _utf8_error(text)) from exc
+        # Go's JSON decoding reads a byte of no valid UTF-8 as U+FFFD (the API server
+        # keeps such a JSON text; go-yaml refuses a YAML one, as PyYAML does).
+        return _decode_json(golang.utf8_as_go(text), limits, report)
     except UnicodeEncodeError as exc:
         raise TextError(None, "", f"not valid Unicode text: {exc.reason}") from exc
     except RecursionError as exc:  # deeper than the interpreter lets msgspec follow
@@ -238,14 +241,6 @@ def _decode_wide_json(text: str | bytes, limits: Limits, first: Exception) -> An
         return json_as_go.decode_by_python(data)
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return _NotJSONText(str(first))
-
-
-def _utf8_error(data: bytes) -> str:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"invalid UTF-8 at byte {exc.start}: {exc.reason}"
-    return "invalid UTF-8"
 
 
 def _json_duplicates(data: str | bytes) -> list[tuple[str, str]]:
