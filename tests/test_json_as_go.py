@@ -309,3 +309,38 @@ def test_bytes_that_are_no_utf8_in_json_strings_are_read_as_go_reads_them(
     if replaced:
         with pytest.raises(InputError, match="UTF-8|Unicode"):
             load(yaml.safe_dump(doc).encode().replace(b"MODEL", b"a" + raw + b"b"))
+
+
+# Quoted quantities with surrounding space. Go's Quantity.UnmarshalJSON trims the raw
+# bytes between the quotes with strings.TrimSpace, so space JSON holds as it is goes,
+# and a tab or line break, which JSON holds only as an escape (a backslash), stays and
+# is no quantity. Each verdict is the upstream harness's, reading the same JSON text.
+PADDED_ACCEPTED = [" 1 ", "\u00a01\u3000", "\u20281\u0085"]
+PADDED_REFUSED = ["\t1", "1\n", "1\r", "\x1c1", "\v1", "\f1"]
+
+
+def _one_field(padded: str, field: int) -> list[list[str]]:
+    """:func:`_forms` with ``padded`` (quoted) in quantity field ``field`` and 1 in the
+    others."""
+    texts = (SLICE + "\0" + CLAIM).split("@")
+    values = [json.dumps(padded) if i == field else "1" for i in range(len(texts) - 1)]
+    joined = "".join(t + v for t, v in zip(texts, values, strict=False)) + texts[-1]
+    slice_text, claim_text = joined.split("\0")
+    listed = f'{{"apiVersion": "v1", "kind": "List", "items": [{slice_text}, {claim_text}]}}'
+    return [[slice_text, claim_text], [listed]]
+
+
+@pytest.mark.parametrize("field", range(11))
+def test_a_quoted_quantity_is_trimmed_as_go_trims_its_json_text(field: int) -> None:
+    """Unchecked (the slice has counters and devices both); a checked reading of a
+    valid slice decodes its quantities by the same code (test_bad_input)."""
+    for padded in PADDED_ACCEPTED:
+        for texts in _one_field(padded, field):
+            for text in texts:
+                objects = load(text, validate=False)
+                assert set(_quantities(objects.slices) + _quantities(objects.claims)) <= {"1"}
+    for padded in PADDED_REFUSED:
+        for texts in _one_field(padded, field):
+            with pytest.raises(InputError, match="quantities must match the regular expression"):
+                for text in texts:
+                    load(text, validate=False)

@@ -60,9 +60,12 @@ INT64_MIN: Final = -(1 << 63)
 _INT32_MAX: Final = (1 << 31) - 1
 _HASH_MODULUS: Final = sys.hash_info.modulus
 
-# unicode.IsSpace, which strings.TrimSpace uses (str.strip() would also drop \x1c-\x1f).
-_GO_SPACE: Final = (
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+# What UnmarshalJSON's strings.TrimSpace removes of a quoted quantity: unicode.IsSpace
+# (str.strip() would also drop \x1c-\x1f), but only what JSON text may hold unescaped.
+# Go trims the raw bytes between the quotes, so a tab or a line break, which JSON holds
+# only as an escape, is a backslash there: not trimmed, and no quantity.
+_GO_SPACE_UNESCAPED: Final = (
+    " \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
     "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 _DIGITS: Final = frozenset("0123456789")
@@ -423,8 +426,9 @@ class Quantity:
 
     @classmethod
     def from_json(cls, text: str) -> Quantity:
-        """``UnmarshalJSON`` of a JSON string's content: Go ``TrimSpace``, then :meth:`parse`."""
-        return _parse_cached(text.strip(_GO_SPACE))
+        """``UnmarshalJSON`` of a JSON string's content: Go ``TrimSpace`` of its text as
+        JSON writes it (a tab is ``\\t`` there, and stays), then :meth:`parse`."""
+        return _parse_cached(text.strip(_GO_SPACE_UNESCAPED))
 
     @classmethod
     def from_int(cls, value: int, format: str = DECIMAL_SI) -> Quantity:

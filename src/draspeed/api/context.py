@@ -332,7 +332,7 @@ class DecodeContext:
             found = cache.get(value)
             if found is not None:
                 return found
-            text = value.strip()  # Quantity.UnmarshalJSON trims surrounding space
+            text = value
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(path, messages.wrong_type("quantity string", value))
         elif type(value) is NumberText:
@@ -340,7 +340,8 @@ class DecodeContext:
         else:
             text = repr(value) if isinstance(value, float) else str(value)
         try:
-            q = Quantity.parse(text)
+            # (Quantity.UnmarshalJSON trims a string's surrounding space as JSON has it.)
+            q = Quantity.from_json(text) if type(value) is str else Quantity.parse(text)
         except QuantityError as exc:
             self.fail(path, str(exc))
         if type(value) is str:
