@@ -307,7 +307,7 @@ def test_bytes_that_are_no_utf8_in_json_strings_are_read_as_go_reads_them(
     assert len(model) == 2 + (replaced or 1)
     assert golang.utf8_as_go(raw).count("\ufffd") == replaced
     if replaced:
-        with pytest.raises(InputError, match="UTF-8|Unicode"):
+        with pytest.raises(InputError, match=r"UTF-8|Unicode"):
             load(yaml.safe_dump(doc).encode().replace(b"MODEL", b"a" + raw + b"b"))
 
 

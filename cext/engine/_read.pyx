@@ -19,6 +19,7 @@ through ordinary attribute access. Nothing here decides anything: it only reads.
 import numpy as np
 
 from draspeed.api import model
+from draspeed.engine import beyond
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
@@ -144,14 +145,14 @@ cdef class Interning:
     cdef public dict pools  # (driver id, pool name id) -> pool id
     cdef public list pool_keys  # pool id -> (driver, pool name)
     cdef public list quantities  # quantity id -> Quantity
-    cdef public list quantity_nanos  # quantity id -> its value in nano units (exact int)
+    cdef public list quantity_nanos  # quantity id -> its nano units (engine.beyond.nanos)
     cdef public list selectors  # selector id -> NodeSelector
     # Consumption patterns: pattern id -> entries [ptr[id], ptr[id + 1]) of the lists.
     cdef public list pattern_ptr
     cdef public list pattern_set
     cdef public list pattern_counter
     cdef public list pattern_quantity
-    cdef dict _quantity_by_value  # nanos -> quantity id
+    cdef dict _quantity_by_value  # nanos (a stand-in's: (quantity,)) -> quantity id
     cdef dict _selector_by_object  # address of a NodeSelector -> selector id
     cdef dict _use  # address of a DeviceCounterConsumption -> its entries
     cdef dict _pattern  # entries tuple -> pattern id
@@ -209,13 +210,15 @@ cdef class Interning:
         cdef int known = ptrmap_get(&self._quantity_at, <void*>q, -1)
         if known >= 0:
             return known
-        nanos = q.nanos
-        existing = self._quantity_by_value.get(nanos)
+        nanos = beyond.nanos(q)
+        # (Quantities beyond the exact range share a stand-in: told apart by value.)
+        key = (q,) if beyond.is_stand_in(nanos) else nanos
+        existing = self._quantity_by_value.get(key)
         if existing is None:
             existing = len(self.quantities)
             self.quantities.append(q)
             self.quantity_nanos.append(nanos)
-            self._quantity_by_value[nanos] = existing
+            self._quantity_by_value[key] = existing
         if ptrmap_put(&self._quantity_at, <void*>q, <int>existing) < 0:
             raise MemoryError()
         self._alive.append(q)

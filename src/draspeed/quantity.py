@@ -460,6 +460,14 @@ class Quantity:
             object.__setattr__(self, "_nanos", found)
         return found
 
+    def nanos_below(self, digits: int) -> int | None:
+        """:attr:`nanos` if its magnitude is below ``10**digits``, else None (told from
+        the digit count, without materialising the value)."""
+        coef = self._coef
+        if coef and _digit_count(abs(coef)) + self._exp - _NANO_EXPONENT > digits:
+            return None  # at least 10**digits
+        return self.nanos
+
     def sign(self) -> int:
         """-1, 0 or 1."""
         return (self._coef > 0) - (self._coef < 0)

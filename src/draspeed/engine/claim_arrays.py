@@ -32,7 +32,7 @@ from draspeed.api.model import (
     ResourceClaim,
 )
 from draspeed.collector import collector_paused
-from draspeed.engine import _core
+from draspeed.engine import _core, beyond
 from draspeed.engine.layout import INCOMPLETE, INVALID, PDN_ERROR, PDN_NO, Layout, unit_of
 from draspeed.engine.selector_failures import SelectorFailure, SelectorFailures
 from draspeed.engine.store import ERROR, FALSE, UNKNOWN, SelectorResults
@@ -674,7 +674,11 @@ class ClaimArrays:
             for i, e in enumerate(entries.tolist()):
                 share = self.shares[a].get(maps.entry_map[e])
                 if share is not None:
-                    uses[a][i] = share[maps.entry_name[e]].nanos
+                    uses[a][i] = beyond.nanos(share[maps.entry_name[e]])
+        if any(map(beyond.is_stand_in, values)) or any(
+            beyond.is_stand_in(u) for row in uses for u in row
+        ):
+            self._check_one_side(entries.tolist(), which, values, uses)
         units = [unit_of([v, *(u[i] for u in uses)]) for i, v in enumerate(values)]
         dynamic = capacity[:, layout.cap_pos] == CAP_DYNAMIC  # (A, K)
         scale = MAX_RESULTS * claims_n
@@ -710,6 +714,23 @@ class ClaimArrays:
             for a in range(A):
                 alt_cap_use[a, k] = uses[a][i] // unit if dynamic[a, k] else 0
         return cap_room, alt_cap_use.ravel(), False
+
+    def _check_one_side(
+        self, entries: list[int], which: np.ndarray, values: list[int], uses: list[list[int]]
+    ) -> None:
+        """:func:`draspeed.engine.beyond.one_side` for each shared capacity entry: its
+        value against what the alternatives and the committed shares take of it."""
+        layout, maps = self.layout, self.snap.table.capacity_maps
+        for i, e in enumerate(entries):
+            c, name = maps.entry_map[e], maps.entry_name[e]
+            taken = [self.shares[a].get(c, {}).get(name) for a in range(len(uses))]
+            used = [(row[i], q) for row, q in zip(uses, taken, strict=True) if q is not None]
+            used += [
+                (layout.cap_used[k], q)
+                for k, q in layout.cap_used_quantity.items()
+                if which[k] == i
+            ]
+            beyond.one_side([(values[i], maps.values[c][name].value)], used, f"capacity {name}")
 
     def _rest_bounds(
         self, plan: Plan, possible: np.ndarray, last_error: np.ndarray

@@ -23,7 +23,7 @@ import numpy as np
 
 from draspeed.api._model_tree import signature
 from draspeed.api.model import DeviceCapacity
-from draspeed.engine import _read
+from draspeed.engine import _read, beyond
 
 if TYPE_CHECKING:
     from draspeed.engine.slice_table import SliceTable
@@ -74,7 +74,7 @@ class CapacityMaps(DistinctValues):
 
     Map c has entries ``ptr[c]`` to ``ptr[c + 1]`` of the flat lists: the capacity
     names in sorted order (as upstream walks a device's capacities when it checks a
-    request) and each one's value in nano units, an exact integer.
+    request) and each one's value in nano units (:func:`draspeed.engine.beyond.nanos`).
     """
 
     values: list[Mapping[str, DeviceCapacity]]
@@ -95,7 +95,7 @@ class CapacityMaps(DistinctValues):
             self.has_policy.append(any(capacity[n].request_policy is not None for n in names))
             self.entry_map.extend([c] * len(names))
             self.entry_name.extend(names)
-            self.entry_nanos.extend(capacity[n].value.nanos for n in names)
+            self.entry_nanos.extend(beyond.nanos(capacity[n].value) for n in names)
             self.ptr.append(len(self.entry_name))
         self._ptr_array = np.asarray(self.ptr, dtype=np.int64)
 

@@ -28,7 +28,7 @@ import numpy as np
 from draspeed.api._model_tree import untrack_list
 from draspeed.api.coerce import object_name
 from draspeed.api.model import Device, DeviceAttribute, Node, ResourceSlice
-from draspeed.engine import _core, _gather
+from draspeed.engine import _core, _gather, beyond
 from draspeed.engine.slice_table import FLAGS
 from draspeed.quantity import Quantity
 from draspeed.rules import texts
@@ -269,6 +269,7 @@ class Layout:
         offset = np.arange(K, dtype=np.int64) - np.repeat(self.cap_ptr[multi], sizes)
         self.cap_entry = np.repeat(maps.first_entries(ids), sizes) + offset
         self.cap_used: dict[int, int] = {}
+        self.cap_used_quantity: dict[int, Quantity] = {}
         if K:
             for lp, already in self.committed_use().items():
                 c = int(self.cap_map[lp])
@@ -278,7 +279,8 @@ class Layout:
                 for j, name in enumerate(maps.entry_name[start : maps.ptr[c + 1]]):
                     used = already.get(name)
                     if used is not None:
-                        self.cap_used[first + j] = used.nanos
+                        self.cap_used[first + j] = beyond.nanos(used)
+                        self.cap_used_quantity[first + j] = used
 
     def committed_use(self) -> dict[int, Mapping[str, Quantity]]:
         """What committed shares use of each position's device, for the positions whose
@@ -589,6 +591,7 @@ def _exact_units(
         )
         for (slot, q), k in zip(pairs.T.tolist(), counts.tolist(), strict=True):
             available[slot] -= nanos[q] * k
+    _check_one_side(snap, out, slot_layout, slot_rel, capacity, nanos)
     terms: dict[tuple[int, int], int] = {}
     for key, value in zip(zip(slot_layout, slot_rel, strict=True), capacity, strict=True):
         terms[key] = math.gcd(terms.get(key, 0), value)
@@ -612,3 +615,36 @@ def _exact_units(
         np.zeros(len(amounts_exact), dtype=np.int64),
         (scaled, amounts_exact),
     )
+
+
+def _check_one_side(
+    snap: Snapshot,
+    out: dict[str, Any],
+    slot_layout: list[int],
+    slot_rel: list[int],
+    capacity: list[int],
+    nanos: list[int],
+) -> None:
+    """:func:`draspeed.engine.beyond.one_side` for each counter slot: its value against
+    what its layout's devices consume and committed devices hold of it (only where some
+    value is beyond the exact range)."""
+    if not any(map(beyond.is_stand_in, nanos)):
+        return
+    quantities = snap.table.names.quantities
+    zero = (0, Quantity.from_int(0))
+    slot_value = [
+        (v, quantities[q]) if q >= 0 else zero
+        for v, q in zip(capacity, out["slot_quantity"].tolist(), strict=True)
+    ]
+    consumed: dict[tuple[int, int], list[tuple[int, Quantity]]] = {}
+    entries = zip(out["table_layout"].tolist(), out["table_rel"].tolist(), strict=True)
+    for key, q in zip(entries, out["table_quantity"].tolist(), strict=True):
+        consumed.setdefault(key, []).append((nanos[q], quantities[q]))
+    held: dict[int, list[tuple[int, Quantity]]] = {}
+    for slot, q in zip(out["held_slot"].tolist(), out["held_quantity"].tolist(), strict=True):
+        held.setdefault(slot, []).append((nanos[q], quantities[q]))
+    strings = snap.table.names.string_list
+    for slot, key in enumerate(zip(slot_layout, slot_rel, strict=True)):
+        set_id, counter_id = out["slot_set"][slot], out["slot_counter"][slot]
+        what = f"counter {strings[set_id]}/{strings[counter_id]}"
+        beyond.one_side([slot_value[slot]], consumed.get(key, []) + held.get(slot, []), what)

@@ -1,0 +1,95 @@
+"""Quantities beyond the fast engine's exact range (``draspeed.engine.beyond``).
+
+A value of 10^100000 nano units or more is not materialised: it stands in as a number
+larger than any sum of exact values, which decides every comparison the engine makes
+against exact values, or against sums of that same value, as the true value does. The
+answers upstream gives for such cases are regression cases
+(``tests/regressions/quantity-beyond-exact-range-*``); here: the boundary, exponents
+upstream never finishes with, and the one refusal.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from draspeed import load
+from draspeed.engine import beyond
+from draspeed.errors import QuantityError
+from draspeed.features import Features
+from draspeed.quantity import Quantity
+from draspeed.testing.documents import resource_slice
+from draspeed.testing.engines import Inputs, run
+
+
+def test_nanos_are_exact_below_the_range_and_a_stand_in_beyond() -> None:
+    last_exact = Quantity.parse(f"{'9' * 20}e{beyond.EXACT_DIGITS - 29}")  # 10^100000 - ...
+    assert beyond.nanos(last_exact) == int("9" * 20) * 10 ** (beyond.EXACT_DIGITS - 20)
+    assert not beyond.is_stand_in(beyond.nanos(last_exact))
+    for text, sign in (("1e99991", 1), ("-1e99991", -1), ("1e2147483647", 1)):
+        value = beyond.nanos(Quantity.parse(text))
+        assert beyond.is_stand_in(value) and value == sign * beyond.stand_in()
+    assert beyond.nanos(Quantity.parse("1e99990")) == 10**99999
+
+
+def _cluster(counter: str, consumed: str) -> list[dict[str, Any]]:
+    """A pool of two slices: a counter set, and a device consuming of it."""
+    device = {
+        "name": "d0",
+        "consumesCounters": [{"counterSet": "cs", "counters": {"mem": {"value": consumed}}}],
+    }
+    counters = [{"name": "cs", "counters": {"mem": {"value": counter}}}]
+    claim_spec = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}
+    counter_slice = resource_slice(
+        "s0", [], nodeName="node-1", sharedCounters=counters, pool="p", count=2
+    )
+    del counter_slice["spec"]["devices"]
+    return [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+        counter_slice,
+        resource_slice("s1", [device], nodeName="node-1", pool="p", count=2),
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "c"},
+            "spec": {},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "cl", "namespace": "default", "uid": "u1"},
+            "spec": claim_spec,
+        },
+    ]
+
+
+def _inputs(counter: str, consumed: str) -> Inputs:
+    return Inputs.from_objects(load(_cluster(counter, consumed)), "node-1", Features())
+
+
+@pytest.mark.parametrize(
+    ("counter", "consumed", "fits"),
+    [("1e2147483647", "1Gi", True), ("1Gi", "1e2147483647", False)],
+)
+def test_exponents_upstream_never_finishes_with_are_answered_at_once(
+    counter: str, consumed: str, fits: bool
+) -> None:
+    """Upstream's allocator materialises 10^2147483647 to compare (still running after
+    20 s); the reference engine compares the quantities, the fast engine stand-ins."""
+    for engine in ("fast", "reference"):
+        start = time.monotonic()
+        answer = run(engine, _inputs(counter, consumed))
+        assert answer.outcome == ("results" if fits else "unsuitable"), engine
+        assert time.monotonic() - start < 10  # (a hang guard, not a timing)
+
+
+def test_different_values_beyond_the_range_on_both_sides_are_refused_by_the_fast_engine() -> None:
+    """2e999999 consumed of 1e999999 and the like: the stand-ins cannot tell them
+    apart, so the fast engine refuses, naming the counter and the engine that answers
+    (the reference engine does, as upstream: it fits)."""
+    inputs = _inputs("2e999999", "1e999999")
+    with pytest.raises(QuantityError, match=r"^counter cs/mem: .* on both sides .*--engine ref"):
+        run("fast", inputs)
+    assert run("reference", inputs).outcome == "results"
