@@ -15,6 +15,7 @@ import yaml
 
 from draspeed.cli import main
 from draspeed.generate import generate
+from draspeed.testing.documents import resource_slice
 
 
 @pytest.fixture(scope="module")
@@ -373,3 +374,64 @@ def test_a_what_if_that_matches_nothing_is_refused(
     """It changed nothing without a word (exit 0, the same "after" as before)."""
     status, _, err = _run("-f", str(cluster), "--template", "single-gpu", option, name)
     assert status == 2 and message in err
+
+
+@pytest.fixture(scope="module")
+def exponential(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A node of 30 GPUs, each on its own PCIe root, and a template for 15 + 15 of them
+    whose second half must share a root: the search tries all C(30, 15) choices of the
+    first half before "no" (minutes), as upstream's does."""
+    gpus = [
+        {
+            "name": f"gpu-{i}",
+            "attributes": {"model": {"string": "a100"}, "pcieRoot": {"string": f"pci-{i}"}},
+        }
+        for i in range(30)
+    ]
+    template_spec = {
+        "devices": {
+            "requests": [
+                {"name": n, "exactly": {"deviceClassName": "gpu", "count": 15}}
+                for n in ("first", "second")
+            ],
+            "constraints": [{"matchAttribute": "gpu.example.com/pcieRoot", "requests": ["second"]}],
+        }
+    }
+    documents = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        },
+        resource_slice("node-1-gpus", gpus, driver="gpu.example.com", nodeName="node-1"),
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "two-halves", "namespace": "default"},
+            "spec": {"spec": template_spec},
+        },
+    ]
+    path = tmp_path_factory.mktemp("capacity") / "exponential.yaml"
+    path.write_text(yaml.safe_dump_all(documents))
+    return path
+
+
+def test_timeout_bounds_every_allocation(exponential: Path, tmp_path: Path) -> None:
+    """Fill, --need and --trace: each allocation ends at --timeout (it was unbounded:
+    minutes here), the node's first failure a timeout."""
+    common = ["-f", str(exponential), "--template", "two-halves", "--timeout", "0.2s"]
+    status, out, err = _run(*common, "-o", "json")
+    assert status == 0, err
+    (node,) = json.loads(out)["fit"]["nodes"]
+    assert node["firstFailure"]["status"] == "timeout"
+    assert node["firstFailure"]["reason"] == "filter operation aborted: context deadline exceeded"
+    status, out, err = _run(*common, "--need", "1", "--node-type", "node-1", "-o", "json")
+    assert status == 0, err
+    assert json.loads(out)["need"]["nodes"] is None
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival,shape,duration\n0,two-halves,5\n")
+    status, out, err = _run(*common, "--trace", str(trace))
+    assert status == 0, err
+    assert "1 pods, 0 ran, 1 never ran" in out

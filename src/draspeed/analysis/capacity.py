@@ -135,7 +135,13 @@ def analyze(
         # Each shape filled on its own, as the optimum alone is: per profile.
         for shape in as_shapes(templates):
             alone[shape.name] = fit(
-                snapshot, shape, strategy, nodes=nodes, max_pods=max_pods, explain_failures=False
+                snapshot,
+                shape,
+                strategy,
+                nodes=nodes,
+                max_pods=max_pods,
+                explain_failures=False,
+                timeout=timeout,
             ).placed
     others = [StrategyCount.of(f) for f in fills]
     # Before and after the fill from the fill's own node states (as fragmentation()

@@ -74,9 +74,11 @@ def nodes_needed(
     strategy: str | Strategy = "first-fit",
     ratios: Mapping[str, float] | Sequence[float] | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
+    timeout: float | None = None,
 ) -> NeedReport:
     """The fewest nodes like ``node_type`` (its ``count`` is ignored) to add so that a
-    fill places ``need`` pods of ``templates`` (in the mix ``ratios``)."""
+    fill places ``need`` pods of ``templates`` (in the mix ``ratios``); ``timeout``
+    bounds each allocate call (seconds), as :func:`~draspeed.analysis.fit.fit`'s."""
     if need < 0:
         raise ValueError(f"need must be >= 0, got {need}")
     start = time.monotonic()
@@ -98,6 +100,7 @@ def nodes_needed(
                 max_pods=need,
                 explain_failures=False,
                 memory=memory,
+                timeout=timeout,
             )
             checks[k] = report.placed
         return checks[k]

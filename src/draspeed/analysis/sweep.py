@@ -204,6 +204,7 @@ class CapacityScenario:
     profile_attribute: str = "profile"
     compare: tuple[str, ...] = ()  # other strategies to count pods with
     bound: bool = False  # the optimal bound too (needs scipy on the workers)
+    timeout: float | None = None  # seconds each allocate call may take (None: unbounded)
 
     def run(self) -> ScenarioResult:
         return run_scenario(self)
@@ -225,6 +226,7 @@ class TraceScenario:
     changes: tuple[Change, ...] = ()
     strategy: str = "first-fit"
     samples: bool = True  # keep the state over time in the result
+    timeout: float | None = None  # seconds each allocate call may take (None: unbounded)
 
     def run(self) -> TraceResult:
         return run_trace_scenario(self)
@@ -309,6 +311,7 @@ def run_scenario(scenario: CapacityScenario) -> ScenarioResult:
         profile_attribute=scenario.profile_attribute,
         compare=scenario.compare,
         bound=scenario.bound,
+        timeout=scenario.timeout,
     )
     fit = report.fit.without_snapshot()
     if not scenario.placements:
@@ -336,7 +339,7 @@ def run_trace_scenario(scenario: TraceScenario) -> TraceResult:
         if isinstance(scenario.trace, str)
         else list(scenario.trace)
     )
-    report = simulate(snapshot, shapes, pods, scenario.strategy)
+    report = simulate(snapshot, shapes, pods, scenario.strategy, timeout=scenario.timeout)
     if not scenario.samples:
         report = dataclasses.replace(report, utilisation={})
     return TraceResult(scenario.name, report, time.monotonic() - start, _worker())

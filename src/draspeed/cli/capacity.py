@@ -29,6 +29,7 @@ from draspeed.cli.options import (
     EXIT_OK,
     EXIT_USAGE,
     add_source,
+    add_timeout,
     positive,
     positive_seconds,
 )
@@ -256,6 +257,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="local worker processes for the curve (default: CPU count)",
     )
+    add_timeout(
+        execution,
+        "bound each allocation (e.g. 10s): a pod the search has not placed on a node by "
+        "then does not go there, and the node's first failure says timeout",
+    )
     p.set_defaults(run=run)
     return p
 
@@ -311,6 +317,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "compare": parse_compare(args),
         "bound": args.bound,
         "time_limit": args.time_limit,
+        "timeout": args.timeout or None,
     }
 
     def analyze_with_bar(snapshot: Snapshot, label: str) -> CapacityReport:
@@ -398,6 +405,7 @@ def _curve(
                 strategy=args.strategy,
                 ratios=tuple(ratios.get(shape_name(s), 1.0) for s in shapes) if ratios else None,
                 max_pods=args.max_pods,
+                timeout=args.timeout or None,
             )
         )
     results = run_sweep(scenarios, args, err, "what-if curve")

@@ -35,7 +35,13 @@ def run_need(
     node_type = parse_node_type(args.node_type, snapshot)
     with Progress(f"nodes for {args.need} pods", stream=err):
         report = nodes_needed(
-            snapshot, shapes, node_type, args.need, strategy=args.strategy, ratios=ratios
+            snapshot,
+            shapes,
+            node_type,
+            args.need,
+            strategy=args.strategy,
+            ratios=ratios,
+            timeout=args.timeout or None,
         )
     print_need(report, node_type, args.output, out)
 

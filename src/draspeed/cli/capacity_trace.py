@@ -48,7 +48,16 @@ def run_traces(
             def arrived(done: int, total: int) -> None:
                 bar.done = done
 
-            reports = [simulate(snapshot, shapes, pods, args.strategy, progress=arrived)]
+            reports = [
+                simulate(
+                    snapshot,
+                    shapes,
+                    pods,
+                    args.strategy,
+                    progress=arrived,
+                    timeout=args.timeout or None,
+                )
+            ]
     else:
         reports = _sweep(args, objects, shapes, changes, err)
     if args.plot:
@@ -68,7 +77,13 @@ def _sweep(
     cluster = cluster_source(args, objects)
     scenarios = [
         TraceScenario(
-            path, cluster, tuple(shapes), str(Path(path).resolve()), tuple(changes), args.strategy
+            path,
+            cluster,
+            tuple(shapes),
+            str(Path(path).resolve()),
+            tuple(changes),
+            args.strategy,
+            timeout=args.timeout or None,
         )
         for path in args.trace
     ]

@@ -294,7 +294,7 @@ def add_engine(p: argparse.ArgumentParser, help: str | None = None) -> None:
 DEFAULT_TIMEOUT = "10s"
 
 
-def add_timeout(p: argparse.ArgumentParser, help: str) -> None:
+def add_timeout(p: Any, help: str) -> None:
     p.add_argument(
         "--timeout",
         type=parse_duration,
