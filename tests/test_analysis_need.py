@@ -66,5 +66,5 @@ def test_enough_already_and_never_enough() -> None:
     report = nodes_needed(snap, single, AddNodes(0, kind="example"), 10)  # type: ignore[arg-type]
     assert report.nodes is None and report.per_node_bound == 0
     assert report.reason == "a node of this type fits no pod of these shapes"
-    with pytest.raises(ValueError, match="need must be >= 0"):
+    with pytest.raises(ValueError, match="need: expected a whole number >= 0"):
         nodes_needed(snap, single, AddNodes(0, kind="example"), -1)  # type: ignore[arg-type]

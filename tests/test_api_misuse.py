@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from draspeed import load
+from draspeed import analysis, binding, load
 from draspeed.api.loader import Objects
-from draspeed.api.model import DeviceClass, DeviceClassSpec, Node, ObjectMeta
+from draspeed.api.model import AllocationResult, DeviceClass, DeviceClassSpec, Node, ObjectMeta
 from draspeed.cluster import Cluster
 from draspeed.engine.allocator import Allocator
 from draspeed.engine.snapshot import Snapshot
@@ -35,6 +35,12 @@ def objects() -> Objects:
 @pytest.fixture(scope="module")
 def snapshot(objects: Objects) -> Snapshot:
     return Snapshot.build(objects.slices, objects.classes, nodes=objects.nodes)
+
+
+def _result(o: Objects, s: Snapshot) -> AllocationResult:
+    results = Allocator(s).allocate(o.claims, "node-1")
+    assert results
+    return results[0]
 
 
 def _other_gpu_class() -> DeviceClass:
@@ -259,6 +265,238 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
         TypeError,
         "features: expected Features, got int",
     ),
+    # draspeed.analysis
+    "fit-snapshot-none": (
+        lambda o, s: analysis.fit(None, o.claims),  # type: ignore[arg-type]
+        TypeError,
+        "snapshot: expected a Snapshot, got None",
+    ),
+    "fit-templates-name": (
+        lambda o, s: analysis.fit(s, "single-gpu"),  # type: ignore[arg-type]
+        TypeError,
+        "templates: expected a ResourceClaimTemplate, ResourceClaim, PodShape or mapping "
+        "(a sequence of them), got str",
+    ),
+    "fit-templates-none-item": (
+        lambda o, s: analysis.fit(s, [None]),  # type: ignore[list-item]
+        TypeError,
+        "templates[0]: expected a ResourceClaimTemplate, ResourceClaim, PodShape or mapping, "
+        "got None",
+    ),
+    "fit-strategy-int": (
+        lambda o, s: analysis.fit(s, o.claims, 5),  # type: ignore[arg-type]
+        TypeError,
+        "strategy: expected a Strategy or its name, got int",
+    ),
+    "fit-ratios-text": (
+        lambda o, s: analysis.fit(s, o.claims, ratios="ab"),  # type: ignore[arg-type]
+        TypeError,
+        "ratios: expected weights by shape name (a mapping) or by position (a sequence), got str",
+    ),
+    "fit-ratios-nan": (
+        lambda o, s: analysis.fit(s, o.claims, ratios=[math.nan]),
+        ValueError,
+        "ratios[0]: expected a finite number >= 0, got nan",
+    ),
+    "fit-nodes-none-item": (
+        lambda o, s: analysis.fit(s, o.claims, nodes=[None]),  # type: ignore[list-item]
+        TypeError,
+        "nodes[0]: expected Nodes or a name, got None",
+    ),
+    "fit-max-pods-float": (
+        lambda o, s: analysis.fit(s, o.claims, max_pods=1.5),  # type: ignore[arg-type]
+        TypeError,
+        "max_pods: expected a whole number, got float",
+    ),
+    "fit-timeout-negative": (
+        lambda o, s: analysis.fit(s, o.claims, timeout=-1),
+        ValueError,
+        "timeout: expected seconds (0 or None: no bound), got -1",
+    ),
+    "fit-truthy-text": (
+        lambda o, s: analysis.fit(s, o.claims, explain_failures="no"),  # type: ignore[arg-type]
+        TypeError,
+        "explain_failures: expected True or False, got str",
+    ),
+    "fit-progress-text": (
+        lambda o, s: analysis.fit(s, o.claims, progress="x"),  # type: ignore[arg-type]
+        TypeError,
+        "progress: expected a function, got str",
+    ),
+    "analyze-time-limit-nan": (
+        lambda o, s: analysis.analyze(s, o.claims, bound=True, time_limit=math.nan),
+        ValueError,
+        "time_limit: expected seconds > 0 (None: no limit), got nan",
+    ),
+    "analyze-compare-int": (
+        lambda o, s: analysis.analyze(s, o.claims, compare=5),  # type: ignore[arg-type]
+        TypeError,
+        "compare: expected Strategies or names (a sequence of them), got int",
+    ),
+    "bound-keep-text": (
+        lambda o, s: analysis.optimal_bound(s, o.claims, keep="x"),  # type: ignore[arg-type]
+        TypeError,
+        "keep: expected a FitReport (what fit returns), got str",
+    ),
+    "fragmentation-snapshot-int": (
+        lambda o, s: analysis.fragmentation(5),  # type: ignore[arg-type]
+        TypeError,
+        "snapshot: expected a Snapshot, got int",
+    ),
+    "fragmentation-classes-none-item": (
+        lambda o, s: analysis.fragmentation(s, classes=[None]),  # type: ignore[list-item]
+        TypeError,
+        "classes[0]: expected a name, got None",
+    ),
+    "nodes-needed-node-type-text": (
+        lambda o, s: analysis.nodes_needed(s, o.claims, "nvidia-gpu", 3),  # type: ignore[arg-type]
+        TypeError,
+        "node_type: expected an AddNodes (the node to add), got str",
+    ),
+    "simulate-trace-path": (
+        lambda o, s: analysis.simulate(s, o.claims, "trace.csv"),  # type: ignore[arg-type]
+        TypeError,
+        "trace: expected a TracePod (a sequence of them), got str",
+    ),
+    "parse-trace-none": (
+        lambda o, s: analysis.parse_trace(None),  # type: ignore[arg-type]
+        TypeError,
+        "text: expected a trace's text, got None",
+    ),
+    "what-if-changes-none-item": (
+        lambda o, s: analysis.what_if(s, o.claims, [None]),  # type: ignore[list-item]
+        TypeError,
+        "changes[0]: expected a change (AddNodes, RemoveNodes, Cordon), got None",
+    ),
+    "cordon-effect": (
+        lambda o, s: analysis.Cordon(pools=("p",), effect="Banana"),
+        ValueError,
+        "effect: unknown taint effect 'Banana'; expected one of NoExecute, NoSchedule, None",
+    ),
+    "cordon-pools-none-item": (
+        lambda o, s: analysis.Cordon(pools=[None]),  # type: ignore[arg-type]
+        TypeError,
+        "pools[0]: expected a name, got None",
+    ),
+    "add-nodes-template-text": (
+        lambda o, s: analysis.AddNodes(1, template="x"),  # type: ignore[arg-type]
+        TypeError,
+        "template: expected a NodeTemplate, got str",
+    ),
+    "strategy-node-order": (
+        lambda o, s: analysis.Strategy("x", "y"),  # type: ignore[arg-type]
+        ValueError,
+        "nodes: unknown node order 'x'; expected one of first-fit, round-robin, "
+        "least-allocated, most-allocated",
+    ),
+    "strategy-device-choice": (
+        lambda o, s: analysis.Strategy("first-fit", "y"),  # type: ignore[arg-type]
+        ValueError,
+        "devices: unknown device choice 'y'; expected one of upstream, best-fit",
+    ),
+    "pod-shape-claims-text": (
+        lambda o, s: analysis.PodShape("x", "abc"),  # type: ignore[arg-type]
+        TypeError,
+        "claims: expected a ResourceClaim (a sequence of them), got str",
+    ),
+    "sweep-scenarios-text": (
+        lambda o, s: analysis.sweep("abc"),  # type: ignore[arg-type]
+        TypeError,
+        "scenarios: expected a CapacityScenario or TraceScenario (a sequence of them), got str",
+    ),
+    "sweep-max-workers-negative": (
+        lambda o, s: analysis.sweep([], max_workers=-1),
+        ValueError,
+        "max_workers: expected a whole number >= 1, got -1",
+    ),
+    "run-scenario-none": (
+        lambda o, s: analysis.run_scenario(None),  # type: ignore[arg-type]
+        TypeError,
+        "scenario: expected a CapacityScenario, got None",
+    ),
+    "scenario-cluster-text": (
+        lambda o, s: analysis.CapacityScenario("n", "x", ("t",)),  # type: ignore[arg-type]
+        TypeError,
+        "cluster: expected a GeneratedCluster, FileCluster or InlineCluster, got str",
+    ),
+    "generated-cluster-nodes": (
+        lambda o, s: analysis.GeneratedCluster("nvidia-gpu", -1),
+        ValueError,
+        "nodes: expected a whole number >= 1, got -1",
+    ),
+    "inline-cluster-list": (
+        lambda o, s: analysis.InlineCluster([]),  # type: ignore[arg-type]
+        TypeError,
+        "objects: expected Objects (what draspeed.load returns), got list",
+    ),
+    # draspeed.binding
+    "with-allocation-mapping": (
+        lambda o, s: binding.with_allocation({}, _result(o, s)),  # type: ignore[arg-type]
+        TypeError,
+        "claim: expected a ResourceClaim, got dict",
+    ),
+    "with-allocation-none": (
+        lambda o, s: binding.with_allocation(o.claims[0], None),  # type: ignore[arg-type]
+        TypeError,
+        "result: expected an AllocationResult (what the allocator returns), got None",
+    ),
+    "status-patch-pod-name": (
+        lambda o, s: binding.status_patch(o.claims[0], _result(o, s), "pod"),  # type: ignore[arg-type]
+        TypeError,
+        "pod: expected a Pod, got str",
+    ),
+    "claim-document-result-text": (
+        lambda o, s: binding.claim_document(o.claims[0], "x"),  # type: ignore[arg-type]
+        TypeError,
+        "result: expected an AllocationResult (what the allocator returns), got str",
+    ),
+    # draspeed.quantity
+    "quantity-add-text": (
+        lambda o, s: Quantity.parse("1").add("x"),  # type: ignore[arg-type]
+        TypeError,
+        "other: expected a Quantity, got str",
+    ),
+    "quantity-cmp-text": (
+        lambda o, s: Quantity.parse("1").cmp("x"),  # type: ignore[arg-type]
+        TypeError,
+        "other: expected a Quantity or an int, got str",
+    ),
+    "quantity-parse-list": (
+        lambda o, s: Quantity.parse([]),  # type: ignore[arg-type]
+        TypeError,
+        "text: expected a quantity's text (a str), got list",
+    ),
+    "quantity-from-json-none": (
+        lambda o, s: Quantity.from_json(None),  # type: ignore[arg-type]
+        TypeError,
+        "text: expected a quantity's text (a str), got None",
+    ),
+    "quantity-from-nanos-float": (
+        lambda o, s: Quantity.from_nanos(1.5),  # type: ignore[arg-type]
+        TypeError,
+        "nanos: expected an int, got float",
+    ),
+    "quantity-format": (
+        lambda o, s: Quantity.from_int(1, "x"),
+        ValueError,
+        "format: unknown quantity format 'x'; expected one of BinarySI, DecimalExponent, DecimalSI",
+    ),
+    # draspeed.cluster
+    "cluster-node-int": (
+        lambda o, s: Cluster.from_objects(o).node(5),  # type: ignore[arg-type]
+        TypeError,
+        "name: expected a node name, got int",
+    ),
+    "cluster-find-pod-int": (
+        lambda o, s: Cluster.from_objects(o).find_pod(5),  # type: ignore[arg-type]
+        TypeError,
+        "key: expected a pod's namespace/name, got int",
+    ),
+    "cluster-pod-none": (
+        lambda o, s: Cluster.from_objects(o).pod(None),  # type: ignore[arg-type]
+        TypeError,
+        "pod: expected a Pod or its namespace/name, got None",
+    ),
 }
 
 
@@ -374,3 +612,27 @@ def test_update_nodes_refuses_two_different_nodes_of_one_name(snapshot: Snapshot
     with pytest.raises(ValueError, match="two different Nodes named 'x'"):
         snapshot.update_nodes(added=[one, other])
     assert "x" in snapshot.update_nodes(added=[one, one]).given_nodes
+
+
+def test_one_name_is_one_item_in_analysis(objects: Objects, snapshot: Snapshot) -> None:
+    """A strategy, shape, template name or change alone is one, not the characters of a
+    name (compare="best-fit" was eight unknown strategies) nor an error (one change)."""
+    report = analysis.analyze(snapshot, objects.claims, compare="best-fit")
+    assert [c.strategy for c in report.strategies] == ["best-fit"]
+    pods = analysis.parse_trace('{"arrival": 1, "shape": "gpu"}', shapes="gpu")
+    assert [p.shape for p in pods] == ["gpu"]
+    change = analysis.RemoveNodes("node-1")  # type: ignore[arg-type]
+    assert analysis.apply_changes(snapshot, change).nodes == (
+        analysis.apply_changes(snapshot, [change]).nodes
+    )
+    scenario = analysis.CapacityScenario(
+        "n",
+        analysis.GeneratedCluster("nvidia-gpu", 1),
+        "single-gpu",  # type: ignore[arg-type]
+        compare="best-fit",  # type: ignore[arg-type]
+    )
+    assert (scenario.templates, scenario.compare, scenario.changes) == (
+        ("single-gpu",),
+        ("best-fit",),
+        (),
+    )

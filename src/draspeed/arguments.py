@@ -14,6 +14,7 @@ no bound.
 from __future__ import annotations
 
 import math
+import operator
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -67,10 +68,72 @@ def names_or_items(value: Any, cls: type[T], name: str, what: str) -> list[T | s
     return out
 
 
-def names(value: str | Iterable[str]) -> tuple[str, ...]:
+def names(value: str | Iterable[str], name: str = "names") -> tuple[str, ...]:
     """Names given as a sequence of them, or one name alone (a str is one name, not a
-    sequence of its characters)."""
-    return (value,) if isinstance(value, str) else tuple(value)
+    sequence of its characters). Else a TypeError naming ``name`` (or the item)."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{name}: expected a name or names (a sequence of them), got {_type(value)}"
+        )
+    out = tuple(value)
+    for i, item in enumerate(out):
+        if not isinstance(item, str):
+            raise TypeError(f"{name}[{i}]: expected a name, got {_type(item)}")
+    return out
+
+
+def text(value: Any, name: str, what: str = "a str") -> str:
+    """``value`` if it is a str, else a TypeError naming ``name``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected {what}, got {_type(value)}")
+    return value
+
+
+def one_of(value: Any, allowed: Iterable[str], name: str, what: str) -> str:
+    """``value`` if it is one of ``allowed``, else a ValueError naming ``name`` and
+    listing the allowed values."""
+    allowed = tuple(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name}: unknown {what} {value!r}; expected one of {', '.join(allowed)}")
+    return value
+
+
+def whole(value: Any, name: str, least: int | None = 0) -> int:
+    """``value`` if it is a whole number (not a bool, not a float) of at least ``least``
+    (None: any), else a TypeError or ValueError naming ``name``."""
+    try:
+        number = operator.index(value)  # (int, numpy's ints; not a float: 1.5 is no count)
+    except TypeError:
+        number = None
+    if number is None or isinstance(value, bool):
+        raise TypeError(f"{name}: expected a whole number, got {_type(value)}")
+    if least is not None and number < least:
+        raise ValueError(f"{name}: expected a whole number >= {least}, got {value!r}")
+    return number
+
+
+def function(value: Any, name: str) -> Any:
+    """``value`` if it is None or callable, else a TypeError naming ``name``."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{name}: expected a function, got {_type(value)}")
+    return value
+
+
+def time_limit(value: Any, name: str = "time_limit") -> float | None:
+    """A solver's time limit: None (no limit) or seconds > 0 (``inf``: no limit)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}: expected seconds or None, got {_type(value)}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond any float
+        seconds = math.inf if value > 0 else -math.inf
+    if not seconds > 0:  # (NaN too)
+        raise ValueError(f"{name}: expected seconds > 0 (None: no limit), got {value!r}")
+    return value
 
 
 def unique(items: list[T], key: Callable[[T], str], name: str, what: str) -> list[T]:
@@ -138,5 +201,9 @@ def timeout(value: Any, name: str = "timeout") -> float | None:
     return seconds
 
 
-def _type(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """How a message names the type of ``value`` (``None`` for None)."""
     return "None" if value is None else type(value).__name__
+
+
+_type = type_name

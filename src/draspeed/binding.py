@@ -23,6 +23,7 @@ import copy
 import dataclasses
 from typing import Any
 
+from draspeed import arguments
 from draspeed.api.encode import encode_allocation
 from draspeed.api.model import AllocationResult, Pod, ResourceClaim
 
@@ -35,6 +36,7 @@ def finalizer_patch(claim: ResourceClaim) -> dict[str, Any] | None:
     The list is given whole (a JSON merge patch replaces lists, a strategic merge patch,
     what the client sends for a mapping, merges them: whole, both mean the same), with the claim's
     ``resourceVersion`` so that the API server refuses it if the claim changed."""
+    _claim(claim)
     meta = claim.raw.get("metadata") or {}
     finalizers = list(meta.get("finalizers") or [])
     if FINALIZER in finalizers:
@@ -50,6 +52,9 @@ def status_patch(
 ) -> dict[str, Any]:
     """The status patch with ``allocation`` (in the claim's API version) and, with
     ``pod``, ``reservedFor`` listing the pod after the claim's current consumers."""
+    _claim(claim)
+    _result(result)
+    _pod(pod)
     status: dict[str, Any] = {"allocation": encode_allocation(result, claim.api_version)}
     if pod is not None:
         status["reservedFor"] = _reserved_for(claim, pod)
@@ -62,6 +67,10 @@ def claim_document(
     """The claim as a whole object (its ``raw``), with the allocation and the pod's
     reservation when given: what ``create_namespaced_resource_claim`` takes for a claim
     made here, or what ``replace_namespaced_resource_claim_status`` takes."""
+    _claim(claim)
+    if result is not None:
+        _result(result)
+    _pod(pod)
     doc = copy.deepcopy(claim.raw)
     doc.setdefault("apiVersion", claim.api_version)
     doc.setdefault("kind", "ResourceClaim")
@@ -73,7 +82,23 @@ def claim_document(
 def with_allocation(claim: ResourceClaim, result: AllocationResult) -> ResourceClaim:
     """The claim as allocated (``status.allocation`` set): what a new snapshot version
     takes (``snapshot.add_allocated``) so that the next pod does not get its devices."""
+    _claim(claim)
+    _result(result)
     return dataclasses.replace(claim, status=dataclasses.replace(claim.status, allocation=result))
+
+
+def _claim(claim: object) -> None:
+    arguments.instance_of(claim, ResourceClaim, "claim", "a ResourceClaim")
+
+
+def _result(result: object) -> None:
+    what = "an AllocationResult (what the allocator returns)"
+    arguments.instance_of(result, AllocationResult, "result", what)
+
+
+def _pod(pod: object) -> None:
+    if pod is not None:
+        arguments.instance_of(pod, Pod, "pod", "a Pod")
 
 
 def _reserved_for(claim: ResourceClaim, pod: Pod) -> list[dict[str, Any]]:

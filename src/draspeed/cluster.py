@@ -108,6 +108,9 @@ def check_engine(engine: object) -> None:
         raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
+_POD = "a Pod or its namespace/name"
+
+
 @dataclass(slots=True)
 class AllocateOutcome:
     """What one allocation on one node decided, in the three shapes upstream can answer."""
@@ -198,6 +201,7 @@ class Cluster:
 
     def node(self, name: str) -> Node:
         """The Node object of that name, or a node with that name and no labels."""
+        arguments.text(name, "name", "a node name")
         for node in self.nodes:
             if node.name == name:
                 return node
@@ -205,6 +209,7 @@ class Cluster:
 
     def known_node(self, name: str) -> Node:
         """The node of that name among :meth:`known_nodes`; InputError if unknown."""
+        arguments.text(name, "name", "a node name")
         for node in self.known_nodes():
             if node.name == name:
                 return node
@@ -229,11 +234,14 @@ class Cluster:
         yet, and what it asks for as extended resources (:mod:`draspeed.pods`)."""
         from draspeed.pods import pod_claims
 
+        if not isinstance(pod, (str, Pod)):
+            raise TypeError(f"pod: expected {_POD}, got {arguments.type_name(pod)}")
         found = self.find_pod(pod) if isinstance(pod, str) else pod
         return pod_claims(found, self.claims, self.templates, self.classes, self.features)
 
     def find_pod(self, key: str) -> Pod:
         """The Pod ``namespace/name`` (``name`` alone: in namespace ``default``)."""
+        arguments.text(key, "key", "a pod's namespace/name")
         namespace, _, name = key.rpartition("/")
         namespace = namespace or "default"
         for pod in self.pods:
@@ -289,7 +297,7 @@ class Cluster:
         from draspeed.pods import PodClaims
         from draspeed.scheduling import pod_feasibility
 
-        claims = pod if isinstance(pod, PodClaims) else self.pod(pod)
+        claims = pod if isinstance(pod, PodClaims) else self._pod(pod)
         return pod_feasibility(self, claims, self._nodes(nodes), engine=engine, timeout=timeout)
 
     def allocate(
@@ -309,12 +317,13 @@ class Cluster:
         """
         from draspeed.pods import PodClaims
 
+        check_engine(engine)
         timeout = arguments.timeout(timeout)
         target = self.node(node) if isinstance(node, str) else as_node(node)
         claims: Sequence[ResourceClaim] = self.pending
         reason = None
         if pod is not None:
-            found = pod if isinstance(pod, PodClaims) else self.pod(pod)
+            found = pod if isinstance(pod, PodClaims) else self._pod(pod)
             on_node = found.for_node(target)
             claims, reason = list(on_node.claims), on_node.reason
         outcome = AllocateOutcome(target.name, list(claims), warnings=list(self.warnings))
@@ -333,6 +342,13 @@ class Cluster:
         outcome.seconds = time.monotonic() - start
         outcome.work = allocator.last_stats.search_steps
         return outcome
+
+    def _pod(self, pod: str | Pod) -> PodClaims:
+        """:meth:`pod`, told a PodClaims is welcome too (pod_feasibility, allocate)."""
+        if not isinstance(pod, (str, Pod)):
+            what = f"{_POD}, or its PodClaims"
+            raise TypeError(f"pod: expected {what}, got {arguments.type_name(pod)}")
+        return self.pod(pod)
 
     def _nodes(self, nodes: Sequence[Node | str] | Node | str | None) -> list[Node]:
         if nodes is None:

@@ -38,6 +38,7 @@ import sys
 from functools import lru_cache
 from typing import Any, Final
 
+from draspeed.arguments import type_name
 from draspeed.errors import QuantityError
 
 DECIMAL_SI: Final = "DecimalSI"
@@ -279,7 +280,7 @@ def _round_up_to_nano(coef: int, exp: int) -> tuple[int, int]:
 
 def _parse(text: str) -> Quantity:
     if not isinstance(text, str):
-        raise TypeError(f"Quantity.parse() takes a str, not {type(text).__name__}")
+        raise _not_text(text)
     if text == "":
         raise QuantityError(ERR_FORMAT_WRONG)
     if text == "0":
@@ -422,12 +423,19 @@ class Quantity:
         :class:`~draspeed.errors.QuantityError` with upstream's message. Results are
         cached by string (quantities are immutable).
         """
-        return _parse_cached(text)
+        try:
+            return _parse_cached(text)
+        except TypeError:  # (told here, off the path of every quantity parsed)
+            if isinstance(text, str):
+                raise
+            raise _not_text(text) from None
 
     @classmethod
     def from_json(cls, text: str) -> Quantity:
         """``UnmarshalJSON`` of a JSON string's content: Go ``TrimSpace`` of its text as
         JSON writes it (a tab is ``\\t`` there, and stays), then :meth:`parse`."""
+        if not isinstance(text, str):
+            raise _not_text(text)
         return _parse_cached(text.strip(_GO_SPACE_UNESCAPED))
 
     @classmethod
@@ -445,7 +453,11 @@ class Quantity:
     def from_nanos(cls, nanos: int, format: str = DECIMAL_SI) -> Quantity:
         """``nanos * 1e-9``, held like ``NewScaledQuantity(nanos, Nano)`` with ``format``."""
         _check_format(format)
-        coef, exp = _strip_tens(int(nanos), _NANO_EXPONENT)
+        try:
+            nanos = operator.index(nanos)  # (int(1.5) would round: a whole number is asked for)
+        except TypeError:
+            raise TypeError(f"nanos: expected an int, got {type_name(nanos)}") from None
+        coef, exp = _strip_tens(nanos, _NANO_EXPONENT)
         return cls._make(coef, exp, format, not _fits_int64(nanos), _NANO_EXPONENT, "")
 
     # -- exact value --------------------------------------------------------
@@ -588,6 +600,7 @@ class Quantity:
         and format all match. Assumes nobody called Go's ``String()`` in between, which
         would fill the cached string.
         """
+        _quantity(other)
         return (
             not self._dec
             and not other._dec
@@ -602,11 +615,11 @@ class Quantity:
 
     def add(self, other: Quantity) -> Quantity:
         """``q.Add(y)`` on a copy: exact; keeps this format unless this value is zero."""
-        return self._combine(other, other._coef)
+        return self._combine(other, _quantity(other)._coef)
 
     def sub(self, other: Quantity) -> Quantity:
         """``q.Sub(y)`` on a copy: exact; keeps this format unless this value is zero."""
-        return self._combine(other, -other._coef)
+        return self._combine(other, -_quantity(other)._coef)
 
     def neg(self) -> Quantity:
         """``q.Neg()`` on a copy (exact, as since kubernetes#141264)."""
@@ -757,8 +770,21 @@ def _restore(coef: int, exp: int, fmt: str, dec: bool, go_scale: int, s: str) ->
 
 
 def _check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise QuantityError(f"unknown quantity format {fmt!r}")
+    if not isinstance(fmt, str) or fmt not in FORMATS:
+        allowed = ", ".join(sorted(FORMATS))
+        if not isinstance(fmt, str):
+            raise TypeError(f"format: expected one of {allowed}, got {type_name(fmt)}")
+        raise QuantityError(f"format: unknown quantity format {fmt!r}; expected one of {allowed}")
+
+
+def _not_text(text: object) -> TypeError:
+    return TypeError(f"text: expected a quantity's text (a str), got {type_name(text)}")
+
+
+def _quantity(other: object, name: str = "other") -> Quantity:
+    if not isinstance(other, Quantity):
+        raise TypeError(f"{name}: expected a Quantity, got {type_name(other)}")
+    return other
 
 
 def _coerce(other: Quantity | int) -> tuple[int, int]:
@@ -766,7 +792,7 @@ def _coerce(other: Quantity | int) -> tuple[int, int]:
         return other._coef, other._exp
     if isinstance(other, int):
         return _strip_tens(other, 0)
-    raise TypeError(f"cannot compare Quantity with {type(other).__name__}")
+    raise TypeError(f"other: expected a Quantity or an int, got {type_name(other)}")
 
 
 def _compare(coef_a: int, exp_a: int, coef_b: int, exp_b: int) -> int:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from draspeed import arguments
 from draspeed.analysis.node_model import ModelDevice, NodeModel, Slot
 from draspeed.analysis.placement import Placer, State
 from draspeed.analysis.requests import (
@@ -228,9 +229,16 @@ def optimal_bound(
     cluster, in ``report.strategies``. ``alone``: also the bound of each shape on its
     own. ``time_limit``: seconds per solve (None: no limit).
     """
-    from draspeed.analysis.node_list import resolve_nodes
+    from draspeed.analysis.fit import FitReport
+    from draspeed.analysis.node_list import resolve_nodes, snapshot_of
 
     start = time.monotonic()
+    snapshot_of(snapshot)
+    if keep is not None:
+        arguments.instance_of(keep, FitReport, "keep", "a FitReport (what fit returns)")
+    also_keep = arguments.items_of(also_keep, FitReport, "also_keep", "a FitReport")
+    arguments.flag(alone, "alone")
+    time_limit = arguments.time_limit(time_limit)
     shapes = as_shapes(templates)
     node_list = resolve_nodes(snapshot, nodes)
     placer = Placer(snapshot, node_list, shapes)
@@ -292,8 +300,10 @@ def mix_bound(
 ) -> int | None:
     """The most pods of the shapes one node holds with each shape's pods within one
     of its share of the total (``weights``, shape order): the mix as a fill deals it."""
-    from draspeed.analysis.node_list import resolve_nodes
+    from draspeed.analysis.node_list import resolve_nodes, snapshot_of
 
+    snapshot_of(snapshot)
+    time_limit = arguments.time_limit(time_limit)
     shapes = as_shapes(templates)
     [target] = resolve_nodes(snapshot, [node])
     solver = _Solver(Placer(snapshot, [target], shapes), time_limit)

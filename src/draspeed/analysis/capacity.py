@@ -12,9 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from draspeed import arguments
 from draspeed.analysis.bound import DEFAULT_TIME_LIMIT, BoundReport, optimal_bound
 from draspeed.analysis.fit import FitReport, Progress, fit
 from draspeed.analysis.fragmentation import FragmentationReport
+from draspeed.analysis.node_list import snapshot_of
 from draspeed.analysis.shapes import ShapeSource, as_shapes
 from draspeed.analysis.strategies import Strategy
 
@@ -105,6 +107,11 @@ def analyze(
     after it. ``compare``: other strategies to fill with too (their
     counts only); ``bound``: the optimal bound (:mod:`draspeed.analysis.bound`, needs
     scipy), keeping the fit's pods to measure its gap; ``time_limit`` per solve."""
+    snapshot_of(snapshot)
+    arguments.text(profile_attribute, "profile_attribute", "an attribute name")
+    compared = arguments.names_or_items(compare, Strategy, "compare", "Strategies")
+    arguments.flag(bound, "bound")
+    time_limit = arguments.time_limit(time_limit)
     options: dict[str, Any] = {
         "ratios": ratios,
         "nodes": nodes,
@@ -123,7 +130,7 @@ def analyze(
     own = str(Strategy.parse(strategy))
     fills = [
         fit(snapshot, templates, other, explain_failures=False, **options)
-        for other in dict.fromkeys(str(Strategy.parse(s)) for s in compare)
+        for other in dict.fromkeys(str(Strategy.parse(s, "compare")) for s in compared)
         if other != own
     ]
     bound_report = None

@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from draspeed import arguments
 from draspeed.analysis.accounting import Accounting, NodeUsage
-from draspeed.analysis.node_list import resolve_nodes
+from draspeed.analysis.node_list import resolve_nodes, snapshot_of
 from draspeed.analysis.placement import Answer, AnswerMemory, Placer
 from draspeed.analysis.scheduler import Scheduler
 from draspeed.analysis.shapes import (
@@ -211,9 +212,17 @@ def fit(
     question (same answers, much slower: for checking). ``memory``: answers kept from
     earlier fills of the same shapes on clusters that share nodes (reused, and added to).
     """
+    snapshot_of(snapshot)
     chosen = Strategy.parse(strategy)
-    if max_pods is not None and max_pods < 0:
-        raise ValueError(f"max_pods must be >= 0, got {max_pods}")
+    if max_pods is not None:
+        max_pods = arguments.whole(max_pods, "max_pods")
+    arguments.flag(explain_failures, "explain_failures")
+    arguments.flag(stop_at_first_exhausted, "stop_at_first_exhausted")
+    arguments.flag(memoise, "memoise")
+    timeout = arguments.timeout(timeout)
+    arguments.function(progress, "progress")
+    if memory is not None:
+        arguments.instance_of(memory, AnswerMemory, "memory", "an AnswerMemory")
     shapes = as_shapes(templates)
     weights = normalise_ratios(shapes, ratios)
     node_list = resolve_nodes(snapshot, nodes)

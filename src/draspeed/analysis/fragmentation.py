@@ -37,7 +37,7 @@ from draspeed.analysis.accounting import (
     sum_usages,
     usage_of,
 )
-from draspeed.analysis.node_list import resolve_nodes
+from draspeed.analysis.node_list import resolve_nodes, snapshot_of
 from draspeed.errors import CELCompileError
 
 if TYPE_CHECKING:
@@ -112,6 +112,10 @@ def fragmentation(
     ``profile_attribute``: the attribute grouping ``free_by_profile``; a bare name
     (``profile``) matches that attribute in any domain, ``domain/name`` just that one.
     """
+    snapshot_of(snapshot)
+    arguments.text(profile_attribute, "profile_attribute", "an attribute name")
+    if accounting is not None:
+        arguments.instance_of(accounting, Accounting, "accounting", "an Accounting")
     acc = accounting or Accounting(snapshot)
     node_list = resolve_nodes(snapshot, nodes)
     visible = {node.name: acc.visible(node) for node in node_list}
@@ -119,7 +123,7 @@ def fragmentation(
     every: dict[int, int] = {}
     for devices in visible.values():
         every.update(devices)
-    names = list(snapshot.classes) if classes is None else list(arguments.names(classes))
+    names = list(snapshot.classes) if classes is None else list(arguments.names(classes, "classes"))
     classes_of, errors = _class_members(snapshot, names, sorted(every))
     profiles = _Profiles(snapshot, profile_attribute)
     profile_of = {g: p for g in every if (p := profiles.of(g)) is not None}

@@ -21,7 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from draspeed import arguments
 from draspeed.analysis.fit import fit
+from draspeed.analysis.node_list import snapshot_of
 from draspeed.analysis.placement import AnswerMemory
 from draspeed.analysis.shapes import ShapeSource, as_shapes, normalise_ratios
 from draspeed.analysis.strategies import Strategy
@@ -79,8 +81,11 @@ def nodes_needed(
     """The fewest nodes like ``node_type`` (its ``count`` is ignored) to add so that a
     fill places ``need`` pods of ``templates`` (in the mix ``ratios``); ``timeout``
     bounds each allocate call (seconds), as :func:`~draspeed.analysis.fit.fit`'s."""
-    if need < 0:
-        raise ValueError(f"need must be >= 0, got {need}")
+    snapshot_of(snapshot)
+    arguments.instance_of(node_type, AddNodes, "node_type", "an AddNodes (the node to add)")
+    need = arguments.whole(need, "need")
+    max_nodes = arguments.whole(max_nodes, "max_nodes")
+    timeout = arguments.timeout(timeout)
     start = time.monotonic()
     shapes = as_shapes(templates)
     chosen = Strategy.parse(strategy)

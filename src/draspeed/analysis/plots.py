@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from draspeed import arguments
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -204,7 +206,15 @@ def draw_trace_queue(ax: Axes, report: TraceReport) -> None:
     ax.legend(fontsize=8)
 
 
+def _fragmentation(value: object, name: str) -> None:
+    from draspeed.analysis.fragmentation import FragmentationReport
+
+    what = "a FragmentationReport (what fragmentation returns)"
+    arguments.instance_of(value, FragmentationReport, name, what)
+
+
 def utilisation_heatmap(report: FragmentationReport) -> Figure:
+    _fragmentation(report, "report")
     rows = min(len(report.nodes), MAX_ROWS)
     figure, (ax,) = _figure(8, max(3.0, min(12.0, 0.25 * rows + 2)))
     draw_utilisation(ax, report)
@@ -214,6 +224,9 @@ def utilisation_heatmap(report: FragmentationReport) -> Figure:
 def free_placements_chart(
     report: FragmentationReport, other: FragmentationReport | None = None
 ) -> Figure:
+    _fragmentation(report, "report")
+    if other is not None:
+        _fragmentation(other, "other")
     figure, (ax,) = _figure(7, 4)
     draw_free_placements(ax, report, other)
     return figure
@@ -241,6 +254,7 @@ def capacity_figure(
 ) -> Figure:
     """Heatmap and free placements of the cluster (after placement), with the fit
     curve and the strategies' counts next to the bound when given."""
+    _fragmentation(report, "report")
     columns = 2 + (curve is not None) + (strategies is not None)
     figure, axes = _figure(6 * columns, 6, columns)
     draw_utilisation(axes[0], report, "utilisation per node after placement")
@@ -261,6 +275,8 @@ def what_if_figure(
 ) -> Figure:
     """Before and after a what-if (each after placement): heatmaps side by side, free
     placements of both, the fit curve and the strategies' counts (after) when given."""
+    _fragmentation(before, "before")
+    _fragmentation(after, "after")
     columns = 3 + (curve is not None) + (strategies is not None)
     figure, axes = _figure(6 * columns, 6, columns)
     draw_utilisation(axes[0], before, "before: utilisation after placement")
@@ -276,6 +292,9 @@ def what_if_figure(
 
 def trace_figure(report: TraceReport) -> Figure:
     """A trace replay: utilisation and the queue over time, one above the other."""
+    from draspeed.analysis.simulate import TraceReport
+
+    arguments.instance_of(report, TraceReport, "report", "a TraceReport (what simulate returns)")
     figure, (top, bottom) = _figure(12, 7, 1, 2)
     draw_trace_utilisation(top, report)
     draw_trace_queue(bottom, report)
@@ -285,4 +304,6 @@ def trace_figure(report: TraceReport) -> Figure:
 
 def save(figure: Figure, path: str, dpi: int = 100) -> None:
     """Write the figure (format from the file name: png, svg, pdf ...)."""
+    if not callable(getattr(figure, "savefig", None)):
+        raise TypeError(f"figure: expected a matplotlib Figure, got {arguments.type_name(figure)}")
     figure.savefig(path, dpi=dpi)

@@ -7,10 +7,13 @@ made the way the claim controller makes them from a ResourceClaimTemplate.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import math
+import numbers
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from draspeed import arguments
 from draspeed.api.model import ObjectMeta, ResourceClaim, ResourceClaimTemplate
 
 # What fit() and the scenarios accept as "a shape".
@@ -25,6 +28,9 @@ class PodShape:
     claims: tuple[ResourceClaim, ...]
 
     def __post_init__(self) -> None:
+        arguments.text(self.name, "name", "a shape name")
+        claims = arguments.items_of(self.claims, ResourceClaim, "claims", "a ResourceClaim")
+        object.__setattr__(self, "claims", tuple(claims))
         if not self.claims:
             raise ValueError(f"pod shape {self.name!r} has no claims")
 
@@ -44,8 +50,9 @@ class PodShape:
         return out
 
     @classmethod
-    def of(cls, source: ShapeSource) -> PodShape:
-        """A one-claim shape from a template, a claim, or a YAML/JSON-shaped object."""
+    def of(cls, source: ShapeSource, name: str = "source") -> PodShape:
+        """A one-claim shape from a template, a claim, or a YAML/JSON-shaped object
+        (``name``: the argument a wrong type is told of)."""
         if isinstance(source, PodShape):
             return source
         if isinstance(source, Mapping):
@@ -71,10 +78,10 @@ class PodShape:
             return cls(source.metadata.name, (proto,))
         if isinstance(source, ResourceClaim):
             return cls(source.metadata.name, (source,))
-        raise TypeError(
-            f"not a pod shape: {type(source).__name__} (expected PodShape, "
-            "ResourceClaimTemplate, ResourceClaim or a mapping)"
-        )
+        raise TypeError(f"{name}: expected {_SHAPE}, got {arguments.type_name(source)}")
+
+
+_SHAPE = "a ResourceClaimTemplate, ResourceClaim, PodShape or mapping"
 
 
 def as_shapes(templates: ShapeSource | Sequence[ShapeSource]) -> list[PodShape]:
@@ -82,14 +89,19 @@ def as_shapes(templates: ShapeSource | Sequence[ShapeSource]) -> list[PodShape]:
     items: Sequence[ShapeSource]
     if isinstance(templates, (PodShape, ResourceClaimTemplate, ResourceClaim, Mapping)):
         items = [templates]
+    elif isinstance(templates, (str, bytes, bytearray)) or not isinstance(templates, Iterable):
+        raise TypeError(
+            f"templates: expected {_SHAPE} (a sequence of them), "
+            f"got {arguments.type_name(templates)}"
+        )
     else:
         items = list(templates)
     if not items:
-        raise ValueError("no pod shapes given")
+        raise ValueError("templates: no pod shapes given")
     shapes = []
     seen: dict[str, int] = {}
-    for item in items:
-        shape = PodShape.of(item)
+    for i, item in enumerate(items):
+        shape = PodShape.of(item, f"templates[{i}]")
         count = seen.get(shape.name, 0) + 1
         seen[shape.name] = count
         if count > 1:
@@ -108,15 +120,33 @@ def normalise_ratios(
     if isinstance(ratios, Mapping):
         unknown = set(ratios) - {s.name for s in shapes}
         if unknown:
-            raise ValueError(f"ratios name unknown shapes: {', '.join(sorted(unknown))}")
-        weights = [float(ratios.get(s.name, 1.0)) for s in shapes]
+            raise ValueError(f"ratios name unknown shapes: {', '.join(sorted(map(str, unknown)))}")
+        named = [(f"ratios[{s.name!r}]", ratios.get(s.name, 1.0)) for s in shapes]
+    elif isinstance(ratios, (str, bytes, bytearray)) or not isinstance(ratios, Iterable):
+        raise TypeError(
+            "ratios: expected weights by shape name (a mapping) or by position (a sequence), "
+            f"got {arguments.type_name(ratios)}"
+        )
     else:
-        weights = [float(w) for w in ratios]
-        if len(weights) != len(shapes):
-            raise ValueError(f"{len(weights)} ratios for {len(shapes)} shapes")
-    if any(w < 0 for w in weights) or not any(w > 0 for w in weights):
+        named = [(f"ratios[{i}]", w) for i, w in enumerate(ratios)]
+        if len(named) != len(shapes):
+            raise ValueError(f"{len(named)} ratios for {len(shapes)} shapes")
+    weights = [_weight(w, where) for where, w in named]
+    if not any(w > 0 for w in weights):
         raise ValueError("ratios must be non-negative with at least one positive")
     return weights
+
+
+def _weight(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a number, got {arguments.type_name(value)}")
+    try:
+        weight = float(value)
+    except OverflowError:  # an int beyond any float
+        weight = math.inf
+    if not (math.isfinite(weight) and weight >= 0):
+        raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
+    return weight
 
 
 class ShapeOrder:

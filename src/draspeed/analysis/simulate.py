@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from draspeed.analysis.node_list import resolve_nodes
+from draspeed import arguments
+from draspeed.analysis.node_list import resolve_nodes, snapshot_of
 from draspeed.analysis.placement import Placer
 from draspeed.analysis.scheduler import Scheduler
 from draspeed.analysis.shapes import ShapeSource, as_shapes
@@ -156,6 +157,12 @@ def simulate(
     """Replay ``trace`` on ``snapshot`` (see the module); its shapes are named after
     ``templates``. ``memoise=False`` asks the real snapshot every question (checks)."""
     start = time.monotonic()
+    snapshot_of(snapshot)
+    trace = arguments.items_of(trace, TracePod, "trace", "a TracePod")
+    chosen = Strategy.parse(strategy)
+    timeout = arguments.timeout(timeout)
+    arguments.function(progress, "progress")
+    arguments.flag(memoise, "memoise")
     shapes = as_shapes(templates)
     index = {s.name: k for k, s in enumerate(shapes)}
     unknown = sorted({p.shape for p in trace} - set(index))
@@ -164,7 +171,6 @@ def simulate(
             f"the trace names shapes that were not given: {', '.join(unknown)} "
             f"(given: {', '.join(index)})"
         )
-    chosen = Strategy.parse(strategy)
     node_list = resolve_nodes(snapshot, nodes)
     placer = Placer(snapshot, node_list, shapes, timeout=timeout, memoise=memoise)
     run = _Simulation(placer, Scheduler(placer, chosen), list(trace), index, progress)

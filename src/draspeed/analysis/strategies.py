@@ -34,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from draspeed import arguments
+
 NodeOrder = Literal["first-fit", "round-robin", "least-allocated", "most-allocated"]
 DeviceChoice = Literal["upstream", "best-fit"]
 NODE_ORDERS: tuple[NodeOrder, ...] = (
@@ -59,11 +61,17 @@ class Strategy:
     nodes: NodeOrder = "first-fit"
     devices: DeviceChoice = "upstream"
 
+    def __post_init__(self) -> None:
+        arguments.one_of(self.nodes, NODE_ORDERS, "nodes", "node order")
+        arguments.one_of(self.devices, DEVICE_CHOICES, "devices", "device choice")
+
     @classmethod
-    def parse(cls, text: str | Strategy) -> Strategy:
-        """``first-fit``, ``most-allocated+best-fit``, ``best-fit`` ... (see the module)."""
+    def parse(cls, text: str | Strategy, name: str = "strategy") -> Strategy:
+        """``first-fit``, ``most-allocated+best-fit``, ``best-fit`` ... (see the module).
+        ``name``: the argument named when ``text`` is neither."""
         if isinstance(text, Strategy):
             return text
+        arguments.text(text, name, "a Strategy or its name")
         order, plus, choice = text.partition("+")
         if not plus and order == "best-fit":
             return cls("first-fit", "best-fit")

@@ -35,16 +35,18 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from draspeed import arguments
 from draspeed.analysis.capacity import CapacityReport, analyze
-from draspeed.analysis.shapes import ShapeSource, as_shapes
+from draspeed.analysis.shapes import PodShape, ShapeSource, as_shapes
+from draspeed.analysis.strategies import Strategy
 from draspeed.analysis.trace import TracePod
-from draspeed.analysis.whatif import Change, apply_changes
+from draspeed.analysis.whatif import Change, apply_changes, changes_of
+from draspeed.api.model import ResourceClaim, ResourceClaimTemplate
 from draspeed.cluster import Cluster
 
 if TYPE_CHECKING:
@@ -64,6 +66,11 @@ class GeneratedCluster:
     nodes: int
     seed: int = 0
     options: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        arguments.text(self.kind, "kind", "a generator's name")
+        arguments.whole(self.nodes, "nodes", 1)
+        arguments.whole(self.seed, "seed", None)
 
     @classmethod
     def of(cls, kind: str, nodes: int, seed: int = 0, **options: Any) -> GeneratedCluster:
@@ -86,7 +93,7 @@ class FileCluster:
     paths: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "paths", arguments.names(self.paths))
+        object.__setattr__(self, "paths", arguments.names(self.paths, "paths"))
 
     @property
     def key(self) -> Hashable:
@@ -113,6 +120,11 @@ class InlineCluster:
     """
 
     def __init__(self, objects: Objects, token: str | None = None) -> None:
+        from draspeed.api.loader import Objects
+
+        arguments.instance_of(objects, Objects, "objects", "Objects (what draspeed.load returns)")
+        if token is not None:
+            arguments.text(token, "token")
         self._objects: Objects | None = objects
         self._blob: bytes | None = None
         self._lock = threading.Lock()
@@ -206,6 +218,18 @@ class CapacityScenario:
     bound: bool = False  # the optimal bound too (needs scipy on the workers)
     timeout: float | None = None  # seconds each allocate call may take (None: unbounded)
 
+    def __post_init__(self) -> None:
+        _check_scenario(self)
+        if self.max_pods is not None:
+            arguments.whole(self.max_pods, "max_pods")
+        for flag in ("explain_failures", "placements", "bound"):
+            arguments.flag(getattr(self, flag), flag)
+        arguments.text(self.profile_attribute, "profile_attribute", "an attribute name")
+        compare = arguments.names_or_items(self.compare, Strategy, "compare", "Strategies")
+        for other in compare:
+            Strategy.parse(other, "compare")
+        object.__setattr__(self, "compare", tuple(compare))
+
     def run(self) -> ScenarioResult:
         return run_scenario(self)
 
@@ -228,8 +252,49 @@ class TraceScenario:
     samples: bool = True  # keep the state over time in the result
     timeout: float | None = None  # seconds each allocate call may take (None: unbounded)
 
+    def __post_init__(self) -> None:
+        _check_scenario(self)
+        if not isinstance(self.trace, str):
+            pods = arguments.items_of(self.trace, TracePod, "trace", "a TracePod")
+            object.__setattr__(self, "trace", tuple(pods))
+        arguments.flag(self.samples, "samples")
+
     def run(self) -> TraceResult:
         return run_trace_scenario(self)
+
+
+def _check_scenario(scenario: CapacityScenario | TraceScenario) -> None:
+    """What both kinds of scenario hold: checked, and normalised to tuples, when made
+    (a mistake is told by the caller, not later by a worker)."""
+    arguments.text(scenario.name, "name", "a scenario name")
+    if not isinstance(scenario.cluster, (GeneratedCluster, FileCluster, InlineCluster)):
+        raise TypeError(
+            "cluster: expected a GeneratedCluster, FileCluster or InlineCluster, "
+            f"got {arguments.type_name(scenario.cluster)}"
+        )
+    object.__setattr__(scenario, "templates", _templates(scenario.templates))
+    object.__setattr__(scenario, "timeout", arguments.timeout(scenario.timeout))
+    object.__setattr__(scenario, "changes", tuple(changes_of(scenario.changes)))
+    Strategy.parse(scenario.strategy)
+
+
+_TEMPLATE = (str, PodShape, ResourceClaimTemplate, ResourceClaim, Mapping)
+
+
+def _templates(value: Any) -> tuple[str | ShapeSource, ...]:
+    """Template names or shapes; one alone is one (a name is not its characters)."""
+    what = "a ResourceClaimTemplate's name or a shape"
+    if isinstance(value, _TEMPLATE):
+        return (value,)
+    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"templates: expected {what} (a sequence of them), got {arguments.type_name(value)}"
+        )
+    out = tuple(value)
+    for i, item in enumerate(out):
+        if not isinstance(item, _TEMPLATE):
+            raise TypeError(f"templates[{i}]: expected {what}, got {arguments.type_name(item)}")
+    return out
 
 
 @dataclass
@@ -298,6 +363,7 @@ def _shapes(templates: Sequence[str | ShapeSource], objects: Objects) -> list[Sh
 
 def run_scenario(scenario: CapacityScenario) -> ScenarioResult:
     """Build (or reuse) the cluster, apply the changes, analyze. Runs anywhere."""
+    arguments.instance_of(scenario, CapacityScenario, "scenario", "a CapacityScenario")
     start = time.monotonic()
     snapshot, objects = _base(scenario.cluster)
     snapshot = apply_changes(snapshot, scenario.changes)
@@ -329,6 +395,7 @@ def run_trace_scenario(scenario: TraceScenario) -> TraceResult:
     from draspeed.analysis.simulate import simulate
     from draspeed.analysis.trace import read_trace
 
+    arguments.instance_of(scenario, TraceScenario, "scenario", "a TraceScenario")
     start = time.monotonic()
     snapshot, objects = _base(scenario.cluster)
     snapshot = apply_changes(snapshot, scenario.changes)
@@ -365,6 +432,21 @@ class Executor(Protocol):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
 
 
+def _scenarios(value: Any) -> list[CapacityScenario | TraceScenario]:
+    what = "a CapacityScenario or TraceScenario"
+    if isinstance(value, (CapacityScenario, TraceScenario)):
+        return [value]
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"scenarios: expected {what} (a sequence of them), got {arguments.type_name(value)}"
+        )
+    out = list(value)
+    for i, item in enumerate(out):
+        if not isinstance(item, (CapacityScenario, TraceScenario)):
+            raise TypeError(f"scenarios[{i}]: expected {what}, got {arguments.type_name(item)}")
+    return out
+
+
 def sweep(
     scenarios: Sequence[CapacityScenario | TraceScenario],
     executor: Executor | None = None,
@@ -378,7 +460,15 @@ def sweep(
     is called as scenarios finish (from whichever thread completes them)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    scenarios = list(scenarios)
+    scenarios = _scenarios(scenarios)
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise TypeError(
+            "executor: expected an executor (with submit(fn, *args)), "
+            f"got {arguments.type_name(executor)}"
+        )
+    if max_workers is not None:
+        max_workers = arguments.whole(max_workers, "max_workers", 1)
+    arguments.function(progress, "progress")
     own: ProcessPoolExecutor | None = None
     if executor is None:
         if max_workers is not None:

@@ -18,11 +18,14 @@ import csv
 import io
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from draspeed import arguments
+from draspeed.arguments import type_name
 from draspeed.errors import InputError
 
 
@@ -40,6 +43,8 @@ class TracePod:
 def read_trace(path: str | Path, shapes: Iterable[str] | None = None) -> list[TracePod]:
     """The pods of a trace file (``.csv``; anything else is read as JSON lines),
     sorted by arrival (ties in file order). ``shapes``: the shape names allowed."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {type_name(path)}")
     text = Path(path).read_text(encoding="utf-8")
     return parse_trace(text, str(path), shapes, csv_format=str(path).endswith(".csv"))
 
@@ -52,7 +57,10 @@ def parse_trace(
     csv_format: bool = False,
 ) -> list[TracePod]:
     """The pods of a trace given as text (see :func:`read_trace`)."""
-    known = None if shapes is None else set(shapes)
+    arguments.text(text, "text", "a trace's text")
+    arguments.text(source, "source")
+    arguments.flag(csv_format, "csv_format")
+    known = None if shapes is None else set(arguments.names(shapes, "shapes"))
     rows: list[tuple[int, Mapping[str, Any]]] = []
     if csv_format:
         reader = csv.DictReader(io.StringIO(text))

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from draspeed import arguments
 from draspeed.analysis.capacity import CapacityReport, analyze
+from draspeed.analysis.node_list import snapshot_of
+from draspeed.api.common import TAINT_EFFECTS
 from draspeed.api.model import (
     DeviceClass,
     DeviceTaint,
@@ -67,6 +69,13 @@ class NodeTemplate:
     slices: tuple[ResourceSlice, ...]
     classes: tuple[DeviceClass, ...] = ()  # classes the devices are meant for
 
+    def __post_init__(self) -> None:
+        arguments.instance_of(self.node, Node, "node", "a Node")
+        slices = arguments.items_of(self.slices, ResourceSlice, "slices", "a ResourceSlice")
+        classes = arguments.items_of(self.classes, DeviceClass, "classes", "a DeviceClass")
+        object.__setattr__(self, "slices", tuple(slices))
+        object.__setattr__(self, "classes", tuple(classes))
+
     @classmethod
     def generated(cls, kind: str, seed: int = 0, **options: Any) -> NodeTemplate:
         """The first node of a generated cluster of ``kind`` (draspeed.generate)."""
@@ -75,6 +84,8 @@ class NodeTemplate:
     @classmethod
     def like(cls, snapshot: Snapshot, name: str) -> NodeTemplate:
         """A node of the cluster as it is published (its Node object and its slices)."""
+        snapshot_of(snapshot)
+        arguments.text(name, "name", "a node name")
         node = next((n for n in snapshot.nodes if n.name == name), None)
         slices = tuple(s for s in snapshot.slices if s.spec.node_name == name)
         if node is None or not slices:
@@ -170,6 +181,19 @@ class AddNodes:
         if not 0 <= self.count <= MAX_NODES:
             # (generate's own bound: more nodes than that are built in memory at once)
             raise ValueError(f"cannot add {self.count} nodes (0 to {MAX_NODES})")
+        for name, what in (
+            ("kind", "a generator's name"),
+            ("like", "a node name"),
+            ("prefix", "a name prefix"),
+        ):
+            if getattr(self, name) is not None:
+                arguments.text(getattr(self, name), name, what)
+        if self.template is not None:
+            arguments.instance_of(self.template, NodeTemplate, "template", "a NodeTemplate")
+        if not isinstance(self.options, Mapping):
+            got = arguments.type_name(self.options)
+            raise TypeError(f"options: expected a mapping of generator options, got {got}")
+        arguments.whole(self.seed, "seed", None)
 
     def resolve(self, snapshot: Snapshot) -> NodeTemplate:
         if self.template is not None:
@@ -192,6 +216,7 @@ class AddNodes:
         return [f"{self.name_prefix}-{i:05d}" for i in range(self.count)]
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
+        snapshot_of(snapshot)
         if self.count == 0:
             return snapshot
         template = self.resolve(snapshot)
@@ -234,9 +259,10 @@ class RemoveNodes:
     names: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "names", arguments.names(self.names))
+        object.__setattr__(self, "names", arguments.names(self.names, "names"))
 
     def apply(self, snapshot: Snapshot) -> Snapshot:
+        snapshot_of(snapshot)
         gone = set(self.names)
         slices = [s for s in snapshot.slices if s.spec.node_name in gone]
         return snapshot.update_slices(removed=slices).update_nodes(removed=list(self.names))
@@ -260,11 +286,16 @@ class Cordon:
     key: str = CORDON_KEY
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "pools", arguments.names(self.pools))
-        object.__setattr__(self, "nodes", arguments.names(self.nodes))
+        object.__setattr__(self, "pools", arguments.names(self.pools, "pools"))
+        object.__setattr__(self, "nodes", arguments.names(self.nodes, "nodes"))
+        rules = arguments.items_of(self.rules, DeviceTaintRule, "rules", "a DeviceTaintRule")
+        object.__setattr__(self, "rules", tuple(rules))
+        arguments.one_of(self.effect, TAINT_EFFECTS, "effect", "taint effect")
+        arguments.text(self.key, "key", "a taint key")
 
     def taint_rules(self, snapshot: Snapshot) -> list[DeviceTaintRule]:
         """The DeviceTaintRules this cordon stands for (one per pool, then the given ones)."""
+        snapshot_of(snapshot)
         wanted: list[tuple[str | None, str]] = []
         for spec in self.pools:
             driver, _, pool = spec.rpartition("/")
@@ -327,9 +358,31 @@ class Cordon:
         return f"cordon ({self.effect}) " + "; ".join(parts)
 
 
-def apply_changes(snapshot: Snapshot, changes: Sequence[Change]) -> Snapshot:
-    """The snapshot after every change, in order."""
-    for change in changes:
+def changes_of(value: Any, name: str = "changes") -> list[Change]:
+    """The changes of a sequence of them, or one change alone; else a TypeError naming
+    ``name`` (or the item)."""
+    what = "a change (AddNodes, RemoveNodes, Cordon)"
+    if _is_change(value):
+        return [value]
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{name}: expected {what} (a sequence of them), got {arguments.type_name(value)}"
+        )
+    out = list(value)
+    for i, item in enumerate(out):
+        if not _is_change(item):
+            raise TypeError(f"{name}[{i}]: expected {what}, got {arguments.type_name(item)}")
+    return out
+
+
+def _is_change(value: Any) -> bool:
+    return callable(getattr(value, "apply", None)) and callable(getattr(value, "describe", None))
+
+
+def apply_changes(snapshot: Snapshot, changes: Change | Sequence[Change]) -> Snapshot:
+    """The snapshot after every change, in order (one change alone is one change)."""
+    snapshot_of(snapshot)
+    for change in changes_of(changes):
         snapshot = change.apply(snapshot)
     return snapshot
 
@@ -377,7 +430,7 @@ class WhatIfReport:
 def what_if(
     snapshot: Snapshot,
     templates: ShapeSource | Sequence[ShapeSource],
-    changes: Sequence[Change],
+    changes: Change | Sequence[Change],
     **options: Any,
 ) -> WhatIfReport:
     """:func:`~draspeed.analysis.capacity.analyze` on ``snapshot`` and on the snapshot
@@ -385,6 +438,8 @@ def what_if(
     except ``nodes``: each side uses all of its own nodes."""
     if "nodes" in options:
         raise TypeError("what_if compares whole clusters: nodes cannot be chosen")
+    snapshot_of(snapshot)
+    changes = changes_of(changes)
     before = analyze(snapshot, templates, **options)
     after = analyze(apply_changes(snapshot, changes), templates, **options)
     return WhatIfReport([c.describe() for c in changes], before, after)
