@@ -72,6 +72,7 @@ from draspeed.api.model import (
     ResourceSliceSpec,
 )
 from draspeed.errors import DraspeedError, InputError
+from draspeed.quantity import Quantity
 
 __all__ = ["LIST_KINDS", "CheckedDevices", "SliceBuilder", "decode_resource_slice"]
 
@@ -494,6 +495,13 @@ def _decode_device(
                 ),
             )
 
+    if validate and body.get("allowMultipleAllocations") is not True:
+        for key, cap in caps.items():
+            if cap.request_policy is not None:  # (consumable capacity is for shared devices)
+                path = map_entry(f"{_device_path(i, nested)}.capacity", key, ATTRIBUTE_KEY_LIMIT)
+                ctx.fail(
+                    child(path, "requestPolicy"), forbidden("allowMultipleAllocations must be true")
+                )
     device = Device(name, attrs, caps)
     if len(body) > base_keys + (a is not None) + (c is not None):
         _decode_device_extras(ctx, device, body, _device_path(i, nested), per_device)
@@ -687,14 +695,16 @@ def _decode_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
     capacity = DeviceCapacity(value=ctx.quantity(value, child(path, "value")))
     policy = ctx.mapping(raw, "requestPolicy", path)
     if policy is not None:
-        capacity.request_policy = _decode_request_policy(ctx, policy, child(path, "requestPolicy"))
+        capacity.request_policy = _decode_request_policy(
+            ctx, policy, child(path, "requestPolicy"), capacity.value
+        )
     elif type(value) is str:
         ctx.caches.capacities[value] = capacity
     return capacity
 
 
 def _decode_request_policy(
-    ctx: DecodeContext, raw: Mapping[str, Any], path: str
+    ctx: DecodeContext, raw: Mapping[str, Any], path: str, capacity: Quantity
 ) -> CapacityRequestPolicy:
     policy = CapacityRequestPolicy(default=ctx.opt_quantity(raw, "default", path))
     values = ctx.array(raw, "validValues", path)
@@ -714,15 +724,16 @@ def _decode_request_policy(
             step=ctx.opt_quantity(range_raw, "step", rpath),
         )
     if ctx.validate:
-        _check_request_policy(ctx, policy, path)
+        _check_request_policy(ctx, policy, path, capacity)
     return policy
 
 
-def _check_request_policy(ctx: DecodeContext, policy: CapacityRequestPolicy, path: str) -> None:
-    """The rules the allocator depends on (its arithmetic needs ``min`` and a positive
-    ``step``; ``validValues`` must be ascending for its round-up search). Rules relating
-    the policy to the capacity value or to ``allowMultipleAllocations`` are left to the
-    allocator, which handles such devices without an error (upstream's own tests use them)."""
+def _check_request_policy(
+    ctx: DecodeContext, policy: CapacityRequestPolicy, path: str, capacity: Quantity
+) -> None:
+    """The API server's rules for a request policy, in its order (validation.go,
+    validateRequestPolicy): one kind of policy; a ``default`` with either kind, valid by
+    it; values, ``min``, ``max`` and one step within the capacity's value."""
     if policy.valid_values and policy.valid_range is not None:
         ctx.fail(
             path,
@@ -731,6 +742,20 @@ def _check_request_policy(ctx: DecodeContext, policy: CapacityRequestPolicy, pat
                 '"validValues" and "validRange" at the same time'
             ),
         )
+    if policy.valid_values:
+        _check_valid_values(ctx, policy, path, capacity)
+    elif policy.valid_range is not None:
+        if policy.default is None:
+            ctx.fail(child(path, "default"), required("required when validRange is defined"))
+        _check_valid_range(ctx, policy.valid_range, policy.default, path, capacity)
+
+
+def _check_valid_values(
+    ctx: DecodeContext, policy: CapacityRequestPolicy, path: str, capacity: Quantity
+) -> None:
+    default = policy.default
+    if default is None:
+        ctx.fail(child(path, "default"), required("required when validValues is defined"))
     vpath = child(path, "validValues")
     values = policy.valid_values
     for j in range(1, len(values)):
@@ -738,18 +763,89 @@ def _check_request_policy(ctx: DecodeContext, policy: CapacityRequestPolicy, pat
             ctx.fail(
                 f"{vpath}[{j}]", invalid(str(values[j]), "values must be sorted in ascending order")
             )
-        if values[j - 1] == values[j]:
-            ctx.fail(f"{vpath}[{j}]", duplicate(str(values[j])))
-    rng = policy.valid_range
-    if rng is None:
-        return
+    for j, option in enumerate(values):
+        if option > capacity:
+            ctx.fail(
+                f"{vpath}[{j}]",
+                invalid(str(option), f"option is larger than capacity value: {capacity}"),
+            )
+    seen: set[int] = set()
+    for j, option in enumerate(values):
+        key = option.go_value()  # (the API server tells options apart by Value())
+        if key in seen:
+            ctx.fail(f"{vpath}[{j}]", duplicate(str(key)))
+        seen.add(key)
+    if not any(option.cmp(default) == 0 for option in values):
+        ctx.fail(
+            vpath,
+            invalid(str(default), "default value is not valid according to the requestPolicy"),
+        )
+
+
+def _check_valid_range(
+    ctx: DecodeContext,
+    rng: CapacityRequestPolicyRange,
+    default: Quantity,
+    path: str,
+    capacity: Quantity,
+) -> None:
     rpath = child(path, "validRange")
+    dpath = child(path, "default")
     if rng.min is None:
         ctx.fail(child(rpath, "min"), required("required when validRange is defined"))
-    if rng.max is not None and rng.min > rng.max:
-        ctx.fail(child(rpath, "max"), invalid(str(rng.min), f"min is larger than max: {rng.max}"))
-    if rng.step is not None and rng.step.sign() <= 0:
-        ctx.fail(child(rpath, "step"), invalid(str(rng.step), "must be greater than zero"))
+    if rng.min > capacity:
+        ctx.fail(
+            child(rpath, "min"),
+            invalid(str(rng.min), f"min is larger than capacity value: {capacity}"),
+        )
+    if default < rng.min:
+        ctx.fail(dpath, invalid(str(default), f"default is less than min: {rng.min}"))
+    if rng.max is not None:
+        if rng.min > rng.max:
+            ctx.fail(
+                child(rpath, "max"), invalid(str(rng.min), f"min is larger than max: {rng.max}")
+            )
+        if rng.max > capacity:
+            ctx.fail(
+                child(rpath, "max"),
+                invalid(str(rng.max), f"max is larger than capacity value: {capacity}"),
+            )
+        if default > rng.max:
+            ctx.fail(dpath, invalid(str(default), f"default is more than max: {rng.max}"))
+    if rng.step is None:
+        return
+    spath = child(rpath, "step")
+    if rng.step.sign() <= 0:
+        ctx.fail(spath, invalid(str(rng.step), "must be greater than zero"))
+    one_step = rng.min.add(rng.step)
+    if one_step > capacity:
+        ctx.fail(
+            spath,
+            invalid(
+                str(rng.step), f"one step {one_step} is larger than capacity value: {capacity}"
+            ),
+        )
+    # The step arithmetic reads each bound with Value(), which holds only in [0, MaxInt64]
+    # (the API server's integer path; DRAFractionalCapacityRange's milli path is not
+    # modelled, as the allocator variant rounds with Value() too).
+    bounds = (("default", default), ("min", rng.min), ("max", rng.max), ("step", rng.step))
+    for name, bound in bounds:
+        if bound is None:
+            continue
+        bpath = dpath if name == "default" else child(rpath, name)
+        if bound.sign() < 0:
+            ctx.fail(bpath, invalid(str(bound), "must be greater than or equal to 0"))
+        if bound > limits.INT64_MAX:
+            ctx.fail(bpath, invalid(str(bound), f"must not be larger than {limits.INT64_MAX}"))
+    for value in (default, rng.max):
+        if value is not None and (value.go_value() - rng.min.go_value()) % rng.step.go_value():
+            ctx.fail(
+                spath,
+                invalid(
+                    str(value),
+                    f"value is not a multiple of a given step ({rng.step}) from ({rng.min})",
+                ),
+            )
 
 
 # ---------------------------------------------------------- counters, taints, nodes
