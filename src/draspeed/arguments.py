@@ -17,7 +17,7 @@ import math
 import operator
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -33,16 +33,18 @@ def instance_of(value: Any, cls: type[T], name: str, what: str) -> T:
     return value
 
 
-def items_of(value: Any, cls: type[T], name: str, what: str) -> list[T]:
+def items_of(value: Any, cls: type[T] | tuple[type, ...], name: str, what: str) -> list[T]:
     """A list of the ``cls`` items of a sequence (or any iterable but a string, bytes or
-    a mapping); one ``cls`` alone counts as a sequence of one. Else a TypeError naming
-    ``name`` (or the item: ``name[i]``)."""
+    a mapping); one ``cls`` alone counts as a sequence of one (``cls`` may be a tuple of
+    types, as ``isinstance`` takes: a str or a mapping among them is one item). Else a
+    TypeError naming ``name`` (or the item: ``name[i]``)."""
     if isinstance(value, cls):
-        return [value]
+        return [cast("T", value)]
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         raise TypeError(f"{name}: expected {what} (a sequence of them), got {_type(value)}")
     out = list(value)
-    if set(map(type, out)) <= {cls}:  # the usual case, told without a Python loop
+    exact = set(cls) if isinstance(cls, tuple) else {cls}
+    if set(map(type, out)) <= exact:  # the usual case, told without a Python loop
         return out
     for i, item in enumerate(out):
         if not isinstance(item, cls):
@@ -125,12 +127,7 @@ def time_limit(value: Any, name: str = "time_limit") -> float | None:
     """A solver's time limit: None (no limit) or seconds > 0 (``inf``: no limit)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name}: expected seconds or None, got {_type(value)}")
-    try:
-        seconds = float(value)
-    except OverflowError:  # an int beyond any float
-        seconds = math.inf if value > 0 else -math.inf
+    seconds = _seconds(value, name)
     if not seconds > 0:  # (NaN too)
         raise ValueError(f"{name}: expected seconds > 0 (None: no limit), got {value!r}")
     return value
@@ -188,17 +185,23 @@ def timeout(value: Any, name: str = "timeout") -> float | None:
     """A timeout in seconds as the engines take it: None or 0 (no bound), or positive."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name}: expected seconds or None, got {_type(value)}")
-    try:
-        seconds = float(value)
-    except OverflowError:
-        seconds = math.inf if value > 0 else -math.inf
+    seconds = _seconds(value, name)
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"{name}: expected seconds (0 or None: no bound), got {value!r}")
     if seconds == 0 or seconds > _FOREVER:
         return None
     return seconds
+
+
+def _seconds(value: Any, name: str) -> float:
+    """A number of seconds as a float (an int beyond any float is infinite), else a
+    TypeError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}: expected seconds or None, got {_type(value)}")
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond any float
+        return math.inf if value > 0 else -math.inf
 
 
 def type_name(value: Any) -> str:

@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -283,18 +283,11 @@ _TEMPLATE = (str, PodShape, ResourceClaimTemplate, ResourceClaim, Mapping)
 
 def _templates(value: Any) -> tuple[str | ShapeSource, ...]:
     """Template names or shapes; one alone is one (a name is not its characters)."""
-    what = "a ResourceClaimTemplate's name or a shape"
-    if isinstance(value, _TEMPLATE):
-        return (value,)
-    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
-        raise TypeError(
-            f"templates: expected {what} (a sequence of them), got {arguments.type_name(value)}"
+    return tuple(
+        arguments.items_of(
+            value, _TEMPLATE, "templates", "a ResourceClaimTemplate's name or a shape"
         )
-    out = tuple(value)
-    for i, item in enumerate(out):
-        if not isinstance(item, _TEMPLATE):
-            raise TypeError(f"templates[{i}]: expected {what}, got {arguments.type_name(item)}")
-    return out
+    )
 
 
 @dataclass
@@ -433,18 +426,9 @@ class Executor(Protocol):
 
 
 def _scenarios(value: Any) -> list[CapacityScenario | TraceScenario]:
-    what = "a CapacityScenario or TraceScenario"
-    if isinstance(value, (CapacityScenario, TraceScenario)):
-        return [value]
-    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
-        raise TypeError(
-            f"scenarios: expected {what} (a sequence of them), got {arguments.type_name(value)}"
-        )
-    out = list(value)
-    for i, item in enumerate(out):
-        if not isinstance(item, (CapacityScenario, TraceScenario)):
-            raise TypeError(f"scenarios[{i}]: expected {what}, got {arguments.type_name(item)}")
-    return out
+    return arguments.items_of(
+        value, (CapacityScenario, TraceScenario), "scenarios", "a CapacityScenario or TraceScenario"
+    )
 
 
 def sweep(
