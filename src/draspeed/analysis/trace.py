@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from draspeed import arguments
-from draspeed.arguments import type_name
 from draspeed.errors import InputError
 
 
@@ -44,7 +43,7 @@ def read_trace(path: str | Path, shapes: Iterable[str] | None = None) -> list[Tr
     """The pods of a trace file (``.csv``; anything else is read as JSON lines),
     sorted by arrival (ties in file order). ``shapes``: the shape names allowed."""
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path: expected a file path, got {type_name(path)}")
+        raise TypeError(f"path: expected a file path, got {arguments.type_name(path)}")
     text = Path(path).read_text(encoding="utf-8")
     return parse_trace(text, str(path), shapes, csv_format=str(path).endswith(".csv"))
 

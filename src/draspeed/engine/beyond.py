@@ -46,7 +46,7 @@ def nanos(q: Quantity) -> int:
 
 def is_stand_in(value: int) -> bool:
     """Whether ``value`` (one quantity's nanos, not a sum) is a stand-in."""
-    return abs(value) >= stand_in() if value.bit_length() > 300_000 else False
+    return abs(value) == stand_in()  # (ints of different sizes compare at once)
 
 
 def one_side(

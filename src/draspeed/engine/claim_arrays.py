@@ -725,9 +725,10 @@ class ClaimArrays:
             c, name = maps.entry_map[e], maps.entry_name[e]
             taken = [self.shares[a].get(c, {}).get(name) for a in range(len(uses))]
             used = [(row[i], q) for row, q in zip(uses, taken, strict=True) if q is not None]
+            committed = layout.committed_use()
             used += [
-                (layout.cap_used[k], q)
-                for k, q in layout.cap_used_quantity.items()
+                (n, committed[int(layout.cap_pos[k])][name])
+                for k, n in layout.cap_used.items()
                 if which[k] == i
             ]
             beyond.one_side([(values[i], maps.values[c][name].value)], used, f"capacity {name}")

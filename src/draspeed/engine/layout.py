@@ -269,7 +269,6 @@ class Layout:
         offset = np.arange(K, dtype=np.int64) - np.repeat(self.cap_ptr[multi], sizes)
         self.cap_entry = np.repeat(maps.first_entries(ids), sizes) + offset
         self.cap_used: dict[int, int] = {}
-        self.cap_used_quantity: dict[int, Quantity] = {}
         if K:
             for lp, already in self.committed_use().items():
                 c = int(self.cap_map[lp])
@@ -280,7 +279,6 @@ class Layout:
                     used = already.get(name)
                     if used is not None:
                         self.cap_used[first + j] = beyond.nanos(used)
-                        self.cap_used_quantity[first + j] = used
 
     def committed_use(self) -> dict[int, Mapping[str, Quantity]]:
         """What committed shares use of each position's device, for the positions whose
