@@ -472,6 +472,12 @@ class Quantity:
             object.__setattr__(self, "_nanos", found)
         return found
 
+    @property
+    def decimal(self) -> tuple[int, int]:
+        """(coef, exp) with ``coef * 10**exp`` the exact value, coef free of factors 10
+        (zero: (0, 0)): the value without writing out ``10**exp``."""
+        return self._coef, self._exp
+
     def nanos_below(self, digits: int) -> int | None:
         """:attr:`nanos` if its magnitude is below ``10**digits``, else None (told from
         the digit count, without materialising the value)."""

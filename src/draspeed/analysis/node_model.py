@@ -25,7 +25,7 @@ from draspeed.rules.node_selection import NodeSelectorError, node_matches
 
 if TYPE_CHECKING:
     from draspeed.api.model import Device, Node, ResourceSlice
-    from draspeed.quantity import Quantity
+    from draspeed.quantity_sum import QuantitySum
 
 Slot = tuple[PoolID, str, str]  # (pool, counter set, counter)
 
@@ -41,7 +41,7 @@ class ModelDevice:
     usable: bool  # the node can be given it: in a complete, valid pool, reaching the node
     held: bool = False  # some committed claim holds it (exclusively or a share)
     shared: bool = False  # held as shares only (more may fit within its capacity)
-    consumed: dict[str, Quantity] = field(default_factory=dict)  # by committed shares
+    consumed: dict[str, QuantitySum] = field(default_factory=dict)  # by committed shares
     uses: dict[Slot, int] = field(default_factory=dict)  # counter consumption, nanos
 
     @property

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 from draspeed.errors import QuantityError
 from draspeed.quantity import MAX_EXPONENT_DIGITS, Quantity
+from draspeed.quantity_sum import QuantitySum
 
 #: Exact below ``10**EXACT_DIGITS`` nano units.
 EXACT_DIGITS = MAX_EXPONENT_DIGITS
@@ -36,7 +37,7 @@ def stand_in() -> int:
     return 10 ** (EXACT_DIGITS + 40)
 
 
-def nanos(q: Quantity) -> int:
+def nanos(q: Quantity | QuantitySum) -> int:
     """``q`` in nano units: exact, or ``±stand_in()`` beyond the exact range."""
     found = q.nanos_below(EXACT_DIGITS)
     if found is not None:
@@ -50,7 +51,9 @@ def is_stand_in(value: int) -> bool:
 
 
 def one_side(
-    capacity: Iterable[tuple[int, Quantity]], used: Iterable[tuple[int, Quantity]], what: str
+    capacity: Iterable[tuple[int, Quantity | QuantitySum]],
+    used: Iterable[tuple[int, Quantity | QuantitySum]],
+    what: str,
 ) -> None:
     """Refuse a comparison that stand-ins could decide wrongly. ``capacity`` and ``used``
     are (nanos, quantity) pairs: what is available and what is taken of it. Exact:

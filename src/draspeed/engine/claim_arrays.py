@@ -37,6 +37,7 @@ from draspeed.engine.layout import INCOMPLETE, INVALID, PDN_ERROR, PDN_NO, Layou
 from draspeed.engine.selector_failures import SelectorFailure, SelectorFailures
 from draspeed.engine.store import ERROR, FALSE, UNKNOWN, SelectorResults
 from draspeed.errors import AllocationError, AllocationTimeout
+from draspeed.quantity_sum import QuantitySum
 from draspeed.rules import texts
 from draspeed.rules.capacity import UnknownCapacityError, consumed_capacity, request_fits
 from draspeed.rules.preflight import ClaimPlan, preflight
@@ -154,7 +155,7 @@ def forget_claim_arrays(layout: Layout, key: bytes, arrays: ClaimArrays | None) 
             del layout.claim_sets[key]
 
 
-def _fits_alone(already: Mapping[str, Quantity], alt: Alternative, device: Device) -> bool:
+def _fits_alone(already: Mapping[str, QuantitySum], alt: Alternative, device: Device) -> bool:
     """upstream CmpRequestOverCapacity of ``alt`` on ``device`` with nothing in flight
     (a capacity the device lacks: does not fit)."""
     try:
@@ -427,14 +428,18 @@ class ClaimArrays:
         return None
 
     def _capacity_with_use(
-        self, alt: Alternative, lp: int, already: Mapping[str, Quantity], seen: dict[bytes, bool]
+        self,
+        alt: Alternative,
+        lp: int,
+        already: Mapping[str, QuantitySum],
+        seen: dict[tuple[bytes, frozenset[tuple[str, QuantitySum]]], bool],
     ) -> int:
         """upstream CmpRequestOverCapacity with nothing in flight, for layout position lp
         whose device committed shares use ``already`` of. ``seen``: the verdicts of
-        ``alt`` so far, by the device's capacities and that use (written as bytes)."""
+        ``alt`` so far, by the device's capacities (written as bytes) and that use."""
         layout = self.layout
         device = layout.device_at(lp)
-        key = tree_signature((device.capacity, already))
+        key = (tree_signature(device.capacity), frozenset(already.items()))
         fits = seen.get(key)
         if fits is None:
             fits = seen[key] = _fits_alone(already, alt, device)
@@ -459,7 +464,7 @@ class ClaimArrays:
         used = layout.committed_use()
         if used:
             own = np.isin(check, np.fromiter(used, dtype=np.int64, count=len(used)))
-            seen: dict[bytes, bool] = {}
+            seen: dict[tuple[bytes, frozenset[tuple[str, QuantitySum]]], bool] = {}
             for lp in check[own].tolist():
                 row[lp] = self._capacity_with_use(alt, lp, used[lp], seen)
             check = check[~own]
@@ -675,10 +680,6 @@ class ClaimArrays:
                 share = self.shares[a].get(maps.entry_map[e])
                 if share is not None:
                     uses[a][i] = beyond.nanos(share[maps.entry_name[e]])
-        if any(map(beyond.is_stand_in, values)) or any(
-            beyond.is_stand_in(u) for row in uses for u in row
-        ):
-            self._check_one_side(entries.tolist(), which, values, uses)
         units = [unit_of([v, *(u[i] for u in uses)]) for i, v in enumerate(values)]
         dynamic = capacity[:, layout.cap_pos] == CAP_DYNAMIC  # (A, K)
         scale = MAX_RESULTS * claims_n
@@ -688,12 +689,23 @@ class ClaimArrays:
                 _INT64_LIMIT
             )
 
-        # Entries of devices that committed shares use: a room of their own.
+        # Entries of devices that committed shares use: a room of their own, the value
+        # less that use as one exact sum (either may be beyond the exact range).
         own: dict[int, tuple[int, int, int]] = {}  # entry -> (distinct entry, room, unit)
-        for k, used_nanos in layout.cap_used.items():
+        rooms: dict[int, QuantitySum] = {}
+        for k, committed in layout.cap_used.items():
             i = int(which[k])
-            room = values[i] - used_nanos
+            e = int(entries[i])
+            value = maps.values[maps.entry_map[e]][maps.entry_name[e]].value
+            rooms[k] = committed.neg().add(value)
+            room = beyond.nanos(rooms[k])
             own[k] = (i, room, unit_of([room, *(u[i] for u in uses)]))
+        if (
+            any(map(beyond.is_stand_in, values))
+            or any(beyond.is_stand_in(u) for row in uses for u in row)
+            or any(beyond.is_stand_in(room) for _, room, _ in own.values())
+        ):
+            self._check_one_side(entries.tolist(), which, values, uses, own, rooms)
         exact = any(
             too_big(v, [u[i] for u in uses], units[i]) for i, v in enumerate(values)
         ) or any(too_big(room, [u[i] for u in uses], unit) for i, room, unit in own.values())
@@ -716,22 +728,26 @@ class ClaimArrays:
         return cap_room, alt_cap_use.ravel(), False
 
     def _check_one_side(
-        self, entries: list[int], which: np.ndarray, values: list[int], uses: list[list[int]]
+        self,
+        entries: list[int],
+        which: np.ndarray,
+        values: list[int],
+        uses: list[list[int]],
+        own: dict[int, tuple[int, int, int]],
+        rooms: dict[int, QuantitySum],
     ) -> None:
         """:func:`draspeed.engine.beyond.one_side` for each shared capacity entry: its
-        value against what the alternatives and the committed shares take of it."""
-        layout, maps = self.layout, self.snap.table.capacity_maps
+        value, or the room committed shares leave of it (``own``, ``rooms``), against
+        what the alternatives take of it."""
+        maps = self.snap.table.capacity_maps
         for i, e in enumerate(entries):
             c, name = maps.entry_map[e], maps.entry_name[e]
             taken = [self.shares[a].get(c, {}).get(name) for a in range(len(uses))]
             used = [(row[i], q) for row, q in zip(uses, taken, strict=True) if q is not None]
-            committed = layout.committed_use()
-            used += [
-                (n, committed[int(layout.cap_pos[k])][name])
-                for k, n in layout.cap_used.items()
-                if which[k] == i
-            ]
             beyond.one_side([(values[i], maps.values[c][name].value)], used, f"capacity {name}")
+            for k, (j, room, _) in own.items():
+                if j == i:
+                    beyond.one_side([(room, rooms[k])], used, f"capacity {name}")
 
     def _rest_bounds(
         self, plan: Plan, possible: np.ndarray, last_error: np.ndarray

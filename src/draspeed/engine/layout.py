@@ -31,6 +31,7 @@ from draspeed.api.model import Device, DeviceAttribute, Node, ResourceSlice
 from draspeed.engine import _core, _gather, beyond
 from draspeed.engine.slice_table import FLAGS
 from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 from draspeed.rules import texts
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
@@ -115,7 +116,7 @@ class Layout:
         self.stale: frozenset[int] = frozenset()
         self.claim_sets: dict[bytes, Any] = {}  # claims signature -> claim_arrays.ClaimArrays
         self._codes: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
-        self._committed_use: dict[int, Mapping[str, Quantity]] | None = None
+        self._committed_use: dict[int, Mapping[str, QuantitySum]] | None = None
         self._overflow: dict[int, bool] = {}  # claims -> slots_may_overflow
         self._adopt(snap.gather(self.nodes))
 
@@ -252,8 +253,8 @@ class Layout:
         Position lp has entries ``cap_ptr[lp]`` to ``cap_ptr[lp + 1]``, one per capacity
         of its device's map, in the map's (sorted) order; ``cap_entry[k]`` is entry k's
         place in the family's :class:`CapacityMaps` lists, ``cap_pos[k]`` its position,
-        and ``cap_used`` what committed shares use of an entry, for the few entries whose
-        device has any (room = the map's value less that)."""
+        and ``cap_used`` what committed shares use of an entry (an exact sum), for the
+        few entries whose device has any (room = the map's value less that)."""
         maps = self.snap.table.capacity_maps
         multi = np.flatnonzero(self.multi)
         ids = maps.ids(self.snap.table, self.g[multi])
@@ -268,7 +269,7 @@ class Layout:
         self.cap_pos = np.repeat(multi, sizes)
         offset = np.arange(K, dtype=np.int64) - np.repeat(self.cap_ptr[multi], sizes)
         self.cap_entry = np.repeat(maps.first_entries(ids), sizes) + offset
-        self.cap_used: dict[int, int] = {}
+        self.cap_used: dict[int, QuantitySum] = {}
         if K:
             for lp, already in self.committed_use().items():
                 c = int(self.cap_map[lp])
@@ -278,9 +279,9 @@ class Layout:
                 for j, name in enumerate(maps.entry_name[start : maps.ptr[c + 1]]):
                     used = already.get(name)
                     if used is not None:
-                        self.cap_used[first + j] = beyond.nanos(used)
+                        self.cap_used[first + j] = used
 
-    def committed_use(self) -> dict[int, Mapping[str, Quantity]]:
+    def committed_use(self) -> dict[int, Mapping[str, QuantitySum]]:
         """What committed shares use of each position's device, for the positions whose
         device they use any capacity of (found per committed device, not per position)."""
         found = self._committed_use

@@ -64,6 +64,7 @@ from draspeed.errors import (
 )
 from draspeed.features import Features
 from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 from draspeed.reference.constraints import Constraint, DistinctAttribute, MatchAttribute
 from draspeed.reference.counters import CounterBook
 from draspeed.rules import texts
@@ -405,11 +406,11 @@ class _Allocation:
             or bool(self.live_shares.get(device_id))
         )
 
-    def _allocating_capacity(self, device_id: DeviceID) -> dict[str, Quantity]:
-        totals: dict[str, Quantity] = {}
+    def _allocating_capacity(self, device_id: DeviceID) -> dict[str, QuantitySum]:
+        totals: dict[str, QuantitySum] = {}
         for share in self.live_shares.get(device_id, ()):
             for name, amount in share.items():
-                totals[name] = totals[name].add(amount) if name in totals else amount
+                totals[name] = totals.get(name, QuantitySum()).add(amount)
         return totals
 
     def _capacity_fits(self, request: RequestSpec, device: Device, device_id: DeviceID) -> bool:

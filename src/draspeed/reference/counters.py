@@ -11,20 +11,22 @@ consumption, no counter of the pool is overdrawn. Pools are keyed by
 from __future__ import annotations
 
 from draspeed.api.model import Device
-from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.pools import Pool
 
-CounterTotals = dict[str, dict[str, Quantity]]  # counter set -> counter -> amount
+# counter set -> counter -> amount. Exact sums: a counter of 1e999999 less 1Gi is
+# compared without its million digits (upstream writes them out).
+CounterTotals = dict[str, dict[str, QuantitySum]]
 
-_ZERO = Quantity.from_int(0)
+_ZERO = QuantitySum()
 
 
 def available_counters(pool: Pool, allocated: AllocatedState) -> CounterTotals:
     """What the pool's counter sets offer after committed allocations."""
     available = {
-        name: {counter: c.value for counter, c in counter_set.counters.items()}
+        name: {counter: QuantitySum((c.value,)) for counter, c in counter_set.counters.items()}
         for name, counter_set in pool.counter_sets.items()
     }
     for slice_ in pool.slices + pool.slices_not_targeting_node:
@@ -39,7 +41,7 @@ def available_counters(pool: Pool, allocated: AllocatedState) -> CounterTotals:
                     continue
                 for counter, amount in consumption.counters.items():
                     if counter in counters:
-                        counters[counter] = counters[counter].sub(amount.value)
+                        counters[counter] = counters[counter].add(amount.value.neg())
     return available
 
 
@@ -63,9 +65,7 @@ class CounterBook:
             counters = consumed.setdefault(consumption.counter_set, {})
             for counter, amount in consumption.counters.items():
                 current = counters.get(counter, _ZERO)
-                counters[counter] = (
-                    current.add(amount.value) if sign > 0 else current.sub(amount.value)
-                )
+                counters[counter] = current.add(amount.value if sign > 0 else amount.value.neg())
 
     def reserve(self, pool: Pool, device: Device) -> bool:
         """Reserve the device's counters if every counter of the pool stays covered."""

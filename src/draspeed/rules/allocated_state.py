@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from draspeed.api.model import ResourceClaim
 from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 from draspeed.rules.ids import DeviceID, SharedDeviceID
 
 
@@ -25,8 +26,9 @@ class AllocatedState:
 
     devices: set[DeviceID] = field(default_factory=set)
     shared_devices: set[SharedDeviceID] = field(default_factory=set)
-    # Per device, what its shares consume, keyed like the model's device capacities.
-    consumed_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
+    # Per device, what its shares consume, keyed like the model's device capacities
+    # (exact sums: two shares' 1e999999 and 1Gi are compared without their digits).
+    consumed_capacity: dict[DeviceID, dict[str, QuantitySum]] = field(default_factory=dict)
     # Devices with at least one share, derived from ``shared_devices`` for O(1) lookups.
     _shared_device_ids: set[DeviceID] = field(init=False, repr=False, compare=False)
 
@@ -67,7 +69,7 @@ class AllocatedState:
             return
         totals = self.consumed_capacity.setdefault(share.device_id, {})
         for name, amount in consumed.items():
-            totals[name] = totals[name].add(amount) if name in totals else amount
+            totals[name] = totals[name].add(amount) if name in totals else QuantitySum((amount,))
 
     def has_share(self, device_id: DeviceID) -> bool:
         """Whether some committed share of the device exists (with or without capacity)."""

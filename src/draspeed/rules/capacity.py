@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from draspeed.api.model import CapacityRequestPolicy, CapacityRequestPolicyRange, DeviceCapacity
 from draspeed.errors import DraspeedError
 from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 
 
 class UnknownCapacityError(DraspeedError, ValueError):
@@ -120,10 +121,10 @@ def violates_policy(consumed: Quantity, policy: CapacityRequestPolicy | None) ->
 
 
 def request_fits(
-    already_consumed: Mapping[str, Quantity],
+    already_consumed: Mapping[str, Quantity | QuantitySum],
     requests: Mapping[str, Quantity],
     device_capacity: Mapping[str, DeviceCapacity],
-    allocating: Mapping[str, Quantity],
+    allocating: Mapping[str, Quantity | QuantitySum],
 ) -> bool:
     """Upstream's CmpRequestOverCapacity.
 
@@ -138,9 +139,14 @@ def request_fits(
         consumed = consumed_amount(requests.get(name), capacity)
         if violates_policy(consumed, capacity.request_policy):
             return False
-        total = consumed
+        if name not in already_consumed and name not in allocating:
+            if consumed.cmp(capacity.value) > 0:
+                return False
+            continue
+        # Upstream writes the sum out (inf.Dec); compared here without its digits.
+        total = QuantitySum((consumed,))
         if name in already_consumed:
-            total = already_consumed[name].add(total)
+            total = total.add(already_consumed[name])
         if name in allocating:
             total = total.add(allocating[name])
         if total.cmp(capacity.value) > 0:

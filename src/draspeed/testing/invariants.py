@@ -66,6 +66,7 @@ from draspeed.cel import compile_selector, device_input
 from draspeed.errors import CELCompileError, CELRuntimeError, DraspeedError
 from draspeed.features import Features
 from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 from draspeed.reference.constraints import lookup_attribute
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
@@ -612,8 +613,8 @@ def _add_consumption(totals: dict[tuple[str, str], Quantity], uses: Iterable[Any
             totals[key] = totals[key].add(counter.value) if key in totals else counter.value
 
 
-def _sum(amounts: Iterable[Quantity | None]) -> Quantity:
-    total = Quantity.from_int(0)
+def _sum(amounts: Iterable[Quantity | QuantitySum | None]) -> QuantitySum:
+    total = QuantitySum()
     for amount in amounts:
         if amount is not None:
             total = total.add(amount)

@@ -1,0 +1,180 @@
+"""Exact sums of quantities (``draspeed.quantity_sum``).
+
+Upstream adds quantities with inf.Dec, writing every digit out; draspeed compares sums
+by clusters of digits instead, so what committed shares consume of a capacity, and what
+is left of a counter, are compared exactly however far apart their exponents are. The
+answers upstream gives for such clusters are regression cases
+(``tests/regressions/capacity-committed-share*-beyond-exact-range-*``,
+``counter-held-beyond-exact-range-*``); here: the arithmetic against written-out sums,
+and the counter cases only the reference engine answers.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from draspeed import load
+from draspeed.errors import QuantityError
+from draspeed.features import Features
+from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
+from draspeed.testing.documents import resource_slice
+from draspeed.testing.engines import Inputs, run
+
+# Values within and beyond GAP digits of each other, of both signs.
+TEXTS = ["0", "1", "-1", "1n", "1m", "999", "1Gi", "-5e39", "1e40", "-1e40", "1e41", "1e80"]
+TEXTS += ["-2e80", "7e100", "-7e100", "3e-9", "123456789012345678901234567890e20"]
+
+
+def _random_terms(rng: random.Random) -> list[Quantity]:
+    return [Quantity.parse(rng.choice(TEXTS)) for _ in range(rng.randint(0, 5))]
+
+
+def test_comparisons_equal_those_of_the_written_out_sum() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        terms, other = _random_terms(rng), Quantity.parse(rng.choice(TEXTS))
+        total = sum((q.nanos for q in terms), 0)
+        expected = (total > other.nanos) - (total < other.nanos)
+        one_go = QuantitySum(terms)
+        step_by_step = QuantitySum()
+        for q in terms:
+            step_by_step = step_by_step.add(q)
+        assert one_go.cmp(other) == step_by_step.cmp(other) == expected
+        assert (one_go == other) == (expected == 0)
+        assert one_go.neg().cmp(other.neg()) == -expected
+        assert one_go.sign() == (total > 0) - (total < 0)
+        assert one_go.nanos == total
+        assert one_go.nanos_below(60) == (total if abs(total) < 10**60 else None)
+        # Hashed as the equal quantity, so sets of both hold one value once.
+        assert hash(one_go) == hash(Quantity.from_nanos(total))
+
+
+def test_sums_of_sums_and_the_running_add() -> None:
+    rng = random.Random(11)
+    for _ in range(500):
+        a, b = _random_terms(rng), _random_terms(rng)
+        joined = QuantitySum(a).add(QuantitySum(b))
+        assert joined.nanos == sum((q.nanos for q in a + b), 0)
+        assert joined.cmp(QuantitySum(b + a)) == 0
+    # As upstream's running Add: the first term's format, the exact value.
+    assert str(QuantitySum([Quantity.parse("1Gi"), Quantity.parse("1Gi")])) == "2Gi"
+    assert QuantitySum().quantity().is_zero()
+
+
+@pytest.mark.parametrize(
+    ("terms", "other", "expected"),
+    [
+        (["1e999999", "1Gi"], "1e999999", 1),
+        (["1e999998", "1Gi"], "1e999999", -1),
+        (["5e999998", "5e999998"], "1e999999", 0),
+        (["1e2147483647", "-1"], "1e2147483647", -1),
+        (["1e2147483647", "-1e2147483647", "1n"], "0", 1),
+        (["-1e2147483647", "1e-9"], "-1e2147483646", -1),
+    ],
+)
+def test_exponents_far_apart_are_compared_without_their_digits(
+    terms: list[str], other: str, expected: int
+) -> None:
+    total = QuantitySum(map(Quantity.parse, terms))
+    assert total.cmp(Quantity.parse(other)) == expected
+
+
+def test_a_sum_beyond_the_limit_is_refused_only_when_written_out() -> None:
+    total = QuantitySum([Quantity.parse("1e999999"), Quantity.parse("1Gi")])
+    assert total.sign() == 1 and total.nanos_below(1000) is None
+    assert str(total) == "about 10^1000000 (beyond the exact range)"
+    with pytest.raises(QuantityError, match="beyond draspeed's limit"):
+        total.quantity()
+    with pytest.raises(QuantityError, match="beyond draspeed's limit"):
+        _ = total.nanos
+
+
+def _counters(counter: str, held: list[str], wanted: list[str], count: int) -> list[Any]:
+    """A pool: a counter set, devices consuming of it (the first ``held`` allocated),
+    and a claim for ``count`` devices."""
+    devices = [
+        {
+            "name": f"d{i}",
+            "consumesCounters": [{"counterSet": "cs", "counters": {"mem": {"value": v}}}],
+        }
+        for i, v in enumerate(held + wanted)
+    ]
+    counter_slice = resource_slice(
+        "s0",
+        [],
+        nodeName="node-1",
+        pool="p",
+        count=2,
+        sharedCounters=[{"name": "cs", "counters": {"mem": {"value": counter}}}],
+    )
+    del counter_slice["spec"]["devices"]
+
+    def claim(name: str, n: int, results: list[int] | None) -> dict[str, Any]:
+        request = {"name": "r", "exactly": {"deviceClassName": "c", "count": n}}
+        made: dict[str, Any] = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default", "uid": name},
+            "spec": {"devices": {"requests": [request]}},
+        }
+        if results is not None:
+            made["status"] = {
+                "allocation": {
+                    "devices": {
+                        "results": [
+                            {
+                                "request": "r",
+                                "driver": "drv.example.com",
+                                "pool": "p",
+                                "device": f"d{i}",
+                            }
+                            for i in results
+                        ]
+                    }
+                }
+            }
+        return made
+
+    return [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+        counter_slice,
+        resource_slice("s1", devices, nodeName="node-1", pool="p", count=2),
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "c"}},
+        *([claim("held", len(held), list(range(len(held))))] if held else []),
+        claim("wanted", count, None),
+    ]
+
+
+# (counter, consumed by allocated devices, consumed by the others, devices asked for):
+# upstream's answer (its harness at the pinned commit), the devices it picks or None.
+# The fast engine refuses these, naming the counter: different values of 10^100000 nano
+# units or more meet on both sides of one comparison.
+COUNTER_CASES = [
+    (("1e999999", ["1e999998"], ["1Gi"], 1), ["d1"]),
+    (("1e999999", ["1e999998"], ["1e999998"], 1), ["d1"]),
+    (("1e999999", ["1e999998", "1e999998"], ["9e999998"], 1), None),
+    (("1e999999", [], ["1e999998", "1Gi"], 2), ["d0", "d1"]),
+    (("1e999999", [], ["1e999998", "9e999998", "1n"], 3), None),
+    (("1e999999", ["1e999998"], ["9e999998"], 1), ["d1"]),
+    (("2e999999", ["1e999999"], ["1e999999"], 1), ["d1"]),
+    (("2e999999", ["1e999999", "1"], ["1e999999"], 1), None),
+]
+
+
+@pytest.mark.parametrize(("case", "expected"), COUNTER_CASES)
+def test_the_reference_engine_answers_counters_far_apart_as_upstream(
+    case: tuple[str, list[str], list[str], int], expected: list[str] | None
+) -> None:
+    inputs = Inputs.from_objects(load(_counters(*case)), "node-1", Features())
+    answer = run("reference", inputs)
+    if expected is None:
+        assert answer.outcome == "unsuitable"
+    else:
+        assert answer.raw is not None
+        assert sorted(d.device for r in answer.raw for d in r.devices.results) == expected
+    with pytest.raises(QuantityError, match=r"^counter cs/mem: .* on both sides"):
+        run("fast", inputs)
