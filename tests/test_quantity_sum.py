@@ -12,6 +12,7 @@ and the counter cases only the reference engine answers.
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 import pytest
@@ -178,3 +179,47 @@ def test_the_reference_engine_answers_counters_far_apart_as_upstream(
         assert sorted(d.device for r in answer.raw for d in r.devices.results) == expected
     with pytest.raises(QuantityError, match=r"^counter cs/mem: .* on both sides"):
         run("fast", inputs)
+
+
+def _selector_cluster(expression: str) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+        resource_slice("s1", [{"name": "d0"}], nodeName="node-1"),
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "c"},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "cl", "namespace": "default", "uid": "u1"},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}},
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expression", "fits"),
+    [
+        ('quantity("1e2147483647").add(1).isGreaterThan(quantity("1e2147483647"))', True),
+        (
+            'quantity("1e2147483647").sub(quantity("1n")).compareTo(quantity("1e2147483647"))'
+            " == -1",
+            True,
+        ),
+        ('quantity("1e2147483647").add(1).sub(quantity("1e2147483647")) == quantity("1")', True),
+        ('quantity("-1e2147483647").add(quantity("1Gi")).asApproximateFloat() < 0.0', True),
+        ('quantity("1e2147483647").add(1).isInteger()', False),
+    ],
+)
+def test_cel_sums_upstream_never_finishes_are_answered_at_once(expression: str, fits: bool) -> None:
+    """Upstream writes 10^2147483647 + 1 out and does not finish; both engines answer
+    as the exact value says (the regression cases hold upstream's answers for
+    1e999999, which it finishes)."""
+    inputs = Inputs.from_objects(load(_selector_cluster(expression)), "node-1", Features())
+    for engine in ("fast", "reference"):
+        start = time.monotonic()
+        assert run(engine, inputs).outcome == ("results" if fits else "unsuitable"), engine
+        assert time.monotonic() - start < 10  # (a hang guard, not a timing)

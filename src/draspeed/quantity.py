@@ -472,6 +472,19 @@ class Quantity:
             object.__setattr__(self, "_nanos", found)
         return found
 
+    @classmethod
+    def from_inf_dec(cls, coef: int, exp: int, go_scale: int, format: str) -> Quantity:
+        """``coef * 10**exp`` held as Go holds an inf.Dec of unit ``10**go_scale``
+        (``exp >= go_scale``; nothing is written out)."""
+        _check_format(format)
+        coef, exp = _strip_tens(coef, exp)
+        return cls._make(coef, exp, format, True, go_scale, "")
+
+    @property
+    def go_scale(self) -> int:
+        """Go's unit as a power of ten: ``int64Amount.scale``, or ``-inf.Dec.Scale()``."""
+        return self._go_scale
+
     @property
     def decimal(self) -> tuple[int, int]:
         """(coef, exp) with ``coef * 10**exp`` the exact value, coef free of factors 10

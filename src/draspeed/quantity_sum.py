@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterable
 
 from draspeed.errors import QuantityError
-from draspeed.quantity import MAX_EXPONENT_DIGITS, Quantity
+from draspeed.quantity import ERR_NOT_INTEGER, MAX_EXPONENT_DIGITS, Quantity
 
 __all__ = ["QuantitySum"]
 
@@ -69,61 +69,81 @@ def _sign(clusters: tuple[_Cluster, ...]) -> int:
 class QuantitySum:
     """The exact sum of some quantities (upstream's running ``Add``), immutable.
 
-    :meth:`cmp` is exact for any exponents; :meth:`quantity` is the sum as upstream's
-    running ``Add`` holds it (its format and scale), refused where that needs more
-    digits than draspeed writes out, as :meth:`Quantity.add` is.
+    :meth:`cmp` is exact for any exponents. While the running ``Add`` can be written
+    out, :meth:`quantity` is it (its format and scale); past that, the sum keeps what
+    upstream's ``inf.Dec`` would hold besides the digits (the format, the scale), which
+    CEL's quantity methods read (:meth:`settled`, :meth:`is_integer`,
+    :meth:`as_approximate_float`).
     """
 
-    __slots__ = ("_clusters", "_written")
+    __slots__ = ("_clusters", "_format", "_go_scale", "_written")
 
     _clusters: tuple[_Cluster, ...]
-    # The running Add of the terms so far: None before the first, the QuantityError
-    # once it needed more digits than draspeed writes out.
-    _written: Quantity | QuantityError | None
+    # The running Add of the terms so far, while it can be written out (None before
+    # the first term, and past the limit).
+    _written: Quantity | None
+    # Past the limit (``_written`` None, some term added): upstream's format and its
+    # inf.Dec scale (as a power of ten); else unused.
+    _format: str
+    _go_scale: int | None
 
     def __init__(self, terms: Iterable[Quantity] = ()) -> None:
         self._clusters = ()
         self._written = None
+        self._format = ""
+        self._go_scale = None
         for q in terms:
-            self._clusters, self._written = self._plus(q)
+            self._set(self._plus(q.decimal, q, q.format, q.go_scale))
 
-    def _plus(self, q: Quantity) -> tuple[tuple[_Cluster, ...], Quantity | QuantityError | None]:
-        clusters = _normal((*self._clusters, q.decimal)) if q.sign() else self._clusters
-        written = self._written
-        if written is None:
-            return clusters, q
-        if isinstance(written, Quantity):
+    def _set(self, state: tuple[tuple[_Cluster, ...], Quantity | None, str, int | None]) -> None:
+        self._clusters, self._written, self._format, self._go_scale = state
+
+    def _plus(
+        self, decimal: _Cluster, written: Quantity | None, fmt: str, go_scale: int | None
+    ) -> tuple[tuple[_Cluster, ...], Quantity | None, str, int | None]:
+        """The state after adding a value: ``decimal`` (its exact value), ``written``
+        (it as a Quantity, if it is one), ``fmt`` and ``go_scale``."""
+        clusters = _normal((*self._clusters, decimal)) if decimal[0] else self._clusters
+        mine = self._written
+        if mine is None and self._go_scale is None:  # the first term
+            return clusters, written, fmt, go_scale
+        if mine is not None and written is not None:
             try:
-                return clusters, written.add(q)
-            except QuantityError as exc:
-                return clusters, exc
-        return clusters, written
+                return clusters, mine.add(written), "", None
+            except QuantityError:
+                pass
+        # inf.Dec from here on: Add keeps the larger inf scale (the smaller unit), and
+        # the format of the sum so far unless that is zero.
+        mine_scale = mine.go_scale if mine is not None else self._go_scale
+        assert mine_scale is not None and go_scale is not None
+        mine_format = mine.format if mine is not None else self._format
+        return clusters, None, mine_format if self._clusters else fmt, min(mine_scale, go_scale)
 
     def add(self, other: Quantity | QuantitySum) -> QuantitySum:
         """This sum plus ``other``, a new sum."""
         made = object.__new__(QuantitySum)
         if isinstance(other, QuantitySum):
+            if other._written is None and other._go_scale is None:
+                return self
+            written = other._written
+            fmt, go_scale = (
+                (written.format, written.go_scale)
+                if written is not None
+                else (other._format, other._go_scale)
+            )
+            # (Its clusters are added below, all of them.)
+            made._set(self._plus((0, 0), written, fmt, go_scale))
             made._clusters = _normal(self._clusters + other._clusters)
-            mine, theirs = self._written, other._written
-            if mine is None or theirs is None:
-                made._written = theirs if mine is None else mine
-            elif isinstance(mine, Quantity) and isinstance(theirs, Quantity):
-                try:
-                    made._written = mine.add(theirs)
-                except QuantityError as exc:
-                    made._written = exc
-            else:
-                made._written = mine if isinstance(mine, QuantityError) else theirs
         else:
-            made._clusters, made._written = self._plus(other)
+            made._set(self._plus(other.decimal, other, other.format, other.go_scale))
         return made
 
     def neg(self) -> QuantitySum:
         """Minus this sum, a new sum (upstream's ``Neg`` of the running ``Add``)."""
         made = object.__new__(QuantitySum)
         made._clusters = tuple((-coef, exp) for coef, exp in self._clusters)
-        written = self._written
-        made._written = written.neg() if isinstance(written, Quantity) else written
+        made._written = None if self._written is None else self._written.neg()
+        made._format, made._go_scale = self._format, self._go_scale
         return made
 
     def cmp(self, other: Quantity | QuantitySum) -> int:
@@ -165,12 +185,53 @@ class QuantitySum:
         """The sum as upstream's running ``Add`` holds it; raises
         :class:`~draspeed.errors.QuantityError` where that needs more digits than
         draspeed writes out."""
-        written = self._written
-        if written is None:
+        if self._written is not None:
+            return self._written
+        if self._go_scale is None:
             return _ZERO
-        if isinstance(written, Quantity):
-            return written
-        raise QuantityError(str(written))
+        settled = self.settled()
+        if isinstance(settled, Quantity):
+            return settled
+        top, low = self._clusters[-1], self._clusters[0]
+        raise QuantityError(
+            f"quantity needs 10^{_top(*top) - low[1]}, beyond draspeed's limit of "
+            f"10^{MAX_EXPONENT_DIGITS}"
+        )
+
+    def settled(self) -> Quantity | QuantitySum:
+        """The sum as a Quantity where one holds it without writing it out (written
+        out, or one cluster: upstream's inf.Dec of that value), else this sum."""
+        if self._written is not None:
+            return self._written
+        if self._go_scale is None:
+            return _ZERO
+        if len(self._clusters) > 1:
+            return self
+        coef, exp = self._clusters[0] if self._clusters else (0, 0)
+        return Quantity.from_inf_dec(coef, exp, self._go_scale, self._format)
+
+    # CEL's quantity methods on a sum that no Quantity holds: upstream's inf.Dec of
+    # more than 10^100000 digits.
+
+    def is_integer(self) -> bool:
+        """``isInteger()``: Go's AsInt64, which refuses every inf.Dec."""
+        settled = self.settled()
+        return isinstance(settled, Quantity) and settled.is_integer()
+
+    def as_integer(self) -> int:
+        """``asInteger()``; raises QuantityError("cannot convert value to integer")."""
+        settled = self.settled()
+        if isinstance(settled, Quantity):
+            return settled.as_integer()
+        raise QuantityError(ERR_NOT_INTEGER)
+
+    def as_approximate_float(self) -> float:
+        """``AsApproximateFloat64()``: an unscaled integer of more than 10^100000
+        digits is an infinite float64 (times 10^scale, at least 1e-9: still infinite)."""
+        settled = self.settled()
+        if isinstance(settled, Quantity):
+            return settled.as_approximate_float()
+        return float("inf") if self.sign() > 0 else float("-inf")
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (Quantity, QuantitySum)):
@@ -188,12 +249,11 @@ class QuantitySum:
         return -2 if found == -1 else found
 
     def __str__(self) -> str:
-        if isinstance(self._written, QuantityError):
-            coef, exp = self._clusters[-1]
-            return f"{'-' if coef < 0 else ''}about 10^{_top(coef, exp)} (beyond the exact range)"
-        return str(self.quantity())
+        settled = self.settled()
+        if isinstance(settled, Quantity):
+            return str(settled)
+        coef, exp = self._clusters[-1]
+        return f"{'-' if coef < 0 else ''}about 10^{_top(coef, exp)} (beyond the exact range)"
 
     def __repr__(self) -> str:
-        if isinstance(self._written, QuantityError):
-            return f"QuantitySum(<{len(self._clusters)} clusters beyond the exact range>)"
-        return f"QuantitySum([{str(self.quantity())!r}])"
+        return f"QuantitySum({str(self)!r})"

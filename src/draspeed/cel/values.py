@@ -459,6 +459,9 @@ def cel_equal(a: Any, b: Any) -> bool:
         return a is None and b is None
     ta = type(a)
     tb = type(b)
+    if ta is not tb:
+        ta = _CEL_CLASS.get(ta, ta)
+        tb = _CEL_CLASS.get(tb, tb)
     if ta is tb:
         if ta is list or ta is tuple:
             return _list_equal(a, b)
@@ -496,6 +499,15 @@ CUSTOM_EQUAL: dict[type, Callable[[Any, Any], bool]] = {}
 def register_opaque(cls: type, equal: Callable[[Any, Any], bool]) -> None:
     _OPAQUE.add(cls)
     CUSTOM_EQUAL[cls] = equal
+
+
+# Value classes that are another's CEL type (a quantity sum past the written-out
+# limit is a Quantity): compared as that class.
+_CEL_CLASS: dict[type, type] = {}
+
+
+def same_cel_type(cls: type, canonical: type) -> None:
+    _CEL_CLASS[cls] = canonical
 
 
 def _element_equal(a: Any, b: Any) -> bool:
