@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from draspeed.engine import _core
 from draspeed.engine._prepared import KnownAnswers, PerThread, PreparedAnswers
 from draspeed.engine.analogy import Recipe, kind_of_answer, located_picks, make_recipe
 from draspeed.engine.answers_ahead import answer_ahead, worth_a_window
+from draspeed.engine.beyond import BeyondExactRange
 from draspeed.engine.claim_arrays import (
     DEFERRED,
     MAX_RESULTS,
@@ -50,6 +51,9 @@ from draspeed.rules.results import (
     build_allocation_result,
     merge_config,
 )
+
+if TYPE_CHECKING:
+    from draspeed.reference import ReferenceAllocator
 
 _OUT = _core.OUTCOME
 _OUTCOME_MIN = min(_OUT.values())
@@ -111,6 +115,9 @@ class Allocator:
         if not callable(share_id):
             raise TypeError(f"share_id: expected a function, got {type(share_id).__name__}")
         self.share_id = share_id
+        # The reference engine over the same state, made when first needed (rarely:
+        # see _by_reference).
+        self._reference: ReferenceAllocator | None = None
         # Per thread, the stats of its last call (a thread reading another's would read
         # the work of a search it did not ask for).
         self.stats = PerThread(_NO_WORK)
@@ -159,6 +166,37 @@ class Allocator:
         return PreparedClaims(self, as_claims(claims))
 
     def _allocate(
+        self, claims: list[ResourceClaim], key: bytes, node: Node, deadline: float | None
+    ) -> list[AllocationResult] | None:
+        try:
+            return self._search(claims, key, node, deadline)
+        except BeyondExactRange:
+            return self._by_reference(claims, node, deadline)
+
+    def _by_reference(
+        self, claims: list[ResourceClaim], node: Node, deadline: float | None
+    ) -> list[AllocationResult] | None:
+        """The reference engine's answer, where the compiled search's stand-ins for
+        quantities beyond the exact range cannot decide (two different ones meet in
+        one comparison, :mod:`draspeed.engine.beyond`): the same answer and work, the
+        reference engine's time."""
+        reference = self._reference
+        if reference is None:
+            from draspeed.reference import ReferenceAllocator  # (rare: loaded when needed)
+
+            snap = self.snapshot
+            reference = self._reference = ReferenceAllocator(
+                snap.slices, list(snap.classes.values()), snap.allocated_claims, snap.features
+            )
+        try:
+            results = reference.allocate(claims, node, deadline=deadline)
+        finally:
+            self.last_stats = _stats_of(reference.last_stats.search_steps)
+        if results is not None:
+            _fresh_share_ids(results, self.share_id)
+        return results
+
+    def _search(
         self, claims: list[ResourceClaim], key: bytes, node: Node, deadline: float | None
     ) -> list[AllocationResult] | None:
         layout, n = self.snapshot.layout_for(node)
@@ -222,9 +260,11 @@ class Allocator:
         claims = as_claims(claims)
         deadline = arguments.deadline(deadline)
         snap = self.snapshot
-        layout = (
-            snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes, "nodes"))
-        )
+        asked = None if nodes is None else self._nodes(nodes, "nodes")
+        try:
+            layout = snap.cluster_layout() if asked is None else snap.layout(asked)
+        except BeyondExactRange:  # (a node's counters: every node asked on its own)
+            return self._one_by_one(claims, snap.nodes if asked is None else asked, deadline)
         if not claims:
             N = len(layout.nodes)
             return Feasibility(
@@ -241,6 +281,26 @@ class Allocator:
                     return self._feasible(claims, layout, key, deadline)
                 except _Deferred:
                     forget_claim_arrays(layout, key, None)  # search again, one verdict more known
+                except BeyondExactRange:
+                    return self._one_by_one(claims, layout.nodes, deadline)
+
+    def _one_by_one(
+        self, claims: list[ResourceClaim], nodes: Sequence[Node], deadline: float | None
+    ) -> Feasibility:
+        """:meth:`feasible_nodes` as ``allocate`` on each node in turn."""
+        N = len(nodes)
+        codes = np.full(N, F_ERROR, dtype=np.int8)
+        work = np.zeros(N, dtype=np.int64)
+        errors: dict[int, str] = {}
+        found = self._ask_each(nodes, range(N), claims, deadline, codes, work, errors)
+        share_id = self.share_id
+        return Feasibility(
+            [node.name for node in nodes],
+            codes,
+            work,
+            errors,
+            lambda n: [_copy_result(r, share_id) for r in found.get(n, ())],
+        )
 
     def _feasible(
         self, claims: list[ResourceClaim], layout: Layout, key: bytes, deadline: float | None
@@ -312,9 +372,25 @@ class Allocator:
     ) -> dict[int, list[AllocationResult]]:
         """Nodes whose pools changed after the layout was made: each asked on its own
         (their results, by node index)."""
+        return self._ask_each(
+            layout.nodes, sorted(layout.stale), claims, deadline, codes, work, errors
+        )
+
+    def _ask_each(
+        self,
+        nodes: Sequence[Node],
+        which: Iterable[int],
+        claims: list[ResourceClaim],
+        deadline: float | None,
+        codes: np.ndarray,
+        work: np.ndarray,
+        errors: dict[int, str],
+    ) -> dict[int, list[AllocationResult]]:
+        """``allocate`` on ``nodes[n]`` for each n of ``which``: its status, work and
+        error into the arrays, its results returned (by n)."""
         found: dict[int, list[AllocationResult]] = {}
-        for n in sorted(layout.stale):
-            node = layout.nodes[n]
+        for n in which:
+            node = nodes[n]
             errors.pop(n, None)
             try:
                 results = self.allocate(claims, node, deadline=deadline)

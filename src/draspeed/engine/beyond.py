@@ -13,8 +13,8 @@ number larger than any sum of fewer than ``10**40`` exact values: every comparis
 between one such value and sums of exact ones is decided as with the true value, and so
 is one between a value and sums of that same value (a device consumed whole). Where
 both sides hold different ones (a huge counter consumed in other huge amounts), the
-stand-ins could decide wrongly, and :func:`one_side` refuses instead. The reference
-engine compares quantities themselves and answers those too.
+stand-ins could decide wrongly, and :func:`one_side` refuses instead; the allocator
+then answers with the reference engine, which compares quantities themselves.
 """
 
 from __future__ import annotations
@@ -69,8 +69,14 @@ def one_side(
         raise _beyond(what, "of both signs in one sum")
 
 
-def _beyond(what: str, where: str) -> QuantityError:
-    return QuantityError(
+class BeyondExactRange(QuantityError):
+    """Stand-ins cannot decide a comparison: the allocator asks the reference engine,
+    which compares the quantities themselves (explain and capacity analysis, which
+    lay nodes out alone, report it)."""
+
+
+def _beyond(what: str, where: str) -> BeyondExactRange:
+    return BeyondExactRange(
         f"{what}: quantities of 10^{EXACT_DIGITS} nano units or more {where}, beyond "
         "draspeed's exact range (the reference engine, --engine reference, compares them)"
     )

@@ -414,7 +414,7 @@ class _Checker:
     def _counters(self, placed: list[_Placed]) -> None:
         if not self.features.partitionable_devices:
             return
-        new: dict[PoolID, dict[tuple[str, str], Quantity]] = defaultdict(dict)
+        new: dict[PoolID, dict[tuple[str, str], QuantitySum]] = defaultdict(dict)
         paid: set[DeviceID] = set()
         for p in placed:
             assert p.device is not None
@@ -432,7 +432,7 @@ class _Checker:
             _add_consumption(new[p.device_id.pool_id], p.device.consumes_counters)
         for pool_id, consumed in new.items():
             pool = self.pools[pool_id]
-            committed: dict[tuple[str, str], Quantity] = {}
+            committed: dict[tuple[str, str], QuantitySum] = {}
             for slice_ in [*pool.slices, *pool.slices_not_targeting_node]:
                 for device in slice_.spec.devices:
                     if self.committed.is_allocated(DeviceID(pool.driver, pool.name, device.name)):
@@ -606,11 +606,14 @@ def _tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
     return toleration.operator in ("", "Equal") and toleration.value == taint.value
 
 
-def _add_consumption(totals: dict[tuple[str, str], Quantity], uses: Iterable[Any]) -> None:
+def _add_consumption(totals: dict[tuple[str, str], QuantitySum], uses: Iterable[Any]) -> None:
     for use in uses:
         for name, counter in use.counters.items():
             key = (use.counter_set, name)
-            totals[key] = totals[key].add(counter.value) if key in totals else counter.value
+            totals[key] = totals.get(key, _NOTHING).add(counter.value)
+
+
+_NOTHING = QuantitySum()
 
 
 def _sum(amounts: Iterable[Quantity | QuantitySum | None]) -> QuantitySum:
