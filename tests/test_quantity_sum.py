@@ -136,3 +136,17 @@ def test_cel_sums_upstream_never_finishes_are_answered_at_once(expression: str, 
         start = time.monotonic()
         assert run(engine, inputs).outcome == ("results" if fits else "unsuitable"), engine
         assert time.monotonic() - start < 10  # (a hang guard, not a timing)
+
+
+@pytest.mark.parametrize(
+    ("terms", "text"),
+    [
+        (["1Gi", "1Gi"], "2Gi"),  # upstream's String() while the sum is written out
+        (["1e999998", "1Gi"], "1" + "0" * (999998 - 10) + "1073741824"),
+        (["1e999999", "5e99990"], "1" + "0" * (999999 - 99990 - 1) + "5e99990"),
+    ],
+)
+def test_exact_text_writes_the_value_out(terms: list[str], text: str) -> None:
+    total = QuantitySum(map(Quantity.parse, terms))
+    assert total.exact_text() == text
+    assert Quantity.parse(text) == total

@@ -54,6 +54,11 @@ CONSUMED_CASES = [
     (cap("100", values=("10", "20", "50")), "11", "20"),  # first valid value >= request
     (cap("100", values=("10", "20", "50")), "20", "20"),
     (cap("100", values=("10", "20", "50")), "60", "60"),  # none: unchanged (violates)
+    # Beyond int64 (Value() cannot hold it): not rounded (kubernetes#140442).
+    (cap("1e100001", min="7", step="1"), "1e999998", "100e999996"),
+    (cap("1e100001", min="7", step="2"), "9223372036854775808", "9223372036854775808"),
+    # Within int64, rounded exactly past it (upstream wraps; draspeed never wraps).
+    (cap("1e100001", min="0", step="2"), "9223372036854775807", "8Ei"),
 ]
 
 

@@ -122,13 +122,13 @@ def _int_from_digits(digits: str) -> int:
     return high * 10**low_len + _int_from_digits(digits[-low_len:])
 
 
-def _digits_of(n: int) -> str:
+def decimal_digits(n: int) -> str:
     """Decimal digits of n >= 0, for ints of any size."""
     if n < _SAFE_STR_LIMIT:
         return str(n)
     half = _digit_count(n) // 2
     high, low = divmod(n, 10**half)
-    return _digits_of(high) + _digits_of(low).rjust(half, "0")
+    return decimal_digits(high) + decimal_digits(low).rjust(half, "0")
 
 
 def _digit_count(n: int) -> int:
@@ -146,7 +146,7 @@ def _strip_tens(coef: int, exp: int) -> tuple[int, int]:
         return 0, 0
     if coef.bit_length() > 512 and coef % 10 == 0:
         # One digit at a time is quadratic on long numbers; count the zeros in the text.
-        digits = _digits_of(abs(coef))
+        digits = decimal_digits(abs(coef))
         zeros = len(digits) - len(digits.rstrip("0"))
         return coef // 10**zeros, exp + zeros
     while coef % 10 == 0:
@@ -842,7 +842,7 @@ def _decimal_text(coef: int, exp: int, exponent_format: bool) -> str:
         # Past "E" upstream now falls back to e-notation (kubernetes#140459).
         found = _DECIMAL_SUFFIX_OF_EXPONENT.get(exp)
         suffix = found if found is not None else f"e{exp}"
-    return f"{sign}{_digits_of(mantissa)}{suffix}"
+    return f"{sign}{decimal_digits(mantissa)}{suffix}"
 
 
 def _binary_text(whole: int) -> str:
@@ -860,8 +860,8 @@ def _binary_text(whole: int) -> str:
         coef, exp = _strip_tens(whole, 0)
         return _decimal_text(coef, exp, True)
     sign = "-" if whole < 0 else ""
-    return f"{sign}{_digits_of(magnitude)}{suffix}"
+    return f"{sign}{decimal_digits(magnitude)}{suffix}"
 
 
 def _decimal_int_text(whole: int) -> str:
-    return ("-" if whole < 0 else "") + _digits_of(abs(whole))
+    return ("-" if whole < 0 else "") + decimal_digits(abs(whole))

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterable
 
 from draspeed.errors import QuantityError
-from draspeed.quantity import ERR_NOT_INTEGER, MAX_EXPONENT_DIGITS, Quantity
+from draspeed.quantity import ERR_NOT_INTEGER, MAX_EXPONENT_DIGITS, Quantity, decimal_digits
 
 __all__ = ["QuantitySum"]
 
@@ -232,6 +232,27 @@ class QuantitySum:
         if isinstance(settled, Quantity):
             return settled.as_approximate_float()
         return float("inf") if self.sign() > 0 else float("-inf")
+
+    def exact_text(self) -> str:
+        """The sum as quantity text: upstream's ``String()`` of it while it can be
+        written out, past that the exact value as ``<digits>e<exp>`` (what a harness
+        that writes the sum out needs). Clusters of one sign are laid side by side with
+        the zeros between them; mixed signs are refused (no committed consumption is
+        negative)."""
+        if self._written is not None or self._go_scale is None:
+            return str(self.quantity())
+        if len({coef > 0 for coef, _ in self._clusters}) > 1:
+            raise QuantityError("a sum of both signs beyond the exact range has no short text")
+        parts: list[str] = []
+        last = 0  # the exponent of the last digit written so far
+        for coef, exp in reversed(self._clusters):
+            digits = decimal_digits(abs(coef))
+            if parts:
+                parts.append("0" * (last - exp - len(digits)))
+            parts.append(digits)
+            last = exp
+        sign = "-" if self._clusters[0][0] < 0 else ""
+        return f"{sign}{''.join(parts)}e{last}" if last else sign + "".join(parts)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (Quantity, QuantitySum)):

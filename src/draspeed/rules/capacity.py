@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 from draspeed.api.model import CapacityRequestPolicy, CapacityRequestPolicyRange, DeviceCapacity
 from draspeed.errors import DraspeedError
-from draspeed.quantity import Quantity
+from draspeed.quantity import INT64_MAX, Quantity
 from draspeed.quantity_sum import QuantitySum
 
 
@@ -64,6 +64,10 @@ def _round_up_range(requested: Quantity, valid_range: CapacityRequestPolicyRange
         return valid_range.min
     minimum, step = _range_bounds(valid_range)
     if valid_range.step is None or step == 0:
+        return requested
+    if requested.cmp(INT64_MAX) > 0:
+        # kubernetes#140442: Value() cannot hold it, so it is not rounded; the capacity
+        # check compares it as it is.
         return requested
     added = requested.go_value() - minimum
     steps = _go_div(added, step)

@@ -140,7 +140,7 @@ def in_use(claims: Iterable[ResourceClaim], features: Features) -> Obj:
                 "driver": d.driver,
                 "pool": d.pool,
                 "device": d.device,
-                "consumedCapacity": {name: str(q) for name, q in sorted(consumed.items())},
+                "consumedCapacity": {name: q.exact_text() for name, q in sorted(consumed.items())},
             }
             for d, consumed in sorted(state.consumed_capacity.items())
         ]
