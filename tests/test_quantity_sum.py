@@ -144,6 +144,8 @@ def test_cel_sums_upstream_never_finishes_are_answered_at_once(expression: str, 
         (["1Gi", "1Gi"], "2Gi"),  # upstream's String() while the sum is written out
         (["1e999998", "1Gi"], "1" + "0" * (999998 - 10) + "1073741824"),
         (["1e999999", "5e99990"], "1" + "0" * (999999 - 99990 - 1) + "5e99990"),
+        # Upstream's String() of this BinarySI sum would parse back capped at 2^63-1.
+        (["1Gi", "1e50"], "1" + "0" * 40 + "1073741824e0"),
     ],
 )
 def test_exact_text_writes_the_value_out(terms: list[str], text: str) -> None:

@@ -234,13 +234,19 @@ class QuantitySum:
         return float("inf") if self.sign() > 0 else float("-inf")
 
     def exact_text(self) -> str:
-        """The sum as quantity text: upstream's ``String()`` of it while it can be
-        written out, past that the exact value as ``<digits>e<exp>`` (what a harness
-        that writes the sum out needs). Clusters of one sign are laid side by side with
+        """The sum as quantity text that parses back to it: upstream's ``String()`` of it
+        where that does, else the exact value as ``<digits>e<exp>`` (what a harness
+        that reads the sum needs). Clusters of one sign are laid side by side with
         the zeros between them; mixed signs are refused (no committed consumption is
         negative)."""
         if self._written is not None or self._go_scale is None:
-            return str(self.quantity())
+            written = self.quantity()
+            text = str(written)
+            if Quantity.parse(text) == written:
+                return text
+            # (A BinarySI text beyond int64 parses capped at 2^63-1: written in decimal.)
+            coef, exp = written.decimal
+            return f"{'-' if coef < 0 else ''}{decimal_digits(abs(coef))}e{exp}"
         if len({coef > 0 for coef, _ in self._clusters}) > 1:
             raise QuantityError("a sum of both signs beyond the exact range has no short text")
         parts: list[str] = []
