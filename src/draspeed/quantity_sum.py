@@ -18,7 +18,13 @@ import sys
 from collections.abc import Iterable
 
 from draspeed.errors import QuantityError
-from draspeed.quantity import ERR_NOT_INTEGER, MAX_EXPONENT_DIGITS, Quantity, decimal_digits
+from draspeed.quantity import (
+    DECIMAL_SI,
+    ERR_NOT_INTEGER,
+    MAX_EXPONENT_DIGITS,
+    Quantity,
+    decimal_digits,
+)
 
 __all__ = ["QuantitySum"]
 
@@ -159,6 +165,12 @@ class QuantitySum:
         """-1, 0 or 1."""
         return _sign(self._clusters)
 
+    def magnitude_bound(self) -> int:
+        """An exponent e with ``|sum| < 10**e`` (not necessarily the least)."""
+        if not self._clusters:
+            return 0
+        return _top(*self._clusters[-1]) + 1
+
     def nanos_below(self, digits: int) -> int | None:
         """The sum in nano units if its magnitude is below ``10**digits``, else None
         (as :meth:`Quantity.nanos_below`), without writing out a larger one."""
@@ -279,8 +291,16 @@ class QuantitySum:
         settled = self.settled()
         if isinstance(settled, Quantity):
             return str(settled)
-        coef, exp = self._clusters[-1]
-        return f"{'-' if coef < 0 else ''}about 10^{_top(coef, exp)} (beyond the exact range)"
+        # The exact value as its clusters, highest first ("1e999999 - 1").
+        text = ""
+        for cluster in reversed(self._clusters):
+            coef, exp = Quantity.from_inf_dec(*cluster, 0, DECIMAL_SI).decimal  # (tens out)
+            term = f"{decimal_digits(abs(coef))}e{exp}" if exp else decimal_digits(abs(coef))
+            if text:
+                text += f" {'-' if coef < 0 else '+'} {term}"
+            else:
+                text = f"-{term}" if coef < 0 else term
+        return text
 
     def __repr__(self) -> str:
         return f"QuantitySum({str(self)!r})"

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from draspeed.analysis.amounts import nanos_of
 from draspeed.api.model import Device, Node
 from draspeed.quantity import Quantity
 from draspeed.rules.ids import PoolID
@@ -180,7 +181,7 @@ class Accounting:
         if found is not None and found[0] is uses:
             return found[1]
         amounts = tuple(
-            ((use.counter_set, name), counter.value.nanos)
+            ((use.counter_set, name), nanos_of(counter.value, f"counter {use.counter_set}/{name}"))
             for use in uses
             for name, counter in use.counters.items()
         )
@@ -199,7 +200,7 @@ class Accounting:
         for cs, counters in view.counter_sets.items():
             sets[cs] = frozenset(counters)
             for c, q in counters.items():
-                capacity[(cs, c)] = q.nanos
+                capacity[(cs, c)] = nanos_of(q, f"pool {view.id}, counter {cs}/{c}")
                 formats[(cs, c)] = q.format
         remaining = dict(capacity)
         demands = [self._demand(d) for d in objects]

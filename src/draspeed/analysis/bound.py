@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from draspeed import arguments
+from draspeed.analysis.amounts import nanos_of
 from draspeed.analysis.node_model import ModelDevice, NodeModel, Slot
 from draspeed.analysis.placement import Placer, State
 from draspeed.analysis.requests import (
@@ -514,9 +515,10 @@ class _Uses:
         for d, capacities in self.capacity.items():
             device = devices[d]
             for name, variables in capacities.items():
-                total = device.device.capacity[name].value.nanos
+                what = f"device {device.id}, capacity {name}"
+                total = nanos_of(device.device.capacity[name].value, what)
                 used = device.consumed.get(name)
-                _at_most(problem, variables, total - (used.nanos if used is not None else 0))
+                _at_most(problem, variables, total - (nanos_of(used, what) if used else 0))
             if device.uses and not device.held:
                 # The first share takes the device's counters (later ones do not).
                 first = problem.var(0.0, 1.0)
@@ -676,7 +678,10 @@ class _ShapeModel:
             for name, amount in consumed.items():
                 if amount > 0:
                     held = device.consumed.get(name)
-                    left = device.device.capacity[name].value.nanos - (held.nanos if held else 0)
+                    what = f"device {device.id}, capacity {name}"
+                    left = nanos_of(device.device.capacity[name].value, what) - (
+                        nanos_of(held, what) if held else 0
+                    )
                     most = min(most, float(max(left, 0) // amount))
             if most == 0:
                 return None
@@ -823,5 +828,5 @@ def _consumption(device: ModelDevice, requests: dict[str, Any]) -> dict[str, int
         consumed = consumed_amount(wanted.get(name), capacity)
         if violates_policy(consumed, capacity.request_policy):
             return None
-        out[name] = consumed.nanos
+        out[name] = nanos_of(consumed, f"capacity {name}")
     return out

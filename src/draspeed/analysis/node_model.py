@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from draspeed.analysis.amounts import nanos_of
 from draspeed.rules.allocated_state import AllocatedState
 from draspeed.rules.ids import DeviceID, PoolID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
@@ -121,7 +122,9 @@ class Published:
             for rs in live:
                 for cs in rs.spec.shared_counters:
                     for name, counter in cs.counters.items():
-                        self.capacity[(pid, cs.name, name)] = counter.value.nanos
+                        self.capacity[(pid, cs.name, name)] = nanos_of(
+                            counter.value, f"pool {pid}, counter {cs.name}/{name}"
+                        )
         for rs in live:
             per_device = bool(rs.spec.per_device_node_selection)
             targets = node is None or per_device or _targets(rs, node)
@@ -136,7 +139,10 @@ class Published:
                         DeviceID(pid.driver, pid.pool, device.name),
                         usable and visible,
                         uses={
-                            (pid, u.counter_set, name): c.value.nanos
+                            (pid, u.counter_set, name): nanos_of(
+                                c.value,
+                                f"device {pid}/{device.name}, counter {u.counter_set}/{name}",
+                            )
                             for u in device.consumes_counters
                             for name, c in u.counters.items()
                         },

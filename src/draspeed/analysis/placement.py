@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from draspeed.analysis.accounting import Accounting, DeviceCounts, NodeUsage, sum_usages
+from draspeed.analysis.amounts import nanos_of
 from draspeed.analysis.bestfit import best_fit
 from draspeed.analysis.inventory import Inventory
 from draspeed.analysis.kinds import Kind, Kinds, NodeLayout, compared_attributes
@@ -775,7 +776,9 @@ class _KindFacts:
             if live:
                 for cs in rs.spec.shared_counters:
                     for name, counter in cs.counters.items():
-                        capacity[name] = capacity.get(name, 0) + counter.value.nanos
+                        capacity[name] = capacity.get(name, 0) + nanos_of(
+                            counter.value, f"pool {pid}, counter {cs.name}/{name}"
+                        )
             for device in rs.spec.devices:
                 rows.append((rs.spec.driver, device))
                 usable.append(live)
@@ -783,7 +786,9 @@ class _KindFacts:
                 if live:
                     for use in device.consumes_counters:
                         for name, counter in use.counters.items():
-                            uses[name] = uses.get(name, 0) + counter.value.nanos
+                            uses[name] = uses.get(name, 0) + nanos_of(
+                                counter.value, f"device {pid}/{device.name}, counter {name}"
+                            )
                 consumes.append(uses)
         table = placer.verdicts.evaluate(rows)
         mask = np.asarray(usable, dtype=bool)

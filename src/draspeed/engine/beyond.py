@@ -71,8 +71,7 @@ def one_side(
 
 class BeyondExactRange(QuantityError):
     """Stand-ins cannot decide a comparison: the allocator asks the reference engine,
-    which compares the quantities themselves (explain and capacity analysis, which
-    lay nodes out alone, report it)."""
+    which compares the quantities themselves."""
 
 
 def _beyond(what: str, where: str) -> BeyondExactRange:

@@ -134,6 +134,8 @@ def claim_arrays(
     found = layout.claim_sets.get(key)  # a dict read is atomic: no lock for a hit
     if found is not None:
         return found
+    if layout.beyond is not None:  # (the allocator asks the reference engine instead)
+        raise layout.beyond
     with layout._lock, collector_paused():
         found = layout.claim_sets.get(key)
         if found is None:

@@ -29,6 +29,7 @@ from draspeed.api._model_tree import untrack_list
 from draspeed.api.coerce import object_name
 from draspeed.api.model import Device, DeviceAttribute, Node, ResourceSlice
 from draspeed.engine import _core, _gather, beyond
+from draspeed.engine.beyond import BeyondExactRange
 from draspeed.engine.slice_table import FLAGS
 from draspeed.quantity import Quantity
 from draspeed.quantity_sum import QuantitySum
@@ -230,8 +231,12 @@ class Layout:
             available = out["slot_available"]
             amounts = self.snap.table.quantity_whole()[out["table_quantity"]]
             exact: tuple[list[int], list[int]] | None = None
+            self.beyond: BeyondExactRange | None = None
         else:
             available, amounts, exact = _exact_units(self.snap, out)
+            # Counters the stand-ins cannot decide: told when a claim set is searched
+            # here (claim_arrays), not while the node is laid out (explain reads it).
+            self.beyond = _check_one_side(self.snap, out)
         self._exact = exact
         self.slot_spread = np.abs(available.astype(np.float64))
         # What the positions of a pool can consume of one of its slots, at most: an
@@ -590,7 +595,6 @@ def _exact_units(
         )
         for (slot, q), k in zip(pairs.T.tolist(), counts.tolist(), strict=True):
             available[slot] -= nanos[q] * k
-    _check_one_side(snap, out, slot_layout, slot_rel, capacity, nanos)
     terms: dict[tuple[int, int], int] = {}
     for key, value in zip(zip(slot_layout, slot_rel, strict=True), capacity, strict=True):
         terms[key] = math.gcd(terms.get(key, 0), value)
@@ -616,25 +620,22 @@ def _exact_units(
     )
 
 
-def _check_one_side(
-    snap: Snapshot,
-    out: dict[str, Any],
-    slot_layout: list[int],
-    slot_rel: list[int],
-    capacity: list[int],
-    nanos: list[int],
-) -> None:
+def _check_one_side(snap: Snapshot, out: dict[str, Any]) -> BeyondExactRange | None:
     """:func:`draspeed.engine.beyond.one_side` for each counter slot: its value against
     what its layout's devices consume and committed devices hold of it (only where some
-    value is beyond the exact range)."""
+    value is beyond the exact range). The first refusal, or None."""
+    nanos = snap.table.names.quantity_nanos
     if not any(map(beyond.is_stand_in, nanos)):
-        return
+        return None
     quantities = snap.table.names.quantities
     zero = (0, Quantity.from_int(0))
     slot_value = [
-        (v, quantities[q]) if q >= 0 else zero
-        for v, q in zip(capacity, out["slot_quantity"].tolist(), strict=True)
+        (nanos[q], quantities[q]) if q >= 0 else zero for q in out["slot_quantity"].tolist()
     ]
+    slot_ptr = out["pool_slot_ptr"]
+    slot_pool = np.repeat(np.arange(len(out["pool_id"])), np.diff(slot_ptr))
+    slot_layout = out["pool_layout"][slot_pool].tolist()
+    slot_rel = (np.arange(len(slot_pool)) - slot_ptr[slot_pool]).tolist()
     consumed: dict[tuple[int, int], list[tuple[int, Quantity]]] = {}
     entries = zip(out["table_layout"].tolist(), out["table_rel"].tolist(), strict=True)
     for key, q in zip(entries, out["table_quantity"].tolist(), strict=True):
@@ -646,4 +647,8 @@ def _check_one_side(
     for slot, key in enumerate(zip(slot_layout, slot_rel, strict=True)):
         set_id, counter_id = out["slot_set"][slot], out["slot_counter"][slot]
         what = f"counter {strings[set_id]}/{strings[counter_id]}"
-        beyond.one_side([slot_value[slot]], consumed.get(key, []) + held.get(slot, []), what)
+        try:
+            beyond.one_side([slot_value[slot]], consumed.get(key, []) + held.get(slot, []), what)
+        except BeyondExactRange as exc:
+            return exc
+    return None

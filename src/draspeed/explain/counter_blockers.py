@@ -17,17 +17,19 @@ from draspeed.api.model import (
 )
 from draspeed.engine.layout import NodeView
 from draspeed.engine.snapshot import Snapshot
+from draspeed.errors import QuantityError
 from draspeed.explain.facts import ZERO, NodeFacts, consumption
 from draspeed.explain.results import Blocker, Funnel
 from draspeed.explain.verdict import ask
 from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 from draspeed.rules.ids import DeviceID, PoolID
 
 
 def _counter_set_blocker(
     pool: PoolID,
     counter_set: str,
-    counters: list[tuple[str, Quantity, Quantity]],
+    counters: list[tuple[str, QuantitySum, QuantitySum]],
     tail: str,
     extra: dict[str, Any],
 ) -> Blocker:
@@ -52,7 +54,7 @@ def _counter_set_blocker(
 def counter_blockers(f: Funnel) -> list[Blocker]:
     """The counter sets that keep this request's otherwise available devices out: per
     counter, what is left and the least any of those devices needs."""
-    least: dict[tuple[PoolID, str], dict[str, tuple[Quantity, Quantity]]] = {}
+    least: dict[tuple[PoolID, str], dict[str, tuple[QuantitySum, QuantitySum]]] = {}
     devices: dict[tuple[PoolID, str], set[int]] = {}
     for s in f._counter_shorts:
         key = (s.pool, s.counter_set)
@@ -77,6 +79,15 @@ def counter_blockers(f: Funnel) -> list[Blocker]:
     return blockers
 
 
+def _at_least(total: QuantitySum) -> Quantity:
+    """``total`` as a counter value, or where it cannot be written out, a power of ten
+    above it: the relaxed set only has to be large enough for any choice."""
+    try:
+        return total.quantity()
+    except QuantityError:
+        return Quantity.parse(f"1e{total.magnitude_bound()}")
+
+
 def _relaxed_snapshot(
     snapshot: Snapshot, view: NodeView, node: Node, relax: set[tuple[PoolID, str]]
 ) -> Snapshot:
@@ -87,14 +98,14 @@ def _relaxed_snapshot(
     """
     pools = {p.id for p in view.pools}
     slices = [rs for rs in snapshot.slices if PoolID(rs.spec.driver, rs.spec.pool.name) in pools]
-    totals: dict[tuple[PoolID, str], dict[str, Quantity]] = {}
+    totals: dict[tuple[PoolID, str], dict[str, QuantitySum]] = {}
     for rs in slices:
         pid = PoolID(rs.spec.driver, rs.spec.pool.name)
         for device in rs.spec.devices:
             for set_name, counters in consumption(device).items():
                 sums = totals.setdefault((pid, set_name), {})
                 for name, amount in counters.items():
-                    sums[name] = sums[name].add(amount) if name in sums else amount
+                    sums[name] = sums.get(name, ZERO).add(amount)
     relaxed: list[ResourceSlice] = []
     for rs in slices:
         pid = PoolID(rs.spec.driver, rs.spec.pool.name)
@@ -111,7 +122,11 @@ def _relaxed_snapshot(
                 CounterSet(
                     cs.name,
                     {
-                        n: Counter(c.value.add(extra[n]) if n in extra else c.value)
+                        n: Counter(
+                            _at_least(QuantitySum((c.value,)).add(extra[n]))
+                            if n in extra
+                            else c.value
+                        )
                         for n, c in cs.counters.items()
                     },
                 )
@@ -170,11 +185,11 @@ def relaxed_counter_blockers(
 
 def _needed(
     facts: NodeFacts, results: list[AllocationResult], pid: PoolID, set_name: str
-) -> dict[str, Quantity]:
+) -> dict[str, QuantitySum]:
     """What the devices of ``results`` in that pool consume of one counter set
     (each device once; a device with a committed share has paid already)."""
     by_id = {facts.snap.device_id(g): g for g in facts.pool_of}
-    need: dict[str, Quantity] = {}
+    need: dict[str, QuantitySum] = {}
     seen: set[DeviceID] = set()
     for result in results:
         for r in result.devices.results:
@@ -186,5 +201,5 @@ def _needed(
             if facts.multi(device) and facts.committed_share(device_id):
                 continue
             for name, amount in consumption(device).get(set_name, {}).items():
-                need[name] = need[name].add(amount) if name in need else amount
+                need[name] = need.get(name, ZERO).add(amount)
     return need

@@ -14,15 +14,18 @@ from draspeed.engine.snapshot import Snapshot
 from draspeed.engine.store import ERROR, TRUE
 from draspeed.explain.results import CounterShort
 from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 from draspeed.rules import texts
 from draspeed.rules.capacity import UnknownCapacityError, request_fits
 from draspeed.rules.ids import DeviceID
 from draspeed.rules.node_selection import NodeSelectorError, node_matches
 from draspeed.rules.tolerations import taint_blocks
 
-ZERO = Quantity.from_int(0)
+ZERO = QuantitySum()
 
-Counters = dict[str, dict[str, Quantity]]  # counter set -> counter -> amount
+# counter set -> counter -> amount, exact sums (no digits written out: a counter of
+# 1e999999 less 1Gi is compared as it is).
+Counters = dict[str, dict[str, QuantitySum]]
 
 
 class NodeFacts:
@@ -95,8 +98,9 @@ class NodeFacts:
         if device.consumes_counters and not self.features.partitionable_devices:
             # Without the gate such a device is never allocated; say which counter it wants.
             use = device.consumes_counters[0]
-            name, amount = next(iter(use.counters.items()), ("", Counter(ZERO)))
-            found.append(CounterShort(g, pool.id, use.counter_set, name, ZERO, amount.value))
+            name, amount = next(iter(use.counters.items()), ("", Counter(Quantity.from_int(0))))
+            needed = QuantitySum((amount.value,))
+            found.append(CounterShort(g, pool.id, use.counter_set, name, ZERO, needed))
         elif device.consumes_counters and not (
             self.multi(device) and self.committed_share(self.snap.device_id(g))
         ):
@@ -181,13 +185,16 @@ def consumption(device: Device) -> Counters:
     for use in device.consumes_counters:
         counters = out.setdefault(use.counter_set, {})
         for name, amount in use.counters.items():
-            counters[name] = counters[name].add(amount.value) if name in counters else amount.value
+            counters[name] = counters.get(name, ZERO).add(amount.value)
     return out
 
 
 def _remaining(snapshot: Snapshot, pool: PoolView) -> Counters:
     """The pool's counter sets minus what committed claims' devices consume."""
-    left = {s: dict(counters) for s, counters in pool.counter_sets.items()}
+    left = {
+        s: {name: QuantitySum((value,)) for name, value in counters.items()}
+        for s, counters in pool.counter_sets.items()
+    }
     for g in [*pool.devices, *pool.other_devices]:
         if not snapshot.allocated.is_allocated(snapshot.device_id(g)):
             continue
@@ -197,5 +204,5 @@ def _remaining(snapshot: Snapshot, pool: PoolView) -> Counters:
                 continue
             for name, amount in counters.items():
                 if name in have:
-                    have[name] = have[name].sub(amount)
+                    have[name] = have[name].add(amount.neg())
     return left

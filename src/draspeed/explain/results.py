@@ -10,7 +10,7 @@ from typing import Any
 
 from draspeed.api.limits import ALLOCATION_RESULTS_MAX_SIZE
 from draspeed.engine.feasibility import Status
-from draspeed.quantity import Quantity
+from draspeed.quantity_sum import QuantitySum
 from draspeed.rules.ids import PoolID
 
 # The funnel's stages: JSON key, table heading, and how a shortfall there reads.
@@ -33,8 +33,8 @@ class CounterShort:
     pool: PoolID
     counter_set: str
     counter: str
-    remaining: Quantity
-    needed: Quantity
+    remaining: QuantitySum
+    needed: QuantitySum
 
 
 @dataclass(slots=True)
