@@ -103,7 +103,7 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
     "allocate-node-none": (
         lambda o, s: Allocator(s).allocate(o.claims, None),
         TypeError,
-        "node: expected a Node, a node name, or a Node's mapping or client model, got NoneType",
+        "node: expected a Node, a node name, or a Node's mapping or client model, got None",
     ),
     "allocate-deadline-nan": (
         lambda o, s: Allocator(s).allocate(o.claims, "node-1", deadline=math.nan),
@@ -115,15 +115,25 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
         TypeError,
         "deadline: expected a time.monotonic() value in seconds or None, got str",
     ),
+    "allocate-claims-str": (
+        lambda o, s: Allocator(s).allocate("claims", "node-1"),
+        TypeError,
+        "claims: expected a list of ResourceClaims, got str",
+    ),
+    "feasible-nodes-claims-none": (
+        lambda o, s: Allocator(s).feasible_nodes(None),  # type: ignore[arg-type]
+        TypeError,
+        "claims: expected a list of ResourceClaims, got None",
+    ),
     "prepare-none-item": (
         lambda o, s: Allocator(s).prepare([None]),
         TypeError,
-        "claims[0]: expected a ResourceClaim (or its mapping or client model), got NoneType",
+        "claims[0]: expected a ResourceClaim (or its mapping or client model), got None",
     ),
     "feasible-nodes-none-item": (
         lambda o, s: Allocator(s).feasible_nodes(o.claims, [None]),
         TypeError,
-        "nodes[0]: expected a Node, a node name, or a Node's mapping or client model, got NoneType",
+        "nodes[0]: expected a Node, a node name, or a Node's mapping or client model, got None",
     ),
     "feasible-nodes-int-item": (
         lambda o, s: Allocator(s).feasible_nodes(o.claims, [42]),
@@ -173,7 +183,7 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
     "feasibility-result-none": (
         lambda o, s: Allocator(s).feasible_nodes(o.claims).result(None),  # type: ignore[arg-type]
         TypeError,
-        "node: expected a Node or a node name, got NoneType",
+        "node: expected a Node or a node name, got None",
     ),
     "explain-snapshot": (
         lambda o, s: explain(None, o.claims, "node-1"),  # type: ignore[arg-type]

@@ -97,7 +97,7 @@ def test_allocators_take_client_models(example: Any) -> None:
     fast = draspeed.Allocator(cluster.snapshot())
     assert fast.feasible_nodes([claim], [node]).feasible == ["node-00001"]
     assert fast.prepare([claim]).allocate(node) is not None
-    with pytest.raises(InputError, match="expected a list of ResourceClaims"):
+    with pytest.raises(TypeError, match=r"^claims: expected a list of ResourceClaims, got str"):
         fast.allocate("not claims", node)
 
 

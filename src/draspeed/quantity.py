@@ -445,7 +445,7 @@ class Quantity:
         try:
             value = operator.index(value)  # (int(1.5) would round: a whole number is asked for)
         except TypeError:
-            raise TypeError(f"value: expected an int, got {type(value).__name__}") from None
+            raise TypeError(f"value: expected an int, got {type_name(value)}") from None
         coef, exp = _strip_tens(value, 0)
         return cls._make(coef, exp, format, not _fits_int64(value), 0, "")
 

@@ -177,7 +177,9 @@ class AddNodes:
         if sum(given) != 1:
             raise ValueError("AddNodes needs exactly one of kind, like or template")
         if isinstance(self.count, bool) or not isinstance(self.count, int):
-            raise TypeError(f"count: expected a whole number, got {type(self.count).__name__}")
+            raise TypeError(
+                f"count: expected a whole number, got {arguments.type_name(self.count)}"
+            )
         if not 0 <= self.count <= MAX_NODES:
             # (generate's own bound: more nodes than that are built in memory at once)
             raise ValueError(f"cannot add {self.count} nodes (0 to {MAX_NODES})")

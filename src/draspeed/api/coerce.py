@@ -22,6 +22,7 @@ from draspeed.api.model import (
     ResourceClaim,
     ResourceSlice,
 )
+from draspeed.arguments import type_name
 from draspeed.errors import InputError
 
 # What the allocators' entry points take: draspeed's claims, dicts, kubernetes-client
@@ -44,9 +45,7 @@ def as_claims(claims: ClaimsInput | Any) -> list[ResourceClaim]:
         if all(type(c) is ResourceClaim for c in items):
             return items
     else:
-        raise InputError(
-            "claims", "", f"expected a list of ResourceClaims, got {type(claims).__name__}"
-        )
+        raise TypeError(f"claims: expected a list of ResourceClaims, got {_name(claims)}")
     from draspeed.api.loader import load
 
     out: list[ResourceClaim] = []
@@ -140,4 +139,4 @@ def _is_list_object(value: Any) -> bool:
 
 
 def _name(value: Any) -> str:
-    return type(value).__name__
+    return type_name(value)

@@ -113,7 +113,7 @@ class Allocator:
         """``share_id`` makes the shareID of each shared allocation (tests may fix it)."""
         self.snapshot = arguments.instance_of(snapshot, Snapshot, "snapshot", "a Snapshot")
         if not callable(share_id):
-            raise TypeError(f"share_id: expected a function, got {type(share_id).__name__}")
+            raise TypeError(f"share_id: expected a function, got {arguments.type_name(share_id)}")
         self.share_id = share_id
         # The reference engine over the same state, made when first needed (rarely:
         # see _by_reference).
@@ -413,7 +413,9 @@ class Allocator:
         if isinstance(nodes, (str, Node, Mapping)):
             nodes = [nodes]  # one node: a name is not a sequence of characters
         elif not isinstance(nodes, Iterable):
-            raise TypeError(f"{name}: expected Nodes or node names, got {type(nodes).__name__}")
+            raise TypeError(
+                f"{name}: expected Nodes or node names, got {arguments.type_name(nodes)}"
+            )
         known = self.snapshot.given_nodes
         found = []
         for i, n in enumerate(nodes):

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from draspeed.api.model import AllocationResult, Node
+from draspeed.arguments import type_name
 
 Status = Literal["fits", "does-not-fit", "error", "node-error", "timeout"]
 STATUSES: tuple[Status, ...] = ("fits", "does-not-fit", "error", "node-error", "timeout")
@@ -99,7 +100,7 @@ class Feasibility:
         if isinstance(node, Node):
             node = node.name
         elif not isinstance(node, str):
-            raise TypeError(f"node: expected a Node or a node name, got {type(node).__name__}")
+            raise TypeError(f"node: expected a Node or a node name, got {type_name(node)}")
         if self._index is None:
             self._index = {name: i for i, name in enumerate(self._names)}
         found = self._index.get(node)
@@ -110,7 +111,7 @@ class Feasibility:
     def outcome(self, i: int) -> NodeOutcome:
         """Node i's outcome (results are built when first read)."""
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise TypeError(f"i: expected a node's index, got {type(i).__name__}")
+            raise TypeError(f"i: expected a node's index, got {type_name(i)}")
         if not -len(self._names) <= i < len(self._names):
             raise IndexError(f"i: node index {i} out of range for {len(self._names)} nodes")
         status = STATUSES[int(self.codes[i])]
