@@ -54,9 +54,10 @@ def _string_map(ctx: DecodeContext, d: Mapping[str, Any], key: str, path: str) -
     if not m:
         return {}
     for k, v in m.items():
-        if not isinstance(v, str):
+        if not isinstance(v, str) and v is not None:
             ctx.fail(child(child(path, key), str(k)), wrong_type("string", v))
-    return dict(m)
+    # (Go decodes null into a map's string as the empty string.)
+    return {k: "" if v is None else v for k, v in m.items()}
 
 
 def _plain_metadata(meta: dict[str, Any], namespaced: bool) -> ObjectMeta | None:

@@ -321,9 +321,10 @@ class DecodeContext:
         if not values:
             return []
         for i, v in enumerate(values):
-            if not isinstance(v, str):
+            if not isinstance(v, str) and v is not None:
                 self.fail(f"{child(path, key)}[{i}]", messages.wrong_type("string", v))
-        return list(values)
+        # (Go decodes null into a list's string as the empty string.)
+        return ["" if v is None else v for v in values]
 
     def quantity(self, value: Any, path: str) -> Quantity:
         """A resource.Quantity field: a string, or a bare JSON/YAML number as Go accepts."""
