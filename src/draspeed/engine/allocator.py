@@ -168,8 +168,52 @@ class Allocator:
     def _allocate(
         self, claims: list[ResourceClaim], key: bytes, node: Node, deadline: float | None
     ) -> list[AllocationResult] | None:
-        try:
-            return self._search(claims, key, node, deadline)
+        try:  # (a try costs nothing until it catches: no call layer on the warm path)
+            layout, n = self.snapshot.layout_for(node)
+            while True:
+                # (Inline: a warm call is a few microseconds, a Python call a tenth of one.)
+                arrays = layout.claim_sets.get(key) or claim_arrays(layout, claims, deadline, key)
+                if arrays.node_errors:
+                    error = arrays.node_errors.get(n)
+                    if error is not None:
+                        raise AllocationError(render(error, claims))
+                assert arrays.problem is not None
+                if deadline is not None:
+                    check_deadline(deadline)
+                state = _state(arrays, layout)
+                # The search is a function of the arrays and the node alone (with the arrays'
+                # own state): a node that fitted before fits the same way, with the same work.
+                known = arrays.answers.get(n) if state is None else None
+                if known is not None:
+                    stats, shape, leaves, shared = known
+                    self.last_stats = stats
+                    return _answer_copies(shape, leaves, shared, self.share_id)
+                code, work, picks, chosen, err_alt, err_pos = _core.search_node(
+                    arrays.problem, n, _core_deadline(deadline), state
+                )
+                stats = self.last_stats = _stats_of(work)
+                templates = arrays.results.get((n, picks, chosen)) if code == _FOUND else None
+                if templates is not None and state is None:
+                    arrays.remember(n, stats, templates)
+                if templates is not None:  # the common answer, usually asked before: copy and go
+                    return _copies(arrays, templates, self.share_id)
+                if code == _FOUND:
+                    made = _by_analogy(arrays, claims, n, picks, chosen)
+                    if made is not None:
+                        if state is None:
+                            arrays.answers[n] = (stats, made[0], made[1], False)
+                        return fill_template(*made)
+                outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
+                try:
+                    answer = outcome.raise_or_results(self.share_id)
+                except _Deferred:
+                    forget_claim_arrays(layout, key, arrays)  # search again, one verdict more known
+                    continue
+                if answer is not None and state is None:
+                    # Remembered at once: the next pod asking this node copies it and goes
+                    # (a scheduler asks every node once per pod of the shape).
+                    arrays.remember(n, stats, arrays.results[(n, picks, chosen)])
+                return answer
         except BeyondExactRange:
             return self._by_reference(claims, node, deadline)
 
@@ -195,55 +239,6 @@ class Allocator:
         if results is not None:
             _fresh_share_ids(results, self.share_id)
         return results
-
-    def _search(
-        self, claims: list[ResourceClaim], key: bytes, node: Node, deadline: float | None
-    ) -> list[AllocationResult] | None:
-        layout, n = self.snapshot.layout_for(node)
-        while True:
-            # (Inline: a warm call is a few microseconds, a Python call a tenth of one.)
-            arrays = layout.claim_sets.get(key) or claim_arrays(layout, claims, deadline, key)
-            if arrays.node_errors:
-                error = arrays.node_errors.get(n)
-                if error is not None:
-                    raise AllocationError(render(error, claims))
-            assert arrays.problem is not None
-            if deadline is not None:
-                check_deadline(deadline)
-            state = _state(arrays, layout)
-            # The search is a function of the arrays and the node alone (with the arrays'
-            # own state): a node that fitted before fits the same way, with the same work.
-            known = arrays.answers.get(n) if state is None else None
-            if known is not None:
-                stats, shape, leaves, shared = known
-                self.last_stats = stats
-                return _answer_copies(shape, leaves, shared, self.share_id)
-            code, work, picks, chosen, err_alt, err_pos = _core.search_node(
-                arrays.problem, n, _core_deadline(deadline), state
-            )
-            stats = self.last_stats = _stats_of(work)
-            templates = arrays.results.get((n, picks, chosen)) if code == _FOUND else None
-            if templates is not None and state is None:
-                arrays.remember(n, stats, templates)
-            if templates is not None:  # the common answer, usually asked before: copy and go
-                return _copies(arrays, templates, self.share_id)
-            if code == _FOUND:
-                made = _by_analogy(arrays, claims, n, picks, chosen)
-                if made is not None:
-                    if state is None:
-                        arrays.answers[n] = (stats, made[0], made[1], False)
-                    return fill_template(*made)
-            outcome = _Outcome(arrays, claims, n, code, work, err_alt, err_pos, picks, chosen)
-            try:
-                answer = outcome.raise_or_results(self.share_id)
-            except _Deferred:
-                forget_claim_arrays(layout, key, arrays)  # search again, one verdict more known
-                continue
-            if answer is not None and state is None:
-                # Remembered at once: the next pod asking this node copies it and goes
-                # (a scheduler asks every node once per pod of the shape).
-                arrays.remember(n, stats, arrays.results[(n, picks, chosen)])
-            return answer
 
     def feasible_nodes(
         self,
