@@ -36,21 +36,54 @@ from draspeed.semantic_version import SemVer, is_semver, parse_semver
 # DRA: 'includes' refuses lists longer than the per-device attribute value limit.
 INCLUDES_MAX = 48
 
+# ---- Quantity --------------------------------------------------------------------
+
+
+class QuantityPointer(Quantity):
+    """A quantity CEL's ``add`` or ``sub`` made. Upstream's library returns those by
+    pointer (``&Quantity{...}``), and a Quantity's ``Equal`` type-asserts a value on
+    its right: there such a quantity is "no such overload" (so ``!=`` is true and
+    ``in`` does not find it); on the left of ``==``, and to every other function, it
+    is a quantity like any."""
+
+    __slots__ = ()
+
+
+_QUANTITY_SLOTS = Quantity.__slots__
+
+
+def _pointer(q: Quantity | QuantitySum) -> Quantity | QuantitySum:
+    """``q`` as upstream's add and sub return it (a sum past the written-out limit
+    is only ever made by them: a pointer already)."""
+    if isinstance(q, QuantitySum):
+        return q
+    made = object.__new__(QuantityPointer)
+    for slot in _QUANTITY_SLOTS:
+        object.__setattr__(made, slot, getattr(q, slot))
+    return made
+
+
+def _quantity_equal(a: Any, b: Any) -> bool:
+    if type(b) is QuantityPointer or type(b) is QuantitySum:
+        raise no_such_overload()
+    return _cmp(a, b) == 0
+
+
 Quantity.cel_type_name = "kubernetes.Quantity"  # type: ignore[attr-defined]
 # A sum of quantities too far apart to write out (see q_add): a Quantity to CEL.
 QuantitySum.cel_type_name = "kubernetes.Quantity"  # type: ignore[attr-defined]
 SemVer.cel_type_name = "kubernetes.Semver"  # type: ignore[attr-defined]
-register_opaque(Quantity, lambda a, b: _cmp(a, b) == 0)
-register_opaque(QuantitySum, lambda a, b: _cmp(a, b) == 0)
+for _class in (Quantity, QuantityPointer, QuantitySum):
+    register_opaque(_class, _quantity_equal)
+same_cel_type(QuantityPointer, Quantity)
 same_cel_type(QuantitySum, Quantity)
 register_opaque(SemVer, lambda a, b: a.compare(b) == 0)
 register_unhashable(SemVer)
 
-# ---- Quantity --------------------------------------------------------------------
-
 
 def _q(v: Any) -> Quantity | QuantitySum:
-    if type(v) is not Quantity and type(v) is not QuantitySum:
+    t = type(v)
+    if t is not Quantity and t is not QuantityPointer and t is not QuantitySum:
         raise no_such_overload()
     return v
 
@@ -96,19 +129,20 @@ def q_as_float(q: Any) -> float:
 def q_add(q: Any, other: Any) -> Quantity | QuantitySum:
     base = _q(q)
     if type(other) is int:
-        return _sum(base, Quantity.from_int(other, DECIMAL_EXPONENT))
-    return _sum(base, _q(other))
+        return _pointer(_sum(base, Quantity.from_int(other, DECIMAL_EXPONENT)))
+    return _pointer(_sum(base, _q(other)))
 
 
 def q_sub(q: Any, other: Any) -> Quantity | QuantitySum:
     base = _q(q)
     subtracted = Quantity.from_int(other, DECIMAL_EXPONENT) if type(other) is int else _q(other)
-    if type(base) is Quantity and type(subtracted) is Quantity:
+    if isinstance(base, Quantity) and isinstance(subtracted, Quantity):
         try:
-            return base.sub(subtracted)  # (Sub, not Add of Neg: int64 -2^63 differs)
+            # (Sub, not Add of Neg: int64 -2^63 differs.)
+            return _pointer(base.sub(subtracted))
         except QuantityError:
             pass
-    return _sum(base, subtracted.neg())
+    return _pointer(_sum(base, subtracted.neg()))
 
 
 def _sum(a: Quantity | QuantitySum, b: Quantity | QuantitySum) -> Quantity | QuantitySum:
@@ -116,7 +150,7 @@ def _sum(a: Quantity | QuantitySum, b: Quantity | QuantitySum) -> Quantity | Qua
     out (0.15 s for 1e999999 plus 1Gi; it never finishes 1e2147483647 plus 1); past
     draspeed's limit the sum is a QuantitySum, exact without its digits, and a
     Quantity again once one holds it."""
-    if type(a) is Quantity and type(b) is Quantity:
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
         try:
             return a.add(b)
         except QuantityError:
@@ -168,11 +202,14 @@ def _cmp(a: Any, b: Any) -> int:
     ta = type(a)
     if ta is Quantity and type(b) is Quantity:
         return a.cmp(b)
-    if (ta is Quantity or ta is QuantitySum) and type(b) in (Quantity, QuantitySum):
-        return a.cmp(b) if ta is QuantitySum else -b.cmp(a)
+    if ta in _QUANTITY_CLASSES and type(b) in _QUANTITY_CLASSES:
+        return -b.cmp(a) if ta is not QuantitySum and type(b) is QuantitySum else a.cmp(b)
     if ta is SemVer and type(b) is SemVer:
         return a.compare(b)
     raise no_such_overload()
+
+
+_QUANTITY_CLASSES = (Quantity, QuantityPointer, QuantitySum)
 
 
 def is_greater_than(a: Any, b: Any) -> bool:
