@@ -341,7 +341,9 @@ class Allocator:
                 n = int(searched[j])
                 error = _Outcome.from_row(arrays, claims, n, out, j).error()
                 errors[n] = str(error)
-        alone = self._stale_nodes(layout, claims, deadline, codes, work, errors)
+        # Nodes whose pools changed after the layout was made: each asked on its own.
+        stale = sorted(layout.stale)
+        alone = self._ask_each(layout.nodes, stale, claims, deadline, codes, work, errors)
         share_id = self.share_id
 
         def results(n: int) -> list[AllocationResult]:
@@ -355,21 +357,6 @@ class Allocator:
             return outcome.results(share_id)
 
         return Feasibility(layout.names, codes, work, errors, results)
-
-    def _stale_nodes(
-        self,
-        layout: Layout,
-        claims: list[ResourceClaim],
-        deadline: float | None,
-        codes: np.ndarray,
-        work: np.ndarray,
-        errors: dict[int, str],
-    ) -> dict[int, list[AllocationResult]]:
-        """Nodes whose pools changed after the layout was made: each asked on its own
-        (their results, by node index)."""
-        return self._ask_each(
-            layout.nodes, sorted(layout.stale), claims, deadline, codes, work, errors
-        )
 
     def _ask_each(
         self,
