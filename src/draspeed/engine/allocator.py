@@ -255,11 +255,9 @@ class Allocator:
         claims = as_claims(claims)
         deadline = arguments.deadline(deadline)
         snap = self.snapshot
-        asked = None if nodes is None else self._nodes(nodes, "nodes")
-        try:
-            layout = snap.cluster_layout() if asked is None else snap.layout(asked)
-        except BeyondExactRange:  # (a node's counters: every node asked on its own)
-            return self._one_by_one(claims, snap.nodes if asked is None else asked, deadline)
+        layout = (
+            snap.cluster_layout() if nodes is None else snap.layout(self._nodes(nodes, "nodes"))
+        )
         if not claims:
             N = len(layout.nodes)
             return Feasibility(

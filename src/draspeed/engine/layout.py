@@ -233,10 +233,11 @@ class Layout:
             exact: tuple[list[int], list[int]] | None = None
             self.beyond: BeyondExactRange | None = None
         else:
-            available, amounts, exact = _exact_units(self.snap, out)
+            keys = _slot_keys(out)
+            available, amounts, exact = _exact_units(self.snap, out, keys)
             # Counters the stand-ins cannot decide: told when a claim set is searched
             # here (claim_arrays), not while the node is laid out (explain reads it).
-            self.beyond = _check_one_side(self.snap, out)
+            self.beyond = _check_one_side(self.snap, out, keys)
         self._exact = exact
         self.slot_spread = np.abs(available.astype(np.float64))
         # What the positions of a pool can consume of one of its slots, at most: an
@@ -571,22 +572,30 @@ def _reason_text(strings: list[str], reason: int, a: int, b: int) -> str:
     return texts.counter_not_found(strings[a], strings[b])
 
 
+def _slot_keys(out: dict[str, Any]) -> tuple[list[int], list[int]]:
+    """Each counter slot's counter layout and its place in that layout: the key its
+    consumption table entries share."""
+    slot_ptr = out["pool_slot_ptr"]
+    slot_pool = np.repeat(np.arange(len(out["pool_id"])), np.diff(slot_ptr))
+    slot_layout = out["pool_layout"][slot_pool].tolist()
+    slot_rel = (np.arange(len(slot_pool)) - slot_ptr[slot_pool]).tolist()
+    return slot_layout, slot_rel
+
+
 def _exact_units(
-    snap: Snapshot, out: dict[str, Any]
+    snap: Snapshot, out: dict[str, Any], keys: tuple[list[int], list[int]]
 ) -> tuple[np.ndarray, np.ndarray, tuple[list[int], list[int]] | None]:
     """Slot availability and the consumption table in exact units: one unit per slot of
     each counter layout (the gcd of every capacity and amount that slot sees, in every
     pool of the layout), so the table stays shared. As int64 arrays when the values
     fit, else also as Python integer lists (the third item) for the core's exact sums.
+    ``keys``: :func:`_slot_keys` of ``out``.
 
     Python loops over distinct (layout, slot, quantity) triples and over slots: devices
     of a kind consume the same few amounts.
     """
     nanos = snap.table.names.quantity_nanos
-    slot_ptr = out["pool_slot_ptr"]
-    slot_pool = np.repeat(np.arange(len(out["pool_id"])), np.diff(slot_ptr))
-    slot_layout = out["pool_layout"][slot_pool].tolist()
-    slot_rel = (np.arange(len(slot_pool)) - slot_ptr[slot_pool]).tolist()
+    slot_layout, slot_rel = keys
     capacity = [nanos[q] if q >= 0 else 0 for q in out["slot_quantity"].tolist()]
     available = list(capacity)
     if len(out["held_slot"]):
@@ -620,7 +629,9 @@ def _exact_units(
     )
 
 
-def _check_one_side(snap: Snapshot, out: dict[str, Any]) -> BeyondExactRange | None:
+def _check_one_side(
+    snap: Snapshot, out: dict[str, Any], keys: tuple[list[int], list[int]]
+) -> BeyondExactRange | None:
     """:func:`draspeed.engine.beyond.one_side` for each counter slot: its value against
     what its layout's devices consume and committed devices hold of it (only where some
     value is beyond the exact range). The first refusal, or None."""
@@ -632,10 +643,7 @@ def _check_one_side(snap: Snapshot, out: dict[str, Any]) -> BeyondExactRange | N
     slot_value = [
         (nanos[q], quantities[q]) if q >= 0 else zero for q in out["slot_quantity"].tolist()
     ]
-    slot_ptr = out["pool_slot_ptr"]
-    slot_pool = np.repeat(np.arange(len(out["pool_id"])), np.diff(slot_ptr))
-    slot_layout = out["pool_layout"][slot_pool].tolist()
-    slot_rel = (np.arange(len(slot_pool)) - slot_ptr[slot_pool]).tolist()
+    slot_layout, slot_rel = keys
     consumed: dict[tuple[int, int], list[tuple[int, Quantity]]] = {}
     entries = zip(out["table_layout"].tolist(), out["table_rel"].tolist(), strict=True)
     for key, q in zip(entries, out["table_quantity"].tolist(), strict=True):
