@@ -55,6 +55,7 @@ CAP_FAIL, CAP_OK, CAP_DYNAMIC = _core.CAP["fail"], _core.CAP["ok"], _core.CAP["d
 _INT64_LIMIT = 2**62  # headroom: sums of two in-range terms cannot wrap before the check
 _INT32_MAX = 2**31 - 1  # the largest count or bound the core's int32 arrays hold
 _CLAIM_SETS_PER_LAYOUT = 32  # distinct claim sets remembered per layout
+_PREFIX_ROWS_PER_LAYOUT = 64  # selector rows after a run of selectors, per layout
 
 # The runtime error of a device whose verdict the search must first compute.
 DEFERRED = "\x00deferred"
@@ -146,6 +147,29 @@ def claim_arrays(
                 layout.claim_sets.pop(next(iter(layout.claim_sets)))
             layout.claim_sets[key] = found
         return found
+
+
+def _prefix_keys(binding: bool, sources: list[tuple[bool, int, Any]]) -> list[tuple[Any, ...]]:
+    """The key of each run of ``sources`` from the first (the empty run first): what a
+    selector row after that run depends on besides the layout."""
+    keys: list[tuple[Any, ...]] = [(binding,)]
+    for from_class, _, selector in sources:
+        text = None if selector.cel is None else selector.cel.expression
+        keys.append((*keys[-1], from_class, text))
+    return keys
+
+
+def _remember(
+    prefixes: dict[tuple[Any, ...], tuple[np.ndarray, SelectorFailures]],
+    key: tuple[Any, ...],
+    row: np.ndarray,
+    failures: SelectorFailures,
+) -> None:
+    """Keep a copy of a selector row after a run of selectors (the oldest forgotten
+    past a bound; under the layout's lock, as claim arrays are built)."""
+    if len(prefixes) >= _PREFIX_ROWS_PER_LAYOUT:
+        prefixes.pop(next(iter(prefixes)))
+    prefixes[key] = (row.copy(), failures.copy())
 
 
 def forget_claim_arrays(layout: Layout, key: bytes, arrays: ClaimArrays | None) -> None:
@@ -360,13 +384,28 @@ class ClaimArrays:
 
     def _compute_selectable(self, alt: Alternative) -> tuple[np.ndarray, SelectorFailures]:
         snap, layout = self.snap, self.layout
-        row = np.full(layout.L, SEL_YES, dtype=np.uint8)
-        failures = SelectorFailures()
-        if not self.features.device_binding_and_status:
-            row[layout.binding] = SEL_NO
         sources = [(True, i, s) for i, s in enumerate(alt.device_class.spec.selectors)]
         sources += [(False, i, s) for i, s in enumerate(alt.selectors)]
-        for from_class, i, selector in sources:
+        # The row after the longest run of these selectors that an earlier claim set of
+        # the layout began with (a new claim shape is most often an old one with a
+        # selector more): only the rest are applied here.
+        prefixes = layout.selector_prefixes
+        keys = _prefix_keys(self.features.device_binding_and_status, sources)
+        done = 0
+        for done in range(len(sources), -1, -1):
+            found = prefixes.get(keys[done])
+            if found is not None:
+                row, failures = found[0].copy(), found[1].copy()
+                break
+        else:
+            row = np.full(layout.L, SEL_YES, dtype=np.uint8)
+            failures = SelectorFailures()
+            if not self.features.device_binding_and_status:
+                row[layout.binding] = SEL_NO
+            _remember(prefixes, keys[0], row, failures)
+        complete = True  # no verdict deferred so far: the row may be remembered
+        for k in range(done, len(sources)):
+            from_class, i, selector = sources[k]
             pending = np.flatnonzero(row == SEL_YES)
             if not len(pending):
                 break
@@ -388,6 +427,11 @@ class ClaimArrays:
             deferred = pending[verdict == UNKNOWN]
             row[deferred] = SEL_ERROR
             failures.add_many(deferred, _same((from_class, i, None, DEFERRED)))
+            # (A row with deferred verdicts is built again once one of them is known:
+            # never remembered, so that the rebuild sees the verdict.)
+            complete = complete and not len(deferred)
+            if complete and k + 1 < len(sources):
+                _remember(prefixes, keys[k + 1], row, failures)
         # Each device's own node selection, where the selectors let it through.
         row[(row == SEL_YES) & (layout.pdn == PDN_NO)] = SEL_NO
         erring = np.flatnonzero((row == SEL_YES) & (layout.pdn == PDN_ERROR))

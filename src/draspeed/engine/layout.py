@@ -116,6 +116,8 @@ class Layout:
         # searched on their own, never through these arrays.
         self.stale: frozenset[int] = frozenset()
         self.claim_sets: dict[bytes, Any] = {}  # claims signature -> claim_arrays.ClaimArrays
+        # A run of selectors -> the selector verdict row after it and its failures.
+        self.selector_prefixes: dict[tuple[Any, ...], tuple[np.ndarray, Any]] = {}
         self._codes: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
         self._committed_use: dict[int, Mapping[str, QuantitySum]] | None = None
         self._overflow: dict[int, bool] = {}  # claims -> slots_may_overflow

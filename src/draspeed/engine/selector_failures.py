@@ -30,6 +30,14 @@ class SelectorFailures:
         # (positions, ascending; the reason of one of them)
         self._groups: list[tuple[np.ndarray, Callable[[int], SelectorFailure]]] = []
 
+    def copy(self) -> SelectorFailures:
+        """A copy that changes apart from this one (the groups' arrays are shared: they
+        are never changed)."""
+        out = SelectorFailures()
+        out._own = dict(self._own)
+        out._groups = list(self._groups)
+        return out
+
     def add_many(self, positions: np.ndarray, reason: Callable[[int], SelectorFailure]) -> None:
         """``positions`` (ascending) fail, each for ``reason(position)``."""
         if len(positions):

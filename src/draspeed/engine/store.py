@@ -112,11 +112,14 @@ class SliceStore:
         """
         if results.selector is None:
             return np.full(len(devices), ERROR, dtype=np.uint8)
-        if len(devices) and (results.verdict[devices] == UNKNOWN).any():
+        unknown = results.verdict[devices] == UNKNOWN
+        if unknown.any():
             with self.lock:
                 results.cover(self.table.n_devices)
                 wanted = np.zeros(self.table.n_devices, dtype=bool)
-                wanted[devices[results.verdict[devices] == UNKNOWN]] = True
+                # (Asked again under the lock: another thread may have evaluated some.)
+                unknown = results.verdict[devices] == UNKNOWN
+                wanted[devices[unknown] if not unknown.all() else devices] = True
                 for k in range(n_chunks):
                     start, end, _ = self.chunks[k]
                     if start == end or not wanted[start:end].any():
