@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from draspeed import analysis, binding, load
+from draspeed.analysis import plots
 from draspeed.api.loader import Objects
 from draspeed.api.model import AllocationResult, DeviceClass, DeviceClassSpec, Node, ObjectMeta
 from draspeed.cluster import Cluster
@@ -490,6 +491,63 @@ MISUSES: dict[str, tuple[Callable[[Objects, Snapshot], Any], type[Exception], st
         lambda o, s: Quantity.from_int(1, "x"),
         ValueError,
         "format: unknown quantity format 'x'; expected one of BinarySI, DecimalExponent, DecimalSI",
+    ),
+    # draspeed.analysis.plots: checked before matplotlib is imported or anything drawn
+    "plot-fit-curve-str": (
+        lambda o, s: plots.fit_curve("123", [1, 2, 3]),  # type: ignore[arg-type]
+        TypeError,
+        "added: expected a sequence of whole numbers, got str",
+    ),
+    "plot-fit-curve-float-item": (
+        lambda o, s: plots.fit_curve([1, 2], [1, 2.5]),  # type: ignore[list-item]
+        TypeError,
+        "pods[1]: expected a whole number, got float",
+    ),
+    "plot-fit-curve-lengths": (
+        lambda o, s: plots.fit_curve([1, 2], [1]),
+        ValueError,
+        "added and pods: 2 node counts but 1 pod counts (one of each per point)",
+    ),
+    "plot-strategies-list": (
+        lambda o, s: plots.strategies_chart([3, 4]),  # type: ignore[arg-type]
+        TypeError,
+        "placed: expected a mapping of strategy names to pods placed, got list",
+    ),
+    "plot-strategies-negative": (
+        lambda o, s: plots.strategies_chart({"first-fit": -1}),
+        ValueError,
+        "placed['first-fit']: expected a whole number >= 0, got -1",
+    ),
+    "plot-strategies-bound": (
+        lambda o, s: plots.strategies_chart({"first-fit": 1}, "10"),  # type: ignore[arg-type]
+        TypeError,
+        "bound: expected a whole number, got str",
+    ),
+    "plot-draw-utilisation-none": (
+        lambda o, s: plots.draw_utilisation(None, None),  # type: ignore[arg-type]
+        TypeError,
+        "report: expected a FragmentationReport (what fragmentation returns), got None",
+    ),
+    "plot-draw-trace-queue-dict": (
+        lambda o, s: plots.draw_trace_queue(None, {}),  # type: ignore[arg-type]
+        TypeError,
+        "report: expected a TraceReport (what simulate returns), got dict",
+    ),
+    "plot-capacity-figure-curve": (
+        lambda o, s: plots.capacity_figure(
+            analysis.fragmentation(s),
+            curve=([1, 2], None),  # type: ignore[arg-type]
+        ),
+        TypeError,
+        "curve[1]: expected a sequence of whole numbers, got None",
+    ),
+    "plot-capacity-figure-strategies": (
+        lambda o, s: plots.capacity_figure(
+            analysis.fragmentation(s),
+            strategies={"a": 1},  # type: ignore[arg-type]
+        ),
+        TypeError,
+        "strategies: expected a pair, got dict",
     ),
     # draspeed.cluster
     "cluster-node-int": (

@@ -104,6 +104,9 @@ def draw_utilisation(
     max_rows: int = MAX_ROWS,
     buckets: int = BUCKETS,
 ) -> None:
+    _fragmentation(report, "report")
+    max_rows = arguments.whole(max_rows, "max_rows", 1)
+    buckets = arguments.whole(buckets, "buckets", 1)
     labels = _heatmap_columns(report)[0]
     names, values, grouped = _rows(report, max_rows, buckets)
     image = ax.imshow(
@@ -123,6 +126,9 @@ def draw_free_placements(
     ax: Axes, report: FragmentationReport, other: FragmentationReport | None = None
 ) -> None:
     """Free placements per profile; with ``other``, before (this) and after (other)."""
+    _fragmentation(report, "report")
+    if other is not None:
+        _fragmentation(other, "other")
     reports = [report] if other is None else [report, other]
     profiles = sorted({p for r in reports for p in r.cluster.free_by_profile})
     labels = ["whole devices", *profiles]
@@ -154,7 +160,8 @@ def draw_fit_curve(
 ) -> None:
     from matplotlib.ticker import MaxNLocator
 
-    ax.plot(list(added), list(pods), marker="o")
+    xs, ys = _curve(added, pods)
+    ax.plot(xs, ys, marker="o")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("nodes added")
     ax.set_ylabel(label)
@@ -163,6 +170,7 @@ def draw_fit_curve(
 
 
 def draw_strategies(ax: Axes, placed: Mapping[str, int], bound: int | None) -> None:
+    placed, bound = _placed(placed, bound)
     names = list(placed)
     ax.bar(range(len(names)), [placed[n] for n in names], color="tab:blue")
     for x, n in enumerate(names):
@@ -177,6 +185,8 @@ def draw_strategies(ax: Axes, placed: Mapping[str, int], bound: int | None) -> N
 
 
 def draw_trace_utilisation(ax: Axes, report: TraceReport, max_counters: int = MAX_COUNTERS) -> None:
+    _trace(report, "report")
+    max_counters = arguments.whole(max_counters, "max_counters")
     times = report.times
     classes = [k for k in report.utilisation if k.startswith("class ")]
     counters = sorted(
@@ -197,6 +207,7 @@ def draw_trace_utilisation(ax: Axes, report: TraceReport, max_counters: int = MA
 
 
 def draw_trace_queue(ax: Axes, report: TraceReport) -> None:
+    _trace(report, "report")
     ax.step(report.times, report.waiting, where="post", label="waiting", color="tab:red")
     ax.step(report.times, report.running, where="post", label="running", color="tab:green")
     ax.set_xlabel("time (s)")
@@ -211,6 +222,60 @@ def _fragmentation(value: object, name: str) -> None:
 
     what = "a FragmentationReport (what fragmentation returns)"
     arguments.instance_of(value, FragmentationReport, name, what)
+
+
+def _trace(value: object, name: str) -> None:
+    from draspeed.analysis.simulate import TraceReport
+
+    arguments.instance_of(value, TraceReport, name, "a TraceReport (what simulate returns)")
+
+
+def _counts(value: object, name: str) -> list[int]:
+    """A sequence of whole numbers (a curve's axis), else a TypeError or ValueError
+    naming ``name`` (or the item: ``name[i]``); matplotlib would fail inside, or draw a
+    str's characters."""
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{name}: expected a sequence of whole numbers, got {arguments.type_name(value)}"
+        )
+    return [arguments.whole(v, f"{name}[{i}]") for i, v in enumerate(value)]
+
+
+def _curve(added: object, pods: object, name: str = "") -> tuple[list[int], list[int]]:
+    """The fit curve's two axes, checked (``name``: the tuple they came in, if any)."""
+    xs = _counts(added, f"{name}[0]" if name else "added")
+    ys = _counts(pods, f"{name}[1]" if name else "pods")
+    if len(xs) != len(ys):
+        raise ValueError(
+            f"{name or 'added and pods'}: {len(xs)} node counts but {len(ys)} pod counts "
+            "(one of each per point)"
+        )
+    return xs, ys
+
+
+def _placed(placed: object, bound: object, name: str = "") -> tuple[dict[str, int], int | None]:
+    """Pods placed per strategy and the bound, checked (``name``: the tuple they came
+    in, if any)."""
+    where = f"{name}[0]" if name else "placed"
+    if not isinstance(placed, Mapping):
+        raise TypeError(
+            f"{where}: expected a mapping of strategy names to pods placed, "
+            f"got {arguments.type_name(placed)}"
+        )
+    out: dict[str, int] = {}
+    for key, value in placed.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{where}: expected str strategy names, got {arguments.type_name(key)}")
+        out[key] = arguments.whole(value, f"{where}[{key!r}]")
+    limit = None if bound is None else arguments.whole(bound, f"{name}[1]" if name else "bound")
+    return out, limit
+
+
+def _pair(value: object, name: str) -> tuple[object, object]:
+    """A ``(first, second)`` pair argument, else a TypeError naming ``name``."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{name}: expected a pair, got {arguments.type_name(value)}")
+    return value[0], value[1]
 
 
 def utilisation_heatmap(report: FragmentationReport) -> Figure:
@@ -233,18 +298,28 @@ def free_placements_chart(
 
 
 def fit_curve(added: Sequence[int], pods: Sequence[int]) -> Figure:
+    _curve(added, pods)
     figure, (ax,) = _figure(6, 4)
     draw_fit_curve(ax, added, pods)
     return figure
 
 
 def strategies_chart(placed: Mapping[str, int], bound: int | None = None) -> Figure:
+    _placed(placed, bound)
     figure, (ax,) = _figure(6, 4)
     draw_strategies(ax, placed, bound)
     return figure
 
 
 Strategies = tuple[Mapping[str, int], int | None]  # pods per strategy, the bound
+
+
+def _figure_extras(curve: object, strategies: object) -> None:
+    """Check a figure's optional curve and strategies before anything is drawn."""
+    if curve is not None:
+        _curve(*_pair(curve, "curve"), name="curve")
+    if strategies is not None:
+        _placed(*_pair(strategies, "strategies"), name="strategies")
 
 
 def capacity_figure(
@@ -255,6 +330,7 @@ def capacity_figure(
     """Heatmap and free placements of the cluster (after placement), with the fit
     curve and the strategies' counts next to the bound when given."""
     _fragmentation(report, "report")
+    _figure_extras(curve, strategies)
     columns = 2 + (curve is not None) + (strategies is not None)
     figure, axes = _figure(6 * columns, 6, columns)
     draw_utilisation(axes[0], report, "utilisation per node after placement")
@@ -277,6 +353,7 @@ def what_if_figure(
     placements of both, the fit curve and the strategies' counts (after) when given."""
     _fragmentation(before, "before")
     _fragmentation(after, "after")
+    _figure_extras(curve, strategies)
     columns = 3 + (curve is not None) + (strategies is not None)
     figure, axes = _figure(6 * columns, 6, columns)
     draw_utilisation(axes[0], before, "before: utilisation after placement")
@@ -292,9 +369,7 @@ def what_if_figure(
 
 def trace_figure(report: TraceReport) -> Figure:
     """A trace replay: utilisation and the queue over time, one above the other."""
-    from draspeed.analysis.simulate import TraceReport
-
-    arguments.instance_of(report, TraceReport, "report", "a TraceReport (what simulate returns)")
+    _trace(report, "report")
     figure, (top, bottom) = _figure(12, 7, 1, 2)
     draw_trace_utilisation(top, report)
     draw_trace_queue(bottom, report)
