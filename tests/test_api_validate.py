@@ -211,3 +211,64 @@ def test_map_entries_are_written_as_the_api_server_writes_them(key: str, shown: 
         assert excinfo.value.path == f"spec.devices[0].attributes[{shown}]"
     else:
         assert excinfo.value.path == f"spec.devices[0].attributes[{shown}].version"
+
+
+# A struct field or item (not a pointer) that is absent or null decodes into Go's zero
+# value, validated as the API server validates it: (object, validated outcome).
+ZERO_VALUES = {
+    "template-without-spec": (
+        {"kind": "ResourceClaimTemplate", "metadata": {"name": "t", "namespace": "default"}},
+        None,  # the zero claim spec asks for nothing: valid
+    ),
+    "taint-rule-without-spec": (
+        {"kind": "DeviceTaintRule", "metadata": {"name": "r"}},
+        'DeviceTaintRule r: spec.taint.key: Invalid value: "": name part must be non-empty',
+    ),
+    "claim-request-null": (
+        {
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "default"},
+            "spec": {"devices": {"requests": [None]}},
+        },
+        "ResourceClaim default/c: spec.devices.requests[0].name: Required value",
+    ),
+    "capacity-request-null": (
+        {
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "default"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "r",
+                            "exactly": {
+                                "deviceClassName": "gpu",
+                                "capacity": {"requests": {"memory": None}},
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+        None,  # a request of zero
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_VALUES))
+def test_absent_or_null_structs_and_quantities_are_go_zero_values(name: str) -> None:
+    raw, error = ZERO_VALUES[name]
+    version = "v1alpha3" if raw["kind"] == "DeviceTaintRule" else "v1"
+    obj = {"apiVersion": f"resource.k8s.io/{version}", **raw}
+    decode(obj, validate=False)  # Go decodes every one of them
+    if error is None:
+        decoded = decode(obj)
+        if name == "capacity-request-null":
+            assert isinstance(decoded, ResourceClaim)
+            exactly = decoded.spec.devices.requests[0].exactly
+            assert exactly is not None and exactly.capacity is not None
+            assert str(exactly.capacity.requests["memory"]) == "0"
+    else:
+        with pytest.raises(InputError) as excinfo:
+            decode(obj)
+        assert str(excinfo.value) == error

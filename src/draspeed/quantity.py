@@ -439,6 +439,14 @@ class Quantity:
         return _parse_cached(text.strip(_GO_SPACE_UNESCAPED))
 
     @classmethod
+    def zero(cls) -> Quantity:
+        """Go's zero ``resource.Quantity``: what a JSON null, or an absent field, of a
+        Quantity value decodes into. Go leaves its format unset, which nothing shows
+        (a zero prints as "0", and a sum with it takes the other operand's format);
+        here it is DecimalSI."""
+        return cls._make(0, 0, DECIMAL_SI, False, 0, "")
+
+    @classmethod
     def from_int(cls, value: int, format: str = DECIMAL_SI) -> Quantity:
         """``resource.NewQuantity(value, format)``; beyond int64 it models an inf.Dec."""
         _check_format(format)

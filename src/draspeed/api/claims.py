@@ -29,7 +29,7 @@ from draspeed.api.common import (
     decode_toleration,
     decode_tolerations,
 )
-from draspeed.api.context import DecodeContext, child, dict_of
+from draspeed.api.context import DecodeContext, child, dict_of, zero_if_null
 from draspeed.api.messages import (
     duplicate,
     invalid,
@@ -85,8 +85,7 @@ def decode_resource_claim_template(
     ctx: DecodeContext, obj: Mapping[str, Any], version: str
 ) -> ResourceClaimTemplate:
     metadata = decode_metadata(ctx, obj, namespaced=True)
-    outer = ctx.mapping(obj, "spec", "", required=True)
-    assert outer is not None
+    outer = ctx.mapping(obj, "spec", "") or {}  # (a struct: absent, the zero spec)
     check_template_metadata(ctx, outer, "spec")
     inner = ctx.mapping(outer, "spec", "spec") or {}
     spec = decode_claim_spec(ctx, inner, "spec.spec", flat=version in _FLAT_VERSIONS)
@@ -139,6 +138,7 @@ def _decode_device_claim(
     config = []
     for i, c in enumerate(config_raw):
         cfg_path = f"{gpath}[{i}]"
+        c = zero_if_null(c)
         if not isinstance(c, Mapping):
             ctx.fail(cfg_path, wrong_type("object", c))
         config.append(
@@ -211,6 +211,7 @@ def _check_request_refs(
 
 
 def _decode_request(ctx: DecodeContext, raw: Any, path: str, flat: bool) -> DeviceRequest:
+    raw = zero_if_null(raw)
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
     name = ctx.shared_string(raw, "name", path, required=ctx.validate)
@@ -318,6 +319,7 @@ def _decode_exact(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> Exac
 
 
 def _decode_subrequest(ctx: DecodeContext, raw: Any, path: str) -> DeviceSubRequest:
+    raw = zero_if_null(raw)
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
     name = ctx.shared_string(raw, "name", path, required=ctx.validate)
@@ -361,6 +363,7 @@ def _decode_capacity_requirements(
 def _decode_constraint(
     ctx: DecodeContext, raw: Any, path: str, known: dict[str, set[str]]
 ) -> DeviceConstraint:
+    raw = zero_if_null(raw)
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
     constraint = DeviceConstraint(
@@ -418,6 +421,7 @@ def _decode_status(
         )
     for i, ref in enumerate(reserved):
         rpath = f"status.reservedFor[{i}]"
+        ref = zero_if_null(ref)
         if not isinstance(ref, Mapping):
             ctx.fail(rpath, wrong_type("object", ref))
         status.reserved_for.append(
@@ -430,6 +434,7 @@ def _decode_status(
         )
     devices = ctx.array(raw, "devices", "status") or []
     for i, d in enumerate(devices):
+        d = zero_if_null(d)
         if not isinstance(d, Mapping):
             ctx.fail(f"status.devices[{i}]", wrong_type("object", d))
         status.devices.append(dict_of(d))
@@ -464,6 +469,7 @@ def decode_allocation_result(
             )
         for i, c in enumerate(configs):
             cpath = f"{dpath}.config[{i}]"
+            c = zero_if_null(c)
             if not isinstance(c, Mapping):
                 ctx.fail(cpath, wrong_type("object", c))
             source = ctx.string(c, "source", cpath, required=True)
@@ -486,6 +492,7 @@ def decode_allocation_result(
 def _decode_device_result(
     ctx: DecodeContext, raw: Any, path: str, known: dict[str, set[str]] | None
 ) -> DeviceRequestAllocationResult:
+    raw = zero_if_null(raw)
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
     result = DeviceRequestAllocationResult(

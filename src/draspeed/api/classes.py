@@ -7,7 +7,7 @@ from typing import Any
 
 from draspeed.api import limits, names
 from draspeed.api.common import decode_metadata, decode_opaque, decode_selectors, decode_taint
-from draspeed.api.context import DecodeContext, child, dict_of
+from draspeed.api.context import DecodeContext, child, dict_of, zero_if_null
 from draspeed.api.messages import invalid, too_many, wrong_type
 from draspeed.api.model import (
     DeviceClass,
@@ -31,6 +31,7 @@ def decode_device_class(ctx: DecodeContext, obj: Mapping[str, Any], version: str
         ctx.fail("spec.config", too_many(len(config), limits.DEVICE_CONFIG_MAX_SIZE))
     for i, c in enumerate(config):
         path = f"spec.config[{i}]"
+        c = zero_if_null(c)
         if not isinstance(c, Mapping):
             ctx.fail(path, wrong_type("object", c))
         spec.config.append(DeviceClassConfiguration(opaque=decode_opaque(ctx, c, path)))
@@ -57,8 +58,7 @@ def decode_device_taint_rule(
     ctx: DecodeContext, obj: Mapping[str, Any], version: str
 ) -> DeviceTaintRule:
     metadata = decode_metadata(ctx, obj, namespaced=False)
-    spec = ctx.mapping(obj, "spec", "", required=True)
-    assert spec is not None
+    spec = ctx.mapping(obj, "spec", "") or {}  # (a struct: absent, the zero spec)
     selector = None
     raw = ctx.mapping(spec, "deviceSelector", "spec")
     if raw is not None:

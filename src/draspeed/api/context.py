@@ -108,6 +108,17 @@ def dict_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else dict(obj)
 
 
+# What Go decodes a JSON null, or an absent field, of a Quantity value into.
+ZERO_QUANTITY = Quantity.zero()
+
+
+def zero_if_null(value: Any) -> Any:
+    """A list item or map value that holds an object (a struct in Go, not a pointer):
+    JSON null decodes into the struct's zero value there, so it is read as an empty
+    object, and validated as the API server validates the zero object."""
+    return {} if value is None else value
+
+
 def child(path: str, key: str) -> str:
     """``path.key``; keys that are not plain identifiers are written ``path[key]``."""
     if key and (key.replace("-", "").replace("_", "").isalnum()) and key.isascii():
@@ -329,6 +340,8 @@ class DecodeContext:
     def quantity(self, value: Any, path: str) -> Quantity:
         """A resource.Quantity field: a string, or a bare JSON/YAML number as Go accepts."""
         cache = self.caches.quantities
+        if value is None:  # a Quantity value (not a pointer): Go decodes null as zero
+            return ZERO_QUANTITY
         if type(value) is str:
             found = cache.get(value)
             if found is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from draspeed.api import names
 from draspeed.api.common import decode_metadata
-from draspeed.api.context import DecodeContext, child, dict_of
+from draspeed.api.context import DecodeContext, child, dict_of, zero_if_null
 from draspeed.api.messages import duplicate, invalid, required, wrong_type
 from draspeed.api.model import Container, Pod, PodResourceClaim
 from draspeed.quantity import Quantity
@@ -53,6 +53,7 @@ def _pod_claims(ctx: DecodeContext, spec: Mapping[str, Any]) -> list[PodResource
     seen: set[str] = set()
     for i, raw in enumerate(ctx.array(spec, "resourceClaims", "spec") or []):
         path = f"spec.resourceClaims[{i}]"
+        raw = zero_if_null(raw)
         if not isinstance(raw, Mapping):
             ctx.fail(path, wrong_type("object", raw))
         claim = PodResourceClaim(
@@ -105,6 +106,7 @@ def _containers(ctx: DecodeContext, spec: Mapping[str, Any], key: str) -> list[C
     out = []
     for i, raw in enumerate(ctx.array(spec, key, "spec") or []):
         path = f"spec.{key}[{i}]"
+        raw = zero_if_null(raw)
         if not isinstance(raw, Mapping):
             ctx.fail(path, wrong_type("object", raw))
         resources = ctx.mapping(raw, "resources", path) or {}
@@ -162,6 +164,7 @@ def _claim_statuses(ctx: DecodeContext, status: Mapping[str, Any]) -> dict[str, 
     out: dict[str, str | None] = {}
     for i, raw in enumerate(ctx.array(status, "resourceClaimStatuses", "status") or []):
         path = f"status.resourceClaimStatuses[{i}]"
+        raw = zero_if_null(raw)
         if not isinstance(raw, Mapping):
             ctx.fail(path, wrong_type("object", raw))
         out[ctx.string(raw, "name", path)] = ctx.opt_string(raw, "resourceClaimName", path)

@@ -49,6 +49,7 @@ from draspeed.api.context import (
     child,
     dict_of,
     map_entry,
+    zero_if_null,
 )
 from draspeed.api.messages import (
     duplicate,
@@ -94,8 +95,9 @@ def decode_resource_slice(
     metadata = decode_metadata(ctx, obj, namespaced=False)
     spec_raw = obj.get("spec")
     if type(spec_raw) is not dict:
-        spec_raw = ctx.mapping(obj, "spec", "", required=True)
-        assert spec_raw is not None
+        # (A struct, not a pointer: absent or null, it is the zero spec, validated
+        # as the API server validates it.)
+        spec_raw = ctx.mapping(obj, "spec", "") or {}
     nested = version in ("v1beta1", "v1alpha3")
     spec = _decode_spec(ctx, spec_raw, nested=nested, bare_capacity=version == "v1alpha3")
     return ResourceSlice(
@@ -188,8 +190,7 @@ def _decode_spec(
 def _decode_pool(ctx: DecodeContext, spec: Mapping[str, Any]) -> ResourcePool:
     raw = spec.get("pool")
     if type(raw) is not dict:
-        raw = ctx.mapping(spec, "pool", "spec", required=True)
-        assert raw is not None
+        raw = ctx.mapping(spec, "pool", "spec") or {}  # (a struct: absent, the zero pool)
     ctx.known(raw, "spec.pool", "ResourcePool")
     name = raw.get("name")
     if type(name) is not str:
@@ -368,6 +369,7 @@ def _decode_device(
     max_values = limits.RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE
     base_keys = 0 if nested else 1  # "name" lives next to the fields in v1
 
+    d = zero_if_null(d)
     if type(d) is not dict:
         if not isinstance(d, Mapping):
             ctx.fail(f"spec.devices[{i}]", wrong_type("object", d))
@@ -623,6 +625,7 @@ def _attribute_value(caches: Caches, validate: bool, raw: Any) -> DeviceAttribut
             if type(value) is entry[0]:
                 entry[1][value] = attr
             return attr
+    raw = zero_if_null(raw)
     if not isinstance(raw, Mapping):
         raise _BadValue("", wrong_type("object", raw))
     found = [(k, v) for k, v in raw.items() if k in _VALUE_KINDS and v is not None]
@@ -686,12 +689,13 @@ def _bare_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
 
 
 def _decode_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
+    raw = zero_if_null(raw)
     if not isinstance(raw, Mapping):
         ctx.fail(path, wrong_type("object", raw))
     ctx.known_tree(raw, path, "DeviceCapacity")
+    # (No value is the zero quantity, which the API server takes: any parsed quantity
+    # is a valid capacity.)
     value = raw.get("value")
-    if value is None:
-        ctx.fail(child(path, "value"), required())
     capacity = DeviceCapacity(value=ctx.quantity(value, child(path, "value")))
     policy = ctx.mapping(raw, "requestPolicy", path)
     if policy is not None:
@@ -870,12 +874,12 @@ def _decode_counters(ctx: DecodeContext, raw: Any, path: str) -> dict[str, Count
             ctx.fail(path, wrong_type("string key", name))
         if ctx.validate:
             ctx.check("label", name, names.check_dns_label, cpath)
+        counter = zero_if_null(counter)
         if not isinstance(counter, Mapping):
             ctx.fail(cpath, wrong_type("object", counter))
-        value = counter.get("value")
-        if value is None:
-            ctx.fail(child(cpath, "value"), required())
-        counters[name] = Counter(value=ctx.quantity(value, child(cpath, "value")))
+        # (No value is the zero quantity, which the API server takes: any parsed
+        # quantity is a valid counter.)
+        counters[name] = Counter(value=ctx.quantity(counter.get("value"), child(cpath, "value")))
     return counters
 
 
@@ -888,6 +892,7 @@ def _decode_counter_sets(ctx: DecodeContext, raw: list[Any]) -> list[CounterSet]
     sets: list[CounterSet] = []
     for i, cs in enumerate(raw):
         cs_path = f"{path}[{i}]"
+        cs = zero_if_null(cs)
         if not isinstance(cs, Mapping):
             ctx.fail(cs_path, wrong_type("object", cs))
         name = ctx.string(cs, "name", cs_path, required=ctx.validate)
@@ -946,6 +951,7 @@ def _decode_device_extras(
         seen: set[str] = set()
         for j, c in enumerate(consumes):
             jpath = f"{cpath}[{j}]"
+            c = zero_if_null(c)
             if not isinstance(c, Mapping):
                 ctx.fail(jpath, wrong_type("object", c))
             counter_set = ctx.string(c, "counterSet", jpath, required=validate)
