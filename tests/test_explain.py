@@ -474,3 +474,15 @@ def test_allocation_mode_all(mode: str) -> None:
             e.summary
             == "request gpu: asks for all matching devices, but no device on the node matches"
         )
+
+
+def test_a_claim_given_twice_names_the_devices_of_both() -> None:
+    """Upstream allocates each claim it is given, a repeated one as well: the claim's key
+    lists both allocations' devices, not the last one's alone."""
+    loaded = load([device_class(), resource_slice(gpus(3)), claim()])
+    snapshot = Snapshot.build(loaded.slices, loaded.classes)
+    explanation = explain(snapshot, [loaded.claims[0], loaded.claims[0]], NODE)
+    assert explanation.fits
+    assert explanation.allocations == {
+        "default/c1": [f"{DRIVER}/{NODE}/gpu-0", f"{DRIVER}/{NODE}/gpu-1"]
+    }

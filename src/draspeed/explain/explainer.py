@@ -65,10 +65,12 @@ def explain(
         work=verdict.work,
     )
     if verdict.results is not None:
+        # (A claim given twice is allocated twice, as upstream allocates each claim it
+        # is given: its key names the devices of both.)
         for claim, result in zip(claims, verdict.results, strict=True):
-            out.allocations[claim.key] = [
+            out.allocations.setdefault(claim.key, []).extend(
                 f"{r.driver}/{r.pool}/{r.device}" for r in result.devices.results
-            ]
+            )
     try:
         view = snapshot.node_view(node)
     except AllocationError:
