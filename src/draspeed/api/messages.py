@@ -46,6 +46,10 @@ def duplicate(value: Any) -> str:
     return f"Duplicate value: {show(value)}"
 
 
+def not_found(value: Any) -> str:
+    return f"Not found: {show(value)}"
+
+
 def not_supported(value: Any, supported: Iterable[str]) -> str:
     choices = ", ".join(show(s) for s in supported)
     return f"Unsupported value: {show(value)}: supported values: {choices}"

@@ -19,7 +19,7 @@ from typing import Any
 from draspeed.api import names
 from draspeed.api.common import decode_metadata
 from draspeed.api.context import DecodeContext, child, dict_of, zero_if_null
-from draspeed.api.messages import duplicate, invalid, required, wrong_type
+from draspeed.api.messages import duplicate, invalid, not_found, required, wrong_type
 from draspeed.api.model import Container, Pod, PodResourceClaim
 from draspeed.quantity import Quantity
 
@@ -34,11 +34,17 @@ def decode_pod(ctx: DecodeContext, obj: Mapping[str, Any], version: str) -> Pod:
     if ctx.validate:
         for name, quantity in overhead.items():
             _check_amount(ctx, name, quantity, f"spec.overhead[{name}]")
+    # (In the API server's order: the pod's claims, then its containers, then its
+    # init containers.)
+    claims = _pod_claims(ctx, spec)
+    claim_names = {c.name for c in claims if c.name}
+    containers = _containers(ctx, spec, "containers", claim_names)
+    init_containers = _containers(ctx, spec, "initContainers", claim_names)
     return Pod(
         metadata=metadata,
-        resource_claims=_pod_claims(ctx, spec),
-        init_containers=_containers(ctx, spec, "initContainers"),
-        containers=_containers(ctx, spec, "containers"),
+        resource_claims=claims,
+        init_containers=init_containers,
+        containers=containers,
         overhead=overhead,
         node_name=ctx.string(spec, "nodeName", "spec"),
         phase=ctx.string(status, "phase", "status"),
@@ -102,7 +108,9 @@ def _check_pod_claim(
             ctx.check("dns-subdomain", value, names.check_dns_subdomain, child(path, key))
 
 
-def _containers(ctx: DecodeContext, spec: Mapping[str, Any], key: str) -> list[Container]:
+def _containers(
+    ctx: DecodeContext, spec: Mapping[str, Any], key: str, claim_names: set[str]
+) -> list[Container]:
     out = []
     for i, raw in enumerate(ctx.array(spec, key, "spec") or []):
         path = f"spec.{key}[{i}]"
@@ -115,6 +123,7 @@ def _containers(ctx: DecodeContext, spec: Mapping[str, Any], key: str) -> list[C
         limits = _resource_list(ctx, resources, "limits", resources_path)
         if ctx.validate:
             _check_requirements(ctx, requests, limits, resources_path)
+            _check_claim_names(ctx, resources, resources_path, claim_names)
         # The API server's defaulting: a resource limited and not requested is requested
         # as much as its limit (how extended resources are usually written: limits only).
         for name, limit in limits.items():
@@ -127,6 +136,34 @@ def _containers(ctx: DecodeContext, spec: Mapping[str, Any], key: str) -> list[C
             )
         )
     return out
+
+
+def _check_claim_names(
+    ctx: DecodeContext, resources: Mapping[str, Any], path: str, claim_names: set[str]
+) -> None:
+    """A container's ``resources.claims`` as the API server checks them: each names one
+    of the pod's claims (and a request of it at most once)."""
+    claims_path = child(path, "claims")
+    seen: set[str] = set()
+    for i, raw in enumerate(ctx.array(resources, "claims", path) or []):
+        item_path = f"{claims_path}[{i}]"
+        raw = zero_if_null(raw)
+        if not isinstance(raw, Mapping):
+            ctx.fail(item_path, wrong_type("object", raw))
+        name = ctx.string(raw, "name", item_path)
+        if not name:
+            ctx.fail(item_path, required())
+        request = ctx.string(raw, "request", item_path)
+        key = f"{name}/{request}" if request else name
+        if key in seen:
+            ctx.fail(item_path, duplicate(key))
+        seen.add(key)
+        if name not in claim_names:
+            listed = f": {', '.join(sorted(claim_names))}" if claim_names else " which is empty"
+            ctx.fail(
+                item_path,
+                f"{not_found(name)}: must be one of the names in pod.spec.resourceClaims{listed}",
+            )
 
 
 def _check_requirements(
