@@ -241,3 +241,41 @@ def test_object_codes_as_decided_one_by_one(objects: list[Any], data: st.DataObj
     assert codes.tolist() == want_codes
     assert [(type(v), v) for v in values] == [(type(v), v) for v in want_values]
     assert absent == want_absent
+
+
+class _ReadOnlyMap(dict[str, DeviceAttribute]):
+    """A map of another type than dict (read through a copy by the compiled pass)."""
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_key_sets_group_devices_by_driver_and_names_in_order(data: st.DataObject) -> None:
+    """Each device's set of names is its driver and its map's names in order, however
+    the name objects were made and whether the device before listed the same ones
+    (the pass tells such a device by address, without numbering its names again)."""
+    from draspeed.cel import _columns
+
+    pool = ["x", "y", "a.example.com/z"]
+    names = st.lists(st.sampled_from(pool), unique=True, max_size=3)
+    devices: list[Device] = []
+    drivers: list[str] = []
+    previous: list[str] = []
+    for i in range(data.draw(st.integers(0, 12))):
+        again = bool(previous) and data.draw(st.booleans())
+        # (The same names again, maybe as fresh objects of them.)
+        chosen: list[str] = list(previous) if again else data.draw(names)
+        fresh = data.draw(st.booleans())
+        keys = ["".join(list(k)) if fresh else k for k in chosen]
+        attrs: dict[str, DeviceAttribute] = {k: DeviceAttribute("int", 1) for k in keys}
+        if data.draw(st.integers(0, 5)) == 0:
+            attrs = _ReadOnlyMap(attrs)
+        devices.append(Device(name=f"d{i}", attributes=attrs))
+        drivers.append(data.draw(st.sampled_from(_DRIVERS)))
+        previous = chosen
+    for capacity in (False, True):
+        ids, sets = _columns.key_sets(devices, drivers, capacity)
+        maps = [d.capacity if capacity else d.attributes for d in devices]
+        expected = [(drv, tuple(m)) for drv, m in zip(drivers, maps, strict=True)]
+        assert [sets[i] for i in ids.tolist()] == expected
+        # One set per distinct (driver, names), numbered in order of first appearance.
+        assert len(sets) == len(set(expected))

@@ -13,6 +13,7 @@ import numpy as np
 from draspeed.api import model
 
 from libc.stdint cimport int32_t, uint8_t
+from libc.string cimport memcmp
 from cpython.list cimport PyList_GET_ITEM
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItemWithError as PyDict_GetItem, PyDict_Next
@@ -218,9 +219,19 @@ cdef class _Numbering:
 
 cdef void _key_scan(list devices, list drivers, bint capacity, int32_t[::1] ids, list sets,
                     _Numbering numbering) except *:
-    cdef Py_ssize_t n = len(devices), i, pos, k, size = 0
+    cdef Py_ssize_t n = len(devices), i, pos, k, size = 0, previous_size = -1
     cdef int32_t *numbers = NULL
     cdef int32_t *grown
+    # The names of this device's map and of the device before, by address: a driver's
+    # devices list the same name objects in the same order, and such a device's set is
+    # the one before it, told without numbering its names or looking its set up (the
+    # maps, kept alive by their devices for the whole pass, keep the names alive).
+    cdef PyObject **names = NULL
+    cdef PyObject **previous = NULL
+    cdef PyObject **swap
+    cdef PyObject *previous_driver = NULL
+    cdef int32_t previous_id = -1
+    cdef bint remembered
     cdef PyObject *key
     cdef PyObject *value
     cdef PyObject *found
@@ -232,7 +243,9 @@ cdef void _key_scan(list devices, list drivers, bint capacity, int32_t[::1] ids,
                 mapping = _field(devices[i], _capacity_at, "capacity", _DEVICE)
             else:
                 mapping = _field(devices[i], _attributes_at, "attributes", _DEVICE)
-            if type(mapping) is not dict:
+            # (A dict made here may hold names nothing else keeps: never remembered.)
+            remembered = type(mapping) is dict
+            if not remembered:
                 mapping = dict(mapping)
             if len(mapping) + 1 > size:
                 size = 2 * (len(mapping) + 1)
@@ -240,14 +253,31 @@ cdef void _key_scan(list devices, list drivers, bint capacity, int32_t[::1] ids,
                 if grown == NULL:
                     raise MemoryError()
                 numbers = grown
+                swap = <PyObject**>PyMem_Realloc(names, size * sizeof(PyObject*))
+                if swap == NULL:
+                    raise MemoryError()
+                names = swap
+                swap = <PyObject**>PyMem_Realloc(previous, size * sizeof(PyObject*))
+                if swap == NULL:
+                    raise MemoryError()
+                previous = swap
+                previous_size = -1  # (the names before were not kept in the new room)
             driver = drivers[i]
-            numbers[0] = numbering.number(<PyObject*>driver)
             pos = 0
-            k = 1
+            k = 0
             while PyDict_Next(mapping, &pos, &key, &value):
-                numbers[k] = numbering.number(key)
+                names[k] = key
                 k += 1
-            signature = PyBytes_FromStringAndSize(<char*>numbers, k * sizeof(int32_t))
+            if (
+                remembered and k == previous_size and <PyObject*>driver == previous_driver
+                and memcmp(names, previous, k * sizeof(PyObject*)) == 0
+            ):
+                ids[i] = previous_id
+                continue
+            numbers[0] = numbering.number(<PyObject*>driver)
+            for pos in range(k):
+                numbers[pos + 1] = numbering.number(names[pos])
+            signature = PyBytes_FromStringAndSize(<char*>numbers, (k + 1) * sizeof(int32_t))
             found = PyDict_GetItem(by_numbers, signature)
             if found != NULL:
                 ids[i] = <int32_t><object>found
@@ -255,8 +285,19 @@ cdef void _key_scan(list devices, list drivers, bint capacity, int32_t[::1] ids,
                 ids[i] = len(sets)
                 by_numbers[signature] = len(sets)
                 sets.append((driver, tuple(mapping)))
+            if remembered:
+                swap = previous
+                previous = names
+                names = swap
+                previous_size = k
+                previous_driver = <PyObject*>driver
+                previous_id = ids[i]
+            else:
+                previous_size = -1
     finally:
         PyMem_Free(numbers)
+        PyMem_Free(names)
+        PyMem_Free(previous)
 
 
 def multi_flags(list devices):
