@@ -18,6 +18,7 @@ from draspeed.api.loader import load
 from draspeed.cluster import make_allocator
 from draspeed.errors import AllocationError
 from draspeed.features import Features
+from draspeed.testing.documents import resource_slice
 from draspeed.testing.engines import Inputs
 
 DOMAIN = "gpu.example.com"
@@ -38,73 +39,49 @@ DEVICES = [
 ]
 
 
-def _cluster(used: list[str]) -> str:
-    items = []
-    for i, (name, heavy, model) in enumerate(DEVICES):
-        model_line = f"\n      model: {{string: {model}}}" if model else ""
-        items.append(
-            f"  - name: {name}\n    attributes:\n      heavy: {{bool: {str(heavy).lower()}}}\n"
-            f"      index: {{int: {i}}}{model_line}"
-        )
-    text = f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: node-1}}
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {{name: gpu}}
-spec:
-  selectors:
-  - cel: {{expression: 'device.driver == "{DOMAIN}"'}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {{name: s}}
-spec:
-  driver: {DOMAIN}
-  nodeName: node-1
-  pool: {{name: p, generation: 1, resourceSliceCount: 1}}
-  devices:
-{chr(10).join(items)}
-"""
+def _cluster(used: list[str]) -> list[dict[str, Any]]:
+    devices = [
+        {
+            "name": name,
+            "attributes": {
+                "heavy": {"bool": heavy},
+                "index": {"int": i},
+                **({"model": {"string": model}} if model else {}),
+            },
+        }
+        for i, (name, heavy, model) in enumerate(DEVICES)
+    ]
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}},
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DOMAIN}"'}}]},
+        },
+        resource_slice("s", devices, driver=DOMAIN, pool="p", nodeName="node-1"),
+    ]
     for name in used:
-        text += f"""---
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {{name: used-{name}, namespace: default}}
-spec:
-  devices:
-    requests:
-    - {{name: r, exactly: {{deviceClassName: gpu}}}}
-status:
-  allocation:
-    devices:
-      results:
-      - {{request: r, driver: {DOMAIN}, pool: p, device: {name}}}
-"""
-    return text
+        result = {"request": "r", "driver": DOMAIN, "pool": "p", "device": name}
+        claim = _claim((), 1, f"used-{name}")
+        claim["status"] = {"allocation": {"devices": {"results": [result]}}}
+        docs.append(claim)
+    return docs
 
 
-def _claim(names: tuple[str, ...], count: int) -> str:
-    selectors = "".join(f"\n        - cel: {{expression: '{SELECTORS[n]}'}}" for n in names)
-    return f"""\
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {{name: claim, namespace: default}}
-spec:
-  devices:
-    requests:
-    - name: r
-      exactly:
-        deviceClassName: gpu
-        count: {count}
-        selectors:{selectors}
-"""
+def _claim(names: tuple[str, ...], count: int, name: str = "claim") -> dict[str, Any]:
+    selectors = [{"cel": {"expression": SELECTORS[n]}} for n in names]
+    exactly = {"deviceClassName": "gpu", "count": count, "selectors": selectors}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": exactly}]}},
+    }
 
 
-def _answer(allocator: Any, claim_text: str, node: Any) -> str:
-    claims = load(claim_text, validate=False).claims
+def _answer(allocator: Any, claim: dict[str, Any], node: Any) -> str:
+    claims = load([claim], validate=False).claims
     try:
         results = allocator.allocate(claims, node)
     except AllocationError as exc:
@@ -132,9 +109,9 @@ def test_shapes_sharing_selectors_answer_as_a_fresh_reference_engine(
     shapes = SHAPES if order == "short-first" else SHAPES[::-1]
     for names in shapes:
         for count in (1, 2):
-            text = _claim(names, count)
+            claim = _claim(names, count)
             reference = make_allocator(
                 "reference", inputs.slices, inputs.classes, inputs.allocated, inputs.features
             )
-            expected = _answer(reference, text, inputs.node)
-            assert _answer(fast, text, inputs.node) == expected, (names, count)
+            expected = _answer(reference, claim, inputs.node)
+            assert _answer(fast, claim, inputs.node) == expected, (names, count)

@@ -29,14 +29,13 @@ from draspeed.api.common import (
     decode_toleration,
     decode_tolerations,
 )
-from draspeed.api.context import DecodeContext, child, dict_of, zero_if_null
+from draspeed.api.context import DecodeContext, child, dict_of
 from draspeed.api.messages import (
     duplicate,
     invalid,
     not_supported,
     required,
     too_many,
-    wrong_type,
 )
 from draspeed.api.model import (
     AllocationResult,
@@ -138,9 +137,7 @@ def _decode_device_claim(
     config = []
     for i, c in enumerate(config_raw):
         cfg_path = f"{gpath}[{i}]"
-        c = zero_if_null(c)
-        if not isinstance(c, Mapping):
-            ctx.fail(cfg_path, wrong_type("object", c))
+        c = ctx.item(c, cfg_path)
         config.append(
             DeviceClaimConfiguration(
                 requests=_request_refs(ctx, c, cfg_path, known),
@@ -211,9 +208,7 @@ def _check_request_refs(
 
 
 def _decode_request(ctx: DecodeContext, raw: Any, path: str, flat: bool) -> DeviceRequest:
-    raw = zero_if_null(raw)
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
+    raw = ctx.item(raw, path)
     name = ctx.shared_string(raw, "name", path, required=ctx.validate)
     if ctx.validate:
         problem = names.check_dns_label(name)
@@ -319,9 +314,7 @@ def _decode_exact(ctx: DecodeContext, raw: Mapping[str, Any], path: str) -> Exac
 
 
 def _decode_subrequest(ctx: DecodeContext, raw: Any, path: str) -> DeviceSubRequest:
-    raw = zero_if_null(raw)
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
+    raw = ctx.item(raw, path)
     name = ctx.shared_string(raw, "name", path, required=ctx.validate)
     if ctx.validate:
         problem = names.check_dns_label(name)
@@ -363,9 +356,7 @@ def _decode_capacity_requirements(
 def _decode_constraint(
     ctx: DecodeContext, raw: Any, path: str, known: dict[str, set[str]]
 ) -> DeviceConstraint:
-    raw = zero_if_null(raw)
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
+    raw = ctx.item(raw, path)
     constraint = DeviceConstraint(
         requests=_request_refs(ctx, raw, path, known),
         match_attribute=ctx.opt_string(raw, "matchAttribute", path),
@@ -421,9 +412,7 @@ def _decode_status(
         )
     for i, ref in enumerate(reserved):
         rpath = f"status.reservedFor[{i}]"
-        ref = zero_if_null(ref)
-        if not isinstance(ref, Mapping):
-            ctx.fail(rpath, wrong_type("object", ref))
+        ref = ctx.item(ref, rpath)
         status.reserved_for.append(
             ResourceClaimConsumerReference(
                 resource=ctx.string(ref, "resource", rpath),
@@ -434,9 +423,7 @@ def _decode_status(
         )
     devices = ctx.array(raw, "devices", "status") or []
     for i, d in enumerate(devices):
-        d = zero_if_null(d)
-        if not isinstance(d, Mapping):
-            ctx.fail(f"status.devices[{i}]", wrong_type("object", d))
+        d = ctx.item(d, f"status.devices[{i}]")
         status.devices.append(dict_of(d))
     status.deallocation_requested = bool(ctx.opt_bool(raw, "deallocationRequested", "status"))
     return status
@@ -469,9 +456,7 @@ def decode_allocation_result(
             )
         for i, c in enumerate(configs):
             cpath = f"{dpath}.config[{i}]"
-            c = zero_if_null(c)
-            if not isinstance(c, Mapping):
-                ctx.fail(cpath, wrong_type("object", c))
+            c = ctx.item(c, cpath)
             source = ctx.string(c, "source", cpath, required=True)
             if ctx.validate and source not in _CONFIG_SOURCES:
                 ctx.fail(child(cpath, "source"), not_supported(source, _CONFIG_SOURCES))
@@ -492,9 +477,7 @@ def decode_allocation_result(
 def _decode_device_result(
     ctx: DecodeContext, raw: Any, path: str, known: dict[str, set[str]] | None
 ) -> DeviceRequestAllocationResult:
-    raw = zero_if_null(raw)
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
+    raw = ctx.item(raw, path)
     result = DeviceRequestAllocationResult(
         request=ctx.shared_string(raw, "request", path, required=True),
         driver=ctx.shared_string(raw, "driver", path, required=True),

@@ -7,8 +7,8 @@ from typing import Any
 
 from draspeed.api import limits, names
 from draspeed.api.common import decode_metadata, decode_opaque, decode_selectors, decode_taint
-from draspeed.api.context import DecodeContext, child, dict_of, zero_if_null
-from draspeed.api.messages import invalid, too_many, wrong_type
+from draspeed.api.context import DecodeContext, child, dict_of
+from draspeed.api.messages import invalid, too_many
 from draspeed.api.model import (
     DeviceClass,
     DeviceClassConfiguration,
@@ -31,9 +31,7 @@ def decode_device_class(ctx: DecodeContext, obj: Mapping[str, Any], version: str
         ctx.fail("spec.config", too_many(len(config), limits.DEVICE_CONFIG_MAX_SIZE))
     for i, c in enumerate(config):
         path = f"spec.config[{i}]"
-        c = zero_if_null(c)
-        if not isinstance(c, Mapping):
-            ctx.fail(path, wrong_type("object", c))
+        c = ctx.item(c, path)
         spec.config.append(DeviceClassConfiguration(opaque=decode_opaque(ctx, c, path)))
     name = spec.extended_resource_name
     if ctx.validate and name is not None and not names.is_extended_resource_name(name):

@@ -27,8 +27,8 @@ from typing import Any
 
 from draspeed.api import names
 from draspeed.api.common import decode_metadata, decode_node_selector
-from draspeed.api.context import DecodeContext, child, dict_of, zero_if_null
-from draspeed.api.messages import invalid, not_supported, wrong_type
+from draspeed.api.context import DecodeContext, child, dict_of
+from draspeed.api.messages import invalid, not_supported
 from draspeed.api.model import (
     AllocationResult,
     CELDeviceSelector,
@@ -129,9 +129,7 @@ def _convert_status(ctx: DecodeContext, raw: Mapping[str, Any]) -> ResourceClaim
         ctx.warn("status.driverName", "a driver name without an allocation is not kept")
     for i, ref in enumerate(ctx.array(raw, "reservedFor", "status") or []):
         rpath = f"status.reservedFor[{i}]"
-        ref = zero_if_null(ref)
-        if not isinstance(ref, Mapping):
-            ctx.fail(rpath, wrong_type("object", ref))
+        ref = ctx.item(ref, rpath)
         status.reserved_for.append(
             ResourceClaimConsumerReference(
                 resource=ctx.string(ref, "resource", rpath),
@@ -162,9 +160,7 @@ def _convert_allocation(
     claim_configs: list[DeviceAllocationConfiguration] = []
     for i, handle in enumerate(ctx.array(raw, "resourceHandles", path) or []):
         hpath = f"{path}.resourceHandles[{i}]"
-        handle = zero_if_null(handle)
-        if not isinstance(handle, Mapping):
-            ctx.fail(hpath, wrong_type("object", handle))
+        handle = ctx.item(handle, hpath)
         driver = ctx.string(handle, "driverName", hpath) or driver_name
         structured = ctx.mapping(handle, "structuredData", hpath)
         if structured is None:
@@ -189,9 +185,7 @@ def _convert_allocation(
         _config(structured, "vendorClaimParameters", "FromClaim", driver, [], claim_configs)
         for j, r in enumerate(ctx.array(structured, "results", spath) or []):
             rpath = f"{spath}.results[{j}]"
-            r = zero_if_null(r)
-            if not isinstance(r, Mapping):
-                ctx.fail(rpath, wrong_type("object", r))
+            r = ctx.item(r, rpath)
             named = ctx.mapping(r, "namedResources", rpath)
             if named is None:
                 ctx.warn(rpath, "a result without namedResources names no device; skipped")

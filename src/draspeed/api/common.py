@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from draspeed.api import limits, meta_extras, names
-from draspeed.api.context import DecodeContext, child, zero_if_null
+from draspeed.api.context import DecodeContext, child
 from draspeed.api.messages import (
     duplicate,
     forbidden,
@@ -281,9 +281,7 @@ def _checked_metadata(
 def _requirement(
     ctx: DecodeContext, raw: Any, path: str, *, field_selector: bool
 ) -> NodeSelectorRequirement:
-    raw = zero_if_null(raw)
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
+    raw = ctx.item(raw, path)
     req = NodeSelectorRequirement(
         key=ctx.shared_string(raw, "key", path),
         operator=ctx.shared_string(raw, "operator", path),
@@ -351,9 +349,7 @@ def decode_node_selector(ctx: DecodeContext, raw: Any, path: str) -> NodeSelecto
     terms = []
     for i, term in enumerate(terms_raw):
         term_path = f"{terms_path}[{i}]"
-        term = zero_if_null(term)
-        if not isinstance(term, Mapping):
-            ctx.fail(term_path, wrong_type("object", term))
+        term = ctx.item(term, term_path)
         exprs = ctx.array(term, "matchExpressions", term_path) or []
         fields = ctx.array(term, "matchFields", term_path) or []
         terms.append(
@@ -386,9 +382,7 @@ def decode_selectors(ctx: DecodeContext, d: Mapping[str, Any], path: str) -> lis
     selectors = []
     for i, sel in enumerate(raw):
         sel_path = f"{path}[{i}]"
-        sel = zero_if_null(sel)
-        if not isinstance(sel, Mapping):
-            ctx.fail(sel_path, wrong_type("object", sel))
+        sel = ctx.item(sel, sel_path)
         cel = ctx.mapping(sel, "cel", sel_path)
         if cel is None:
             if ctx.validate:
@@ -443,9 +437,7 @@ def _too_complex(expression: str) -> bool:
 
 
 def decode_taint(ctx: DecodeContext, raw: Any, path: str) -> DeviceTaint:
-    raw = zero_if_null(raw)
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
+    raw = ctx.item(raw, path)
     taint = DeviceTaint(
         key=ctx.string(raw, "key", path),
         value=ctx.string(raw, "value", path),
@@ -479,9 +471,7 @@ def decode_tolerations(
 
 
 def decode_toleration(ctx: DecodeContext, raw: Any, path: str) -> DeviceToleration:
-    raw = zero_if_null(raw)
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
+    raw = ctx.item(raw, path)
     # The API server defaults an empty operator to Equal.
     tol = DeviceToleration(
         key=ctx.string(raw, "key", path),

@@ -112,13 +112,6 @@ def dict_of(obj: Mapping[str, Any]) -> dict[str, Any]:
 ZERO_QUANTITY = Quantity.zero()
 
 
-def zero_if_null(value: Any) -> Any:
-    """A list item or map value that holds an object (a struct in Go, not a pointer):
-    JSON null decodes into the struct's zero value there, so it is read as an empty
-    object, and validated as the API server validates the zero object."""
-    return {} if value is None else value
-
-
 def child(path: str, key: str) -> str:
     """``path.key``; keys that are not plain identifiers are written ``path[key]``."""
     if key and (key.replace("-", "").replace("_", "").isalnum()) and key.isascii():
@@ -257,6 +250,17 @@ class DecodeContext:
         self.caches.checked.add(key)
 
     # ---------------------------------------------------------------- typed readers
+
+    def item(self, value: Any, path: str) -> Mapping[str, Any]:
+        """A list item or map value that holds an object (a struct in Go, not a
+        pointer): null decodes into the struct's zero value there, so it is read as an
+        empty object and validated as the API server validates the zero object;
+        anything but a mapping is an error at ``path``."""
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.fail(path, messages.wrong_type("object", value))
+        return value
 
     def mapping(
         self, d: Mapping[str, Any], key: str, path: str, *, required: bool = False

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from draspeed.api import limits
 from draspeed.api.context import DecodeContext
-from draspeed.api.messages import invalid, not_supported, required, too_long, wrong_type
+from draspeed.api.messages import invalid, not_supported, required, too_long
 from draspeed.cel.timestamps import parse_rfc3339
 
 # apimachinery's limits (pkg/apis/meta/v1/validation).
@@ -77,7 +77,7 @@ def read(ctx: DecodeContext, meta: Mapping[str, Any], path: str = "metadata") ->
     owners = []
     for i, raw in enumerate(ctx.array(meta, "ownerReferences", path) or ()):
         at = f"{path}.ownerReferences[{i}]"
-        ref = _entry(ctx, raw, at)
+        ref = ctx.item(raw, at)
         owners.append(
             OwnerReference(
                 ctx.string(ref, "apiVersion", at),
@@ -91,7 +91,7 @@ def read(ctx: DecodeContext, meta: Mapping[str, Any], path: str = "metadata") ->
     managed = []
     for i, raw in enumerate(ctx.array(meta, "managedFields", path) or ()):
         at = f"{path}.managedFields[{i}]"
-        entry = _entry(ctx, raw, at)
+        entry = ctx.item(raw, at)
         ctx.string(entry, "apiVersion", at)
         _read_time(ctx, entry, "time", at)
         # fieldsV1 is free-form: any JSON value decodes.
@@ -104,14 +104,6 @@ def read(ctx: DecodeContext, meta: Mapping[str, Any], path: str = "metadata") ->
             )
         )
     return Extras(tuple(owners), tuple(managed))
-
-
-def _entry(ctx: DecodeContext, raw: Any, path: str) -> Mapping[str, Any]:
-    if raw is None:
-        return {}  # Go decodes null into a zero struct
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
-    return raw
 
 
 def _read_time(ctx: DecodeContext, d: Mapping[str, Any], key: str, path: str) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 
 from draspeed.api import names
 from draspeed.api.common import decode_metadata
-from draspeed.api.context import DecodeContext, child, dict_of, zero_if_null
-from draspeed.api.messages import duplicate, invalid, not_found, required, wrong_type
+from draspeed.api.context import DecodeContext, child, dict_of
+from draspeed.api.messages import duplicate, invalid, not_found, required
 from draspeed.api.model import Container, Pod, PodResourceClaim
 from draspeed.quantity import Quantity
 
@@ -59,9 +59,7 @@ def _pod_claims(ctx: DecodeContext, spec: Mapping[str, Any]) -> list[PodResource
     seen: set[str] = set()
     for i, raw in enumerate(ctx.array(spec, "resourceClaims", "spec") or []):
         path = f"spec.resourceClaims[{i}]"
-        raw = zero_if_null(raw)
-        if not isinstance(raw, Mapping):
-            ctx.fail(path, wrong_type("object", raw))
+        raw = ctx.item(raw, path)
         claim = PodResourceClaim(
             name=ctx.string(raw, "name", path),
             resource_claim_name=ctx.opt_string(raw, "resourceClaimName", path),
@@ -114,9 +112,7 @@ def _containers(
     out = []
     for i, raw in enumerate(ctx.array(spec, key, "spec") or []):
         path = f"spec.{key}[{i}]"
-        raw = zero_if_null(raw)
-        if not isinstance(raw, Mapping):
-            ctx.fail(path, wrong_type("object", raw))
+        raw = ctx.item(raw, path)
         resources = ctx.mapping(raw, "resources", path) or {}
         resources_path = child(path, "resources")
         requests = _resource_list(ctx, resources, "requests", resources_path)
@@ -147,9 +143,7 @@ def _check_claim_names(
     seen: set[str] = set()
     for i, raw in enumerate(ctx.array(resources, "claims", path) or []):
         item_path = f"{claims_path}[{i}]"
-        raw = zero_if_null(raw)
-        if not isinstance(raw, Mapping):
-            ctx.fail(item_path, wrong_type("object", raw))
+        raw = ctx.item(raw, item_path)
         name = ctx.string(raw, "name", item_path)
         if not name:
             ctx.fail(item_path, required())
@@ -201,8 +195,6 @@ def _claim_statuses(ctx: DecodeContext, status: Mapping[str, Any]) -> dict[str, 
     out: dict[str, str | None] = {}
     for i, raw in enumerate(ctx.array(status, "resourceClaimStatuses", "status") or []):
         path = f"status.resourceClaimStatuses[{i}]"
-        raw = zero_if_null(raw)
-        if not isinstance(raw, Mapping):
-            ctx.fail(path, wrong_type("object", raw))
+        raw = ctx.item(raw, path)
         out[ctx.string(raw, "name", path)] = ctx.opt_string(raw, "resourceClaimName", path)
     return out

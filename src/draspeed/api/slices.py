@@ -49,7 +49,6 @@ from draspeed.api.context import (
     child,
     dict_of,
     map_entry,
-    zero_if_null,
 )
 from draspeed.api.messages import (
     duplicate,
@@ -369,11 +368,8 @@ def _decode_device(
     max_values = limits.RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE
     base_keys = 0 if nested else 1  # "name" lives next to the fields in v1
 
-    d = zero_if_null(d)
     if type(d) is not dict:
-        if not isinstance(d, Mapping):
-            ctx.fail(f"spec.devices[{i}]", wrong_type("object", d))
-        d = dict(d)
+        d = dict(ctx.item(d, f"spec.devices[{i}]"))
     ctx.known(d, f"spec.devices[{i}]", "Device")
     name = d.get("name")
     if type(name) is not str:
@@ -625,7 +621,8 @@ def _attribute_value(caches: Caches, validate: bool, raw: Any) -> DeviceAttribut
             if type(value) is entry[0]:
                 entry[1][value] = attr
             return attr
-    raw = zero_if_null(raw)
+    if raw is None:  # (the zero attribute, as Go decodes null into a struct)
+        raw = {}
     if not isinstance(raw, Mapping):
         raise _BadValue("", wrong_type("object", raw))
     found = [(k, v) for k, v in raw.items() if k in _VALUE_KINDS and v is not None]
@@ -689,9 +686,7 @@ def _bare_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
 
 
 def _decode_capacity(ctx: DecodeContext, raw: Any, path: str) -> DeviceCapacity:
-    raw = zero_if_null(raw)
-    if not isinstance(raw, Mapping):
-        ctx.fail(path, wrong_type("object", raw))
+    raw = ctx.item(raw, path)
     ctx.known_tree(raw, path, "DeviceCapacity")
     # (No value is the zero quantity, which the API server takes: any parsed quantity
     # is a valid capacity.)
@@ -874,9 +869,7 @@ def _decode_counters(ctx: DecodeContext, raw: Any, path: str) -> dict[str, Count
             ctx.fail(path, wrong_type("string key", name))
         if ctx.validate:
             ctx.check("label", name, names.check_dns_label, cpath)
-        counter = zero_if_null(counter)
-        if not isinstance(counter, Mapping):
-            ctx.fail(cpath, wrong_type("object", counter))
+        counter = ctx.item(counter, cpath)
         # (No value is the zero quantity, which the API server takes: any parsed
         # quantity is a valid counter.)
         counters[name] = Counter(value=ctx.quantity(counter.get("value"), child(cpath, "value")))
@@ -892,9 +885,7 @@ def _decode_counter_sets(ctx: DecodeContext, raw: list[Any]) -> list[CounterSet]
     sets: list[CounterSet] = []
     for i, cs in enumerate(raw):
         cs_path = f"{path}[{i}]"
-        cs = zero_if_null(cs)
-        if not isinstance(cs, Mapping):
-            ctx.fail(cs_path, wrong_type("object", cs))
+        cs = ctx.item(cs, cs_path)
         name = ctx.string(cs, "name", cs_path, required=ctx.validate)
         if ctx.validate:
             ctx.check("label", name, names.check_dns_label, f"{cs_path}.name")
@@ -951,9 +942,7 @@ def _decode_device_extras(
         seen: set[str] = set()
         for j, c in enumerate(consumes):
             jpath = f"{cpath}[{j}]"
-            c = zero_if_null(c)
-            if not isinstance(c, Mapping):
-                ctx.fail(jpath, wrong_type("object", c))
+            c = ctx.item(c, jpath)
             counter_set = ctx.string(c, "counterSet", jpath, required=validate)
             if validate:
                 ctx.check("label", counter_set, names.check_dns_label, f"{jpath}.counterSet")
