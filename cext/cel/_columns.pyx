@@ -261,7 +261,6 @@ cdef void _key_scan(list devices, list drivers, bint capacity, int32_t[::1] ids,
                 if swap == NULL:
                     raise MemoryError()
                 previous = swap
-                previous_size = -1  # (the names before were not kept in the new room)
             driver = drivers[i]
             pos = 0
             k = 0

@@ -197,10 +197,6 @@ class QuantitySum:
         """The sum as upstream's running ``Add`` holds it; raises
         :class:`~draspeed.errors.QuantityError` where that needs more digits than
         draspeed writes out."""
-        if self._written is not None:
-            return self._written
-        if self._go_scale is None:
-            return _ZERO
         settled = self.settled()
         if isinstance(settled, Quantity):
             return settled

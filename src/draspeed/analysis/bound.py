@@ -518,7 +518,8 @@ class _Uses:
                 what = f"device {device.id}, capacity {name}"
                 total = nanos_of(device.device.capacity[name].value, what)
                 used = device.consumed.get(name)
-                _at_most(problem, variables, total - (nanos_of(used, what) if used else 0))
+                taken = nanos_of(used, what) if used is not None else 0
+                _at_most(problem, variables, total - taken)
             if device.uses and not device.held:
                 # The first share takes the device's counters (later ones do not).
                 first = problem.var(0.0, 1.0)
@@ -680,7 +681,7 @@ class _ShapeModel:
                     held = device.consumed.get(name)
                     what = f"device {device.id}, capacity {name}"
                     left = nanos_of(device.device.capacity[name].value, what) - (
-                        nanos_of(held, what) if held else 0
+                        nanos_of(held, what) if held is not None else 0
                     )
                     most = min(most, float(max(left, 0) // amount))
             if most == 0:
