@@ -1,7 +1,9 @@
 """A leaf that applies a string method to one attribute (``uuid.startsWith("GPU-")``)
-is answered by the method for string values (draspeed.cel.vector._StringCall): the
-same verdict, error and cost per device as the leaf's metered program, for strings of
-every length and values of every kind."""
+is answered by the method for string values: from the attribute objects at once while
+the attribute has no column (draspeed.cel.vector._string_call_objects), else per value
+of the column (draspeed.cel.vector._StringCall). Either way: the same verdict, error
+and cost per device as the leaf's metered program, for strings of every length and
+values of every kind."""
 
 from __future__ import annotations
 
@@ -56,23 +58,52 @@ SELECTORS = [
 
 
 def _leaf_values(expr: str, table: DeviceTable) -> list[Any]:
+    """Each leaf's verdict, error text, cost and groups per device."""
     selector = compile_selector(expr)
     plan = vector.plan_for(selector)
     messages = vector._Messages(None)
     out = []
     for leaf in plan.leaves:
         got = vector._eval_leaf(leaf, table, None, messages, False)
-        out.append([got.val.tolist(), got.err.tolist(), got.cost.tolist(), got.groups.tolist()])
+        rows = got.combined
+        texts = ["", *messages.texts]
+        out.append(
+            [
+                got.val[rows].tolist(),
+                [texts[code] for code in got.err[rows].tolist()],
+                got.cost[rows].tolist(),
+                got.groups[rows].tolist(),
+            ]
+        )
     return out
 
 
+def _metered(patched: pytest.MonkeyPatch) -> None:
+    """Neither the objects nor the method: the program for every value."""
+    patched.setattr(vector, "_string_call_objects", lambda *args: None)
+    patched.setattr(vector._StringCall, "of", classmethod(lambda cls, *args: None))
+
+
+# Which path answers: the objects (no column yet), or the column's values.
+PATHS = ("objects", "column")
+
+
+def _take(path: str, patched: pytest.MonkeyPatch) -> None:
+    if path == "column":
+        patched.setattr(vector, "_string_call_objects", lambda *args: None)
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("expr", SELECTORS)
-def test_string_calls_answer_as_the_program(expr: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_string_calls_answer_as_the_program(
+    expr: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     table = _table()
+    _take(path, monkeypatch)
     direct = _leaf_values(expr, table)
     answered = compile_selector(expr).evaluate(table)
     with monkeypatch.context() as patched:
-        patched.setattr(vector._StringCall, "of", classmethod(lambda cls, *args: None))
+        _metered(patched)
         assert _leaf_values(expr, table) == direct
         metered = compile_selector(expr).evaluate(table)
     (match, error, messages), (want_match, want_error, want_messages) = answered, metered
@@ -94,6 +125,7 @@ def test_the_method_answers_string_values_after_two(monkeypatch: pytest.MonkeyPa
         return found
 
     monkeypatch.setattr(vector._StringCall, "answer", counting)
+    _take("column", monkeypatch)
     _leaf_values(SELECTORS[0], _table())
     strings = sum(1 for v in _VALUES if v is not None and v.kind == "string")
     assert len(answered) == strings - 3  # two learnt from, one past the cost limit
@@ -119,17 +151,19 @@ STRING_COLUMNS = {
 }
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("expr", SELECTORS)
 @pytest.mark.parametrize("column", STRING_COLUMNS.values(), ids=STRING_COLUMNS.keys())
 def test_columns_of_strings_answer_as_the_program(
-    expr: str, column: list[str], monkeypatch: pytest.MonkeyPatch
+    expr: str, column: list[str], path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = _string_table(column)
+    _take(path, monkeypatch)
     direct = _leaf_values(expr, table)
     answered = compile_selector(expr).evaluate(table)
     lazily = vector.evaluate_lazily(compile_selector(expr), table)
     with monkeypatch.context() as patched:
-        patched.setattr(vector._StringCall, "of", classmethod(lambda cls, *args: None))
+        _metered(patched)
         assert _leaf_values(expr, table) == direct
         metered = compile_selector(expr).evaluate(table)
         metered_lazily = vector.evaluate_lazily(compile_selector(expr), table)
@@ -150,8 +184,83 @@ def test_a_column_of_strings_is_answered_at_once(monkeypatch: pytest.MonkeyPatch
         return found
 
     monkeypatch.setattr(vector._StringCall, "answer_all", counting)
+    _take("column", monkeypatch)
     _leaf_values(SELECTORS[0], _string_table(_UUIDS))
     assert batches == [len(_UUIDS) - 2]  # all but the two the program is learnt from
     batches.clear()
     _leaf_values(SELECTORS[0], _string_table(STRING_COLUMNS["one-non-ascii"]))
     assert batches == [-1]
+
+
+def _objects_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each objects-path attempt answered (not None)."""
+    answers: list[bool] = []
+    objects = vector._string_call_objects
+
+    def counting(*args: Any) -> Any:
+        found = objects(*args)
+        answers.append(found is not None)
+        return found
+
+    monkeypatch.setattr(vector, "_string_call_objects", counting)
+    return answers
+
+
+def test_the_objects_answer_a_column_of_ascii_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not vacuous: a column of ASCII strings within the limit, not built yet, is
+    answered from its objects; mixed kinds, non-ASCII text, a value past the limit, and
+    a column already built are left to the column."""
+    answers = _objects_answers(monkeypatch)
+    _leaf_values(SELECTORS[0], _string_table(_UUIDS))
+    assert answers == [True]
+    for name in ("one-non-ascii", "one-past-the-limit"):
+        answers.clear()
+        _leaf_values(SELECTORS[0], _string_table(STRING_COLUMNS[name]))
+        assert answers == [False], name
+    answers.clear()
+    _leaf_values(SELECTORS[0], _table())
+    assert answers == [False]
+    table = _string_table(_UUIDS)
+    table.column(("attr", DOMAIN, "uuid"))
+    answers.clear()
+    _leaf_values(SELECTORS[0], table)
+    assert answers == [False]
+
+
+def _shared_objects_table() -> DeviceTable:
+    """Runs of devices sharing one attribute object, some devices without the
+    attribute, and one whose version attribute does not convert (every selector fails
+    there, so evaluations leave it out of the rows they want)."""
+    shared = [DeviceAttribute("string", f"GPU-{k}") for k in range(3)]
+    devices = []
+    for i in range(40):
+        attributes: dict[str, DeviceAttribute] = {}
+        if i % 5:
+            attributes[f"{DOMAIN}/uuid"] = (
+                shared[(i // 7) % 3] if i % 3 else (DeviceAttribute("string", f"MIG-{i}"))
+            )
+        if i == 11:
+            attributes[f"{DOMAIN}/version"] = DeviceAttribute("version", "not-a-version")
+        devices.append((DOMAIN, Device(name=f"d{i}", attributes=attributes)))
+    return DeviceTable.build(devices)
+
+
+@pytest.mark.parametrize("expr", SELECTORS)
+def test_shared_objects_absent_values_and_unconvertible_rows(
+    expr: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = _objects_answers(monkeypatch)
+    table = _shared_objects_table()
+    direct = _leaf_values(expr, table)
+    answered = compile_selector(expr).evaluate(table)
+    lazily = vector.evaluate_lazily(compile_selector(expr), table)
+    assert True in answers
+    with monkeypatch.context() as patched:
+        _metered(patched)
+        assert _leaf_values(expr, _shared_objects_table()) == direct
+        metered = compile_selector(expr).evaluate(_shared_objects_table())
+        metered_lazily = vector.evaluate_lazily(compile_selector(expr), _shared_objects_table())
+    for got, want in ((answered, metered), (lazily, metered_lazily)):
+        assert [a.tolist() if hasattr(a, "tolist") else a for a in got] == [
+            w.tolist() if hasattr(w, "tolist") else w for w in want
+        ]

@@ -12,7 +12,7 @@ import numpy as np
 
 from draspeed.api import model
 
-from libc.stdint cimport int32_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.string cimport memcmp
 from cpython.list cimport PyList_GET_ITEM
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -27,6 +27,12 @@ from model_slots cimport (
 
 cdef extern from "Python.h":
     PyTypeObject *Py_TYPE(object o)
+    bint PyUnicode_IS_ASCII(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    Py_ssize_t PyUnicode_Tailmatch(object s, object sub, Py_ssize_t start, Py_ssize_t end,
+                                   int direction) except -1
+    Py_ssize_t PyUnicode_Find(object s, object sub, Py_ssize_t start, Py_ssize_t end,
+                              int direction) except -2
 
 
 
@@ -395,6 +401,14 @@ cdef class AttributeObjects:
             return None
         return self.arrays[<Py_ssize_t>found] != 0
 
+    def listed(self, tuple name not None):
+        """Column ``name`` as filed: ``(entries, objects)`` (entry 0: no such attribute,
+        k: ``objects[k - 1]``), or None when no device has it."""
+        found = self.index.get(name)
+        if found is None:
+            return None
+        return self.arrays[<Py_ssize_t>found], self.objects[<Py_ssize_t>found]
+
     def codes(self, tuple name not None, object key_of, object value_of):
         """Column ``name`` numbered: ``(codes, values, absent)`` as :func:`object_codes`
         gives them for the devices' objects, or None when no device has it."""
@@ -643,3 +657,47 @@ cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, AttributeObjects col
             columns.put(k, i, value)
 
 
+
+
+# The string methods string_calls applies (CEL's and Python's agree on two strings: both
+# read code points).
+STRING_METHODS = ("startsWith", "endsWith", "contains")
+
+
+def string_calls(list objects not None, str function, str arg):
+    """``function`` (one of :data:`STRING_METHODS`) with argument ``arg`` applied to
+    each attribute object of ``objects``: ``(verdicts, lengths)``, a bool and an int64
+    array, or None unless every object is a ``string`` attribute holding an ASCII
+    ``str`` (whose CEL value is that string, and whose cost depends on its length
+    alone). One C call per object: a column of UUIDs is answered without numbering its
+    values."""
+    cdef Py_ssize_t n = len(objects), i, found
+    cdef int method = STRING_METHODS.index(function)
+    cdef PyObject *item
+    cdef PyObject *kind
+    cdef PyObject *raw
+    verdicts_a = np.empty(n, np.bool_)
+    lengths_a = np.empty(n, np.int64)
+    cdef uint8_t[::1] verdicts = verdicts_a.view(np.uint8)
+    cdef int64_t[::1] lengths = lengths_a
+    for i in range(n):
+        item = PyList_GET_ITEM(objects, i)
+        if Py_TYPE(<object>item) != _ATTRIBUTE:
+            return None
+        kind = draspeed_get_slot(<object>item, _kind_at)
+        raw = draspeed_get_slot(<object>item, _attribute_value_at)
+        if kind == NULL or raw == NULL or type(<object>raw) is not str:
+            return None
+        if type(<object>kind) is not str or <str>kind != "string":
+            return None
+        if not PyUnicode_IS_ASCII(<object>raw):
+            return None
+        lengths[i] = PyUnicode_GET_LENGTH(<object>raw)
+        if method == 2:
+            found = PyUnicode_Find(<object>raw, arg, 0, lengths[i], 1)
+            verdicts[i] = found >= 0
+        else:
+            verdicts[i] = PyUnicode_Tailmatch(
+                <object>raw, arg, 0, lengths[i], -1 if method == 0 else 1
+            ) == 1
+    return verdicts_a, lengths_a

@@ -30,6 +30,10 @@ class AttributeObjects:
     def __new__(cls, n: int) -> AttributeObjects: ...
     def present(self, name: tuple[str, str]) -> npt.NDArray[np.bool_] | None:
         """Whether each device has attribute ``name``, or None when none has."""
+    def listed(
+        self, name: tuple[str, str]
+    ) -> tuple[npt.NDArray[np.int32], list[DeviceAttribute]] | None:
+        """Column ``name`` as filed (entries, objects), or None when no device has it."""
     def codes(
         self,
         name: tuple[str, str],
@@ -49,3 +53,9 @@ def attribute_pass(
     risky_kinds: frozenset[str | None],
     detail_of: Callable[[DeviceAttribute], str | None],
 ) -> tuple[list[tuple[int, str, str]], AttributeObjects]: ...
+
+STRING_METHODS: tuple[str, ...]
+
+def string_calls(
+    objects: list[DeviceAttribute], function: str, arg: str
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]] | None: ...

@@ -346,6 +346,21 @@ class DeviceTable:
             return self._absent()
         return _sorted_column(*found)
 
+    def attribute_objects(
+        self, domain: str, ident: str
+    ) -> tuple[np.ndarray, list[DeviceAttribute]] | None:
+        """Attribute ``domain/ident`` as the attribute pass filed it, not numbered: each
+        device's entry (0: no such attribute, k: ``objects[k - 1]``) and the objects;
+        None when no device has it."""
+        if "/" in domain:  # (as for columns)
+            return None
+        return self._attributes().columns.listed((domain, ident))
+
+    def built(self, key: tuple[str, ...]) -> bool:
+        """Whether the column of ``key`` is built already."""
+        with self._lock:
+            return key in self._columns
+
     def _presence_column(self, capacity: bool, domain: str, ident: str) -> Column:
         """Whether a device has attribute (or capacity) ``domain/ident``, as ``has()``
         asks: two values, however many the attribute takes (a UUID differs on every

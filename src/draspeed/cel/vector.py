@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import draspeed.cel._columns as _columns
 from draspeed.cel.ast import (
     Bind,
     Call,
@@ -53,12 +54,13 @@ from draspeed.cel.evaluator import Activation, Compiler
 from draspeed.cel.meter import COST_LIMIT, COST_MESSAGE, swap_meter
 from draspeed.cel.row_messages import RowMessages, TextCodes
 from draspeed.cel.runtime_errors import runtime_error
+from draspeed.cel.table import Column
 from draspeed.cel.values import CostLimitExceeded, DomainMap, GoPanic, to_bool_result
 from draspeed.errors import CELRuntimeError
 
 if TYPE_CHECKING:
     from draspeed.cel.selector import Selector
-    from draspeed.cel.table import Column, DeviceTable
+    from draspeed.cel.table import DeviceTable
 
 ReadKey = tuple[str, ...]
 _MAX_DENSE = 1 << 22
@@ -709,6 +711,9 @@ def _logical(is_or: bool, results: list[Result], track: bool) -> Result:
 def _eval_leaf(
     leaf: Leaf, table: DeviceTable, wanted: np.ndarray | None, messages: _Messages, lazy: bool
 ) -> _LeafValues:
+    from_objects = _string_call_objects(leaf, table, wanted, messages, lazy)
+    if from_objects is not None:
+        return from_objects
     n = table.n
     columns = [table.column(key) for key in leaf.reads]
     combined, present, decode = _combine(columns, n)
@@ -817,6 +822,118 @@ def _plain_attribute(node: Node) -> tuple[str, str] | None:
     return (domain, name) if attributes == "attributes" else None
 
 
+def _string_call(leaf: Leaf) -> tuple[Call, str, str] | None:
+    """(the call, domain, name) when ``leaf`` is a string method of one attribute with a
+    constant string argument (``device.attributes["d"].uuid.startsWith("GPU-")``)."""
+    call = leaf.node
+    if not (
+        isinstance(call, Call)
+        and call.function in _STRING_METHODS
+        and call.target is not None
+        and len(call.args) == 1
+        and isinstance(call.args[0], Const)
+        and call.args[0].kind == "string"
+    ):
+        return None
+    read = _plain_attribute(call.target)
+    if read is None or leaf.reads != (("attr", *read),):
+        return None
+    return call, read[0], read[1]
+
+
+def _string_call_objects(
+    leaf: Leaf, table: DeviceTable, wanted: np.ndarray | None, messages: _Messages, lazy: bool
+) -> _LeafValues | None:
+    """A string-method leaf (see :class:`_StringCall`) over an attribute whose column
+    is not built yet, answered from the attribute objects the table filed: one C call
+    per object (``_columns.string_calls``), where numbering the values first cost ten
+    times that for a column of UUIDs, which has a value per device. Combinations are
+    the filed objects (an object shared by a run of devices is one).
+
+    The program runs for the first two strings, which give what it charges beside the
+    call (they must agree, as :meth:`_StringCall.learn` requires), and for an absent
+    attribute. None -- the column path then answers -- unless every object is a
+    ``string`` attribute holding ASCII text within the cost limit."""
+    found = _string_call(leaf)
+    if found is None or table.built(leaf.reads[0]):
+        return None
+    call, domain, ident = found
+    listed = table.attribute_objects(domain, ident)
+    if listed is None:
+        return None
+    entries, objects = listed
+    arg = call.args[0].value  # type: ignore[attr-defined]
+    deadline = messages.deadline
+    if deadline is not None:
+        check_deadline(deadline)
+    answered = _columns.string_calls(objects, call.function, arg)
+    if answered is None:
+        return None
+    verdicts, lengths = answered
+    size = len(objects) + 1
+    present = np.flatnonzero(
+        np.bincount(entries if wanted is None else entries[wanted], minlength=size)
+    )
+    learn_from = present[present > 0][:2].tolist()
+    if len(learn_from) < 2:
+        return None  # (a column of one value is numbered at once)
+    overload = call.overloads[0] if len(call.overloads) == 1 else ""
+    strings = [objects[k - 1].value for k in learn_from]
+    devices = _Devices(leaf.reads, [_listed_column(strings)])
+    act = Activation(None, leaf.nslots, COST_LIMIT, deadline)
+    previous = swap_meter(act)
+    try:
+        runs = [_run_at(leaf, act, devices, i) for i in (1, 2)]
+        absent = _run_at(leaf, act, devices, 0) if present[0] == 0 else None
+    finally:
+        swap_meter(previous)
+    bases = set()
+    for (value, error, cost, groups), text, k in zip(runs, strings, learn_from, strict=True):
+        if error is not None or groups or value is not bool(verdicts[k - 1]):
+            return None
+        bases.add(cost - call_cost(call.function, overload, (text, arg)))
+    if len(bases) != 1:
+        return None
+    base = bases.pop()
+    distinct, where = np.unique(lengths, return_inverse=True)
+    per_length = [
+        base + call_cost(call.function, overload, ("x" * n, arg)) for n in distinct.tolist()
+    ]
+    if max(per_length) > COST_LIMIT:
+        return None  # the program words the limit
+    res_val = np.zeros(size, dtype=bool)
+    res_err = np.zeros(size, dtype=np.int32)
+    res_cost = np.zeros(size, dtype=np.int64)
+    res_groups = np.zeros(size, dtype=np.int64)
+    res_val[1:] = verdicts
+    res_cost[1:] = np.asarray(per_length, dtype=np.int64)[where.reshape(-1)]
+    if absent is not None:
+        value, error, cost, groups = absent
+        res_val[0] = value
+        res_err[0] = 0 if error is None else messages.code(error)
+        res_cost[0] = cost
+        res_groups[0] = groups
+    charged = res_cost[present]
+    total = int(charged.sum())
+    if lazy and messages.work + total > _WORK_BUDGET:
+        raise _TooCostly()
+    messages.work += total
+    max_cost = int(charged.max())
+    return _LeafValues(entries, present, res_val, res_err, res_cost, res_groups, max_cost)
+
+
+def _listed_column(values: list[Any]) -> Column:
+    return Column(np.zeros(0, dtype=np.int32), values, True)
+
+
+def _run_at(
+    leaf: Leaf, act: Activation, devices: _Devices, value_id: int
+) -> tuple[bool, str | None, int, int]:
+    """The leaf's program on the synthetic device holding value ``value_id``."""
+    act.device = devices.at((value_id,))
+    return _run_leaf(leaf, act)
+
+
 class _StringCall:
     """A leaf that is a string method of one attribute with a constant string argument
     (``device.attributes["d"].uuid.startsWith("GPU-")``), answered for a string value
@@ -851,21 +968,10 @@ class _StringCall:
 
     @classmethod
     def of(cls, leaf: Leaf, columns: list[Column]) -> _StringCall | None:
-        call = leaf.node
-        if not (
-            isinstance(call, Call)
-            and call.function in _STRING_METHODS
-            and call.target is not None
-            and len(call.args) == 1
-            and isinstance(call.args[0], Const)
-            and call.args[0].kind == "string"
-            and len(columns) == 1
-        ):
+        found = _string_call(leaf)
+        if found is None or len(columns) != 1:
             return None
-        read = _plain_attribute(call.target)
-        if read is None or leaf.reads != (("attr", *read),):
-            return None
-        return cls(call, columns[0].values)
+        return cls(found[0], columns[0].values)
 
     def _string(self, combo: int) -> str | None:
         value = self.values[combo - 1] if combo > 0 else None
