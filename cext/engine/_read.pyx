@@ -29,6 +29,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_S
 from cpython.ref cimport Py_INCREF
 
 from model_slots cimport (
+    draspeed_prefetch_slot,
     PtrMap, draspeed_get_slot, draspeed_prefetch_ahead, ptrmap_free, ptrmap_get, ptrmap_init,
     PyObject_GC_UnTrack, out_of_collector_sight, ptrmap_put, slot_offset,
 )
@@ -340,6 +341,19 @@ cdef Py_ssize_t _PREFETCH_CONTENTS[2]
 _PREFETCH_CONTENTS[:] = [_capacity_at, _consumes_at]
 
 
+# How many devices behind the one it lists the listing run asks for what a device's
+# fields point to (by then that device's own line has come).
+cdef enum:
+    _LIST_LAG = 8
+
+
+cdef inline void _prefetch_fields(PyObject *device) noexcept:
+    cdef int k
+    if Py_TYPE(<object>device) == _DEVICE:
+        for k in range(6):
+            draspeed_prefetch_slot(device, _PREFETCH_FIELDS[k])
+
+
 def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     """Per-slice and per-device arrays of ``slices`` (device indices from ``first_device``).
 
@@ -394,13 +408,34 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     cdef dict strings = names.strings
     cdef list string_list = names.string_list
     cdef Py_ssize_t g = 0, pos, k = 0, c = 0, j
-    cdef bint listed
     cdef uint8_t flags
     cdef int32_t driver
     cdef bint per_device
     cdef PyObject *key
     cdef PyObject *value
     cdef PyObject *policy
+    # Every device listed first, in one run over the slices: the loop below then asks
+    # for the devices ahead of it across the slices' ends, and each device is touched
+    # here with no read waiting on it, so that the misses overlap.
+    for s in range(S):
+        rs = slices[s]
+        spec = _get(rs, _spec_at, "spec", Py_TYPE(rs) == _SLICE)
+        devices = _get(spec, _devices_at, "devices", Py_TYPE(spec) == _SPEC)
+        s_ndev[s] = len(devices)
+        if g + s_ndev[s] > n_dev:  # (a device list longer than when it was counted above)
+            raise ValueError("draspeed: the slices changed while they were read")
+        for j in range(s_ndev[s]):
+            device = devices[j]
+            Py_INCREF(device)
+            PyList_SET_ITEM(device_list, g, device)
+            if g >= _LIST_LAG:  # what an earlier device's fields point to, by now at hand
+                _prefetch_fields(PyList_GET_ITEM(device_list, g - _LIST_LAG))
+            g += 1
+    for j in range(max(0, g - _LIST_LAG), g):
+        _prefetch_fields(PyList_GET_ITEM(device_list, j))
+    if g != n_dev:
+        raise ValueError("draspeed: the slices changed while they were read")
+    g = 0
     s_cs_ptr[0] = 0
     cs_c_ptr[0] = 0
     for s in range(S):
@@ -429,7 +464,6 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
         direct = Py_TYPE(metadata) == _META
         s_name[s] = _intern(strings, string_list, _get(metadata, _meta_name_at, "name", direct))
         s_first[s] = first_device + g
-        s_ndev[s] = len(devices)
         s_selector[s] = -1
         s_node[s] = _intern(strings, string_list, node_name) if node_name else -1
         if node_name:
@@ -454,17 +488,15 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
             k += 1
             cs_c_ptr[k] = c
         s_cs_ptr[s + 1] = k
-        listed = type(devices) is list
-        for j in range(len(devices)):
-            if listed:  # ask for the devices ahead before waiting on this one
-                draspeed_prefetch_ahead(
-                    devices, j, _DEVICE, _PREFETCH_FIELDS, 6, _PREFETCH_CONTENTS, 2
-                )
-            device = devices[j]
-            if g >= n_dev:  # (a device list longer than when it was counted above)
-                raise ValueError("draspeed: the slices changed while they were read")
-            Py_INCREF(device)
-            PyList_SET_ITEM(device_list, g, device)
+        if len(devices) != s_ndev[s]:  # (a device list changed since it was listed above)
+            raise ValueError("draspeed: the slices changed while they were read")
+        for j in range(s_ndev[s]):
+            # Ask for the devices ahead before waiting on this one: across the slices'
+            # ends, which come every eight devices on a GPU node.
+            draspeed_prefetch_ahead(
+                device_list, g, _DEVICE, _PREFETCH_FIELDS, 6, _PREFETCH_CONTENTS, 2
+            )
+            device = <object>PyList_GET_ITEM(device_list, g)
             Py_INCREF(driver_name)
             PyList_SET_ITEM(driver_list, g, driver_name)
             direct = Py_TYPE(device) == _DEVICE
