@@ -1,7 +1,8 @@
 """The compiled read of the slices (draspeed.engine._read.read_slices) lists every
 device first, then reads them: a device list that changes while the slices are read
 (a model subclass whose field runs code) is an error, never a crash or a device read
-twice or not at all."""
+twice or not at all. Each device's counter consumption gets the id of its pattern:
+devices consume alike exactly when their entries are equal, in order."""
 
 from __future__ import annotations
 
@@ -9,8 +10,17 @@ from typing import Any
 
 import pytest
 
-from draspeed.api.model import Device, ObjectMeta, ResourcePool, ResourceSlice, ResourceSliceSpec
+from draspeed.api.model import (
+    Counter,
+    Device,
+    DeviceCounterConsumption,
+    ObjectMeta,
+    ResourcePool,
+    ResourceSlice,
+    ResourceSliceSpec,
+)
 from draspeed.engine import _read
+from draspeed.quantity import Quantity
 
 
 def _slice(name: str, devices: list[Any]) -> ResourceSlice:
@@ -53,3 +63,61 @@ def test_a_device_list_that_grows_while_read_is_an_error() -> None:
     slices = [_slice("s0", [grower]), _slice("s1", later)]
     with pytest.raises(ValueError, match="the slices changed while they were read"):
         _read.read_slices(slices, _read.Interning(), 0)
+
+
+def _use(counter_set: str, **amounts: str) -> DeviceCounterConsumption:
+    return DeviceCounterConsumption(
+        counter_set, {name: Counter(Quantity(v)) for name, v in amounts.items()}
+    )
+
+
+class _Uses(DeviceCounterConsumption):
+    """A consumption entry read by attribute, not by slot (a subclass)."""
+
+    __slots__ = ()
+
+
+def test_consumption_patterns_are_the_entries_in_order() -> None:
+    shared = _use("gpu-0", memory="10Gi", sm="16")
+    uses: list[list[Any]] = [
+        [shared],
+        [shared],  # the same object
+        [_use("gpu-0", memory="10Gi", sm="16")],  # equal, another object
+        [_use("gpu-0", sm="16", memory="10Gi")],  # the same counters in another order
+        [_use("gpu-0", memory="10240Mi", sm="16")],  # an equal amount, written otherwise
+        [_use("gpu-1", memory="10Gi", sm="16")],
+        [_use("gpu-0")],  # a set named with no counters
+        [_use("gpu-0", memory="10Gi", sm="16"), _use("gpu-1")],
+        [_use("gpu-1"), _use("gpu-0", memory="10Gi", sm="16")],
+        [_Uses("gpu-0", {"memory": Counter(Quantity("10Gi")), "sm": Counter(Quantity("16"))})],
+        [_use("gpu-0", **{f"c{k}": str(k) for k in range(40)})],  # past a small buffer
+        [_use("gpu-0", **{f"c{k}": str(k) for k in range(40)})],
+    ]
+    devices = [Device(name=f"d{i}", consumes_counters=u) for i, u in enumerate(uses)]
+    names = _read.Interning()
+    read = _read.read_slices([_slice("s", devices)], names, 0)
+    ptr, sets, counters, quantities = names.pattern_arrays()
+    strings, values = names.string_list, names.quantities
+
+    def entries(pattern: int) -> list[tuple[Any, ...]]:
+        out = []
+        for e in range(ptr[pattern], ptr[pattern + 1]):
+            counter = None if counters[e] < 0 else strings[counters[e]]
+            amount = None if quantities[e] < 0 else values[quantities[e]]
+            out.append((strings[sets[e]], counter, amount))
+        return out
+
+    def want(device_uses: list[Any]) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        for use in device_uses:
+            out.append((use.counter_set, None, None))
+            out += [(use.counter_set, k, c.value) for k, c in use.counters.items()]
+        return out
+
+    ids = read["d_pattern"].tolist()
+    for device_uses, pattern in zip(uses, ids, strict=True):
+        assert entries(pattern) == want(device_uses)
+    # Equal entries in the same order, and only they, share an id.
+    assert ids[0] == ids[1] == ids[2] == ids[4] == ids[9]
+    assert ids[10] == ids[11]
+    assert len({ids[0], ids[3], ids[5], ids[6], ids[7], ids[8], ids[10]}) == 7
