@@ -27,6 +27,7 @@ from model_slots cimport (
 
 cdef extern from "Python.h":
     PyTypeObject *Py_TYPE(object o)
+    int _list_append "PyList_Append"(PyObject *items, PyObject *item) except -1
     bint PyUnicode_IS_ASCII(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     Py_ssize_t PyUnicode_Tailmatch(object s, object sub, Py_ssize_t start, Py_ssize_t end,
@@ -338,6 +339,7 @@ cdef class AttributeObjects:
     cdef dict index  # (domain, ident) -> column
     cdef int32_t **data  # column -> its entries' data
     cdef PyObject **last  # column -> its last listed object (held by its list)
+    cdef int32_t *count  # column -> how many objects its list has
     cdef Py_ssize_t n, cap
 
     def __cinit__(self, Py_ssize_t n):
@@ -348,17 +350,20 @@ cdef class AttributeObjects:
         self.cap = 16
         self.data = <int32_t**>PyMem_Malloc(self.cap * sizeof(int32_t*))
         self.last = <PyObject**>PyMem_Malloc(self.cap * sizeof(PyObject*))
-        if self.data == NULL or self.last == NULL:
+        self.count = <int32_t*>PyMem_Malloc(self.cap * sizeof(int32_t))
+        if self.data == NULL or self.last == NULL or self.count == NULL:
             raise MemoryError()
 
     def __dealloc__(self):
         PyMem_Free(self.data)
         PyMem_Free(self.last)
+        PyMem_Free(self.count)
 
     cdef Py_ssize_t column(self, tuple name) except -1:
         """The column of ``(domain, ident)`` (added, all absent, if new)."""
         cdef int32_t **grown
         cdef PyObject **grown_last
+        cdef int32_t *grown_count
         cdef int32_t[::1] view
         found = self.index.get(name)
         if found is not None:
@@ -373,11 +378,16 @@ cdef class AttributeObjects:
             if grown_last == NULL:
                 raise MemoryError()
             self.last = grown_last
+            grown_count = <int32_t*>PyMem_Realloc(self.count, 2 * self.cap * sizeof(int32_t))
+            if grown_count == NULL:
+                raise MemoryError()
+            self.count = grown_count
             self.cap *= 2
         array = np.zeros(self.n, np.int32)
         view = array
         self.data[k] = &view[0] if self.n else NULL
         self.last[k] = NULL
+        self.count[k] = 0
         self.arrays.append(array)
         # (As long as the column, and referring to nothing that refers back.)
         self.objects.append(out_of_collector_sight([]))
@@ -385,12 +395,14 @@ cdef class AttributeObjects:
         return k
 
     cdef inline int put(self, Py_ssize_t k, Py_ssize_t i, PyObject *value) except -1:
-        """File ``value`` for device ``i`` in column ``k``."""
-        cdef list listed = <list>PyList_GET_ITEM(self.objects, k)
+        """File ``value`` for device ``i`` in column ``k`` (its list only touched when
+        the object differs from the column's previous one: no reference counting per
+        device)."""
         if value != self.last[k]:
-            listed.append(<object>value)
+            _list_append(PyList_GET_ITEM(self.objects, k), value)
             self.last[k] = value
-        self.data[k][i] = <int32_t>len(listed)
+            self.count[k] += 1
+        self.data[k][i] = self.count[k]
         return 0
 
     def present(self, tuple name not None):
