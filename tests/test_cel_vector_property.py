@@ -124,6 +124,10 @@ LEAVES = [
     f'device.capacity.exists(d, d == "{DOMAIN}")',
     f'cel.bind(g, {A}, "numa" in g && g.size() > 1)',
     f'"uuid" in {A} && {A}.uuid.startsWith("u-1")',
+    f'"cores" in {C}',
+    f'!("broken" in {A})',
+    '"rack" in device.attributes["topology.example.com"]',
+    f'"numa" in {A} && {A}.exists(k, k == "tags")',
     # Presence alone (has()).
     f"has({A}.uuid)",
     f'has({A}.uuid) && {A}.uuid.endsWith("7")',
@@ -214,3 +218,21 @@ def test_names_alone_are_read_without_building_each_device() -> None:
     assert table._inputs == [None] * 50
     match, _, _ = compile_selector(f'{A}.exists(k, {A}[k] == "u-3")').evaluate(table)
     assert match.tolist() == [i == 3 for i in range(50)]  # values read: per device
+
+
+def test_a_constant_name_in_a_domain_map_reads_presence_alone() -> None:
+    """``"x" in device.attributes["d"]`` asks what ``has()`` asks: one presence flag per
+    device, not every name of the map (membership in a map costs the same whatever
+    it holds); a name that is not a constant, or the map read otherwise too, reads
+    the names."""
+    import draspeed.cel.vector as vector
+
+    def reads(expr: str) -> set[tuple[str, ...]]:
+        plan = vector.plan_for(compile_selector(expr))
+        return {key for leaf in plan.leaves for key in leaf.reads}
+
+    assert reads(f'"model" in {A}') == {("attr_present", DOMAIN, "model")}
+    assert reads(f'"memory" in {C}') == {("cap_present", DOMAIN, "memory")}
+    assert reads(f'cel.bind(g, {A}, "model" in g)') == {("attr_present", DOMAIN, "model")}
+    assert ("attr_keys", DOMAIN) in reads(f"{A}.model in {A}")
+    assert ("attr_keys", DOMAIN) in reads(f'"model" in {A} && {A}.size() > 1')

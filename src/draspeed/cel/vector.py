@@ -353,6 +353,13 @@ def _sym(node: Node, env: dict[str, Sym], reads: set[ReadKey]) -> Sym:
                 if sym == ("caps",):
                     reads.add(("cap_domain", item.value))
                     return None
+                if sym is not None and sym[0] in ("domain", "capdomain"):
+                    # A constant name in a domain's map: whether the device has that
+                    # attribute or capacity, as has() asks (one flag per device,
+                    # not every name the map holds; map membership costs the same).
+                    kind = "attr_present" if sym[0] == "domain" else "cap_present"
+                    reads.add((kind, sym[1], item.value))
+                    return None
             _escalate(_sym(item, env, reads), reads)
             _read_names(sym, reads)
             return None
