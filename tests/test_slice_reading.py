@@ -121,3 +121,18 @@ def test_consumption_patterns_are_the_entries_in_order() -> None:
     assert ids[0] == ids[1] == ids[2] == ids[4] == ids[9]
     assert ids[10] == ids[11]
     assert len({ids[0], ids[3], ids[5], ids[6], ids[7], ids[8], ids[10]}) == 7
+
+
+def test_find_all_gives_each_name_its_id_or_minus_one() -> None:
+    names = _read.Interning()
+    ids = [names.string(text) for text in ("node-1", "node-2", "node-3")]
+    got = names.find_all(iter(["node-3", "nowhere", "node-1", "node-3"]), 4)
+    assert got.dtype.name == "int32"
+    assert got.tolist() == [ids[2], -1, ids[0], ids[2]]
+    assert names.find_all([], 0).tolist() == []
+    with pytest.raises(ValueError, match="more strings"):
+        names.find_all(["node-1", "node-2"], 1)
+    with pytest.raises(ValueError, match="fewer strings"):
+        names.find_all(["node-1"], 2)
+    with pytest.raises(TypeError, match="expected str, got int"):
+        names.find_all([7], 1)

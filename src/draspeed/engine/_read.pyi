@@ -1,6 +1,6 @@
 """Type stubs for the compiled slice reader (cext/engine/_read.pyx)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, final
 
 import numpy as np
@@ -29,6 +29,7 @@ class Interning:
     pattern_quantity: list[int]
     def string(self, text: str) -> int: ...
     def find(self, text: str) -> int: ...
+    def find_all(self, texts: Iterable[str], n: int) -> npt.NDArray[np.int32]: ...
     def pattern_arrays(
         self,
     ) -> tuple[

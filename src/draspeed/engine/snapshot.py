@@ -342,7 +342,7 @@ class Snapshot:
                 names = self.table.names
                 # Told apart by string id, not by str: sets of node names read every
                 # name object again (a cache miss each, 5,000 nodes: 1.3-1.9 ms).
-                given_ids = np.fromiter(map(names.find, given), dtype=np.int32, count=len(given))
+                given_ids = names.find_all(given, len(given))
                 strings = names.string_list
                 # A flag per string id: named by a live slice, and not a given node's.
                 named_here = np.zeros(len(strings), dtype=bool)
@@ -511,11 +511,7 @@ class Snapshot:
             if known is not None:
                 ids = known[1]
             else:
-                ids = np.fromiter(
-                    map(table.names.find, map(object_name, nodes)),
-                    dtype=np.int32,
-                    count=len(nodes),
-                )
+                ids = table.names.find_all(map(object_name, nodes), len(nodes))
             lo = np.searchsorted(own_keys, ids, side="left").astype(np.int32)
             hi = np.searchsorted(own_keys, ids, side="right").astype(np.int32)
             verdict, n_selectors = self._selector_verdicts(nodes)
