@@ -77,29 +77,36 @@ cdef extern from *:
         PyObject *value = *(PyObject **)((char *)obj + offset);
         if (value != NULL) draspeed_prefetch(value);
     }
-    /* Before item i of a list of `type` instances is read, ask for the items ahead, in
-       three steps a few items apart, each level by then asked for a step before: the
-       item 8 on; what the `fields` slots of the one 4 on point to; the entries of the
-       maps and lists in the `contents` slots of the one 2 on. */
-    static inline void draspeed_prefetch_ahead(
-        PyObject *list, Py_ssize_t i, PyTypeObject *type,
+    /* Before item i of an array of n `type` instances is read, ask for the items
+       ahead, in three steps a few items apart, each level by then asked for a step
+       before: the item 8 on; what the `fields` slots of the one 4 on point to; the
+       entries of the maps and lists in the `contents` slots of the one 2 on. */
+    static inline void draspeed_prefetch_ahead_items(
+        PyObject **items, Py_ssize_t n, Py_ssize_t i, PyTypeObject *type,
         const Py_ssize_t *fields, int n_fields, const Py_ssize_t *contents, int n_contents
     ) {
-        Py_ssize_t n = PyList_GET_SIZE(list);
         PyObject *ahead;
         int k;
-        if (i + 8 < n) draspeed_prefetch(PyList_GET_ITEM(list, i + 8));
+        if (i + 8 < n) draspeed_prefetch(items[i + 8]);
         if (i + 4 < n) {
-            ahead = PyList_GET_ITEM(list, i + 4);
+            ahead = items[i + 4];
             if (Py_TYPE(ahead) == type)
                 for (k = 0; k < n_fields; k++) draspeed_prefetch_slot(ahead, fields[k]);
         }
         if (i + 2 < n) {
-            ahead = PyList_GET_ITEM(list, i + 2);
+            ahead = items[i + 2];
             if (Py_TYPE(ahead) == type)
                 for (k = 0; k < n_contents; k++)
                     draspeed_prefetch_contents(*(PyObject **)((char *)ahead + contents[k]));
         }
+    }
+    /* The same over the items of a list. */
+    static inline void draspeed_prefetch_ahead(
+        PyObject *list, Py_ssize_t i, PyTypeObject *type,
+        const Py_ssize_t *fields, int n_fields, const Py_ssize_t *contents, int n_contents
+    ) {
+        draspeed_prefetch_ahead_items(((PyListObject *)list)->ob_item, PyList_GET_SIZE(list),
+                                      i, type, fields, n_fields, contents, n_contents);
     }
     /* A dict with room for n entries (a plain dict resizes once past five). */
     static PyObject *draspeed_dict_presized(Py_ssize_t n) {
@@ -115,10 +122,13 @@ cdef extern from *:
     void draspeed_set_slot(object obj, Py_ssize_t offset, PyObject *value)
     void draspeed_put_slot(object obj, Py_ssize_t offset, PyObject *value)
     PyObject *draspeed_get_slot(object obj, Py_ssize_t offset)
-    void draspeed_prefetch_slot(PyObject *obj, Py_ssize_t offset)
     void draspeed_prefetch_ahead(
         list items, Py_ssize_t i, PyTypeObject *type, const Py_ssize_t *fields, int n_fields,
         const Py_ssize_t *contents, int n_contents,
+    )
+    void draspeed_prefetch_ahead_items(
+        PyObject **items, Py_ssize_t n, Py_ssize_t i, PyTypeObject *type,
+        const Py_ssize_t *fields, int n_fields, const Py_ssize_t *contents, int n_contents,
     )
     dict draspeed_dict_presized(Py_ssize_t n)
 

@@ -31,8 +31,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 
 from model_slots cimport (
-    draspeed_prefetch_slot,
-    PtrMap, draspeed_get_slot, draspeed_prefetch_ahead, ptrmap_free, ptrmap_get, ptrmap_init,
+    PtrMap, draspeed_get_slot, draspeed_prefetch_ahead_items, ptrmap_free, ptrmap_get, ptrmap_init,
     PyObject_GC_UnTrack, out_of_collector_sight, ptrmap_put, slot_offset,
 )
 
@@ -386,26 +385,14 @@ cdef bint _has_policy(object capacity) except -1:
     return False
 
 
-# What the device loop asks the memory for ahead of each device (draspeed_prefetch_ahead):
+# What the device loop asks the memory for ahead of each device
+# (draspeed_prefetch_ahead_items):
 # the objects every device's fields read point to, and the entries of its capacity map
 # and consumption list.
 cdef Py_ssize_t _PREFETCH_FIELDS[6]
 _PREFETCH_FIELDS[:] = [_name_at, _capacity_at, _consumes_at, _taints_at, _binding_at, _failures_at]
 cdef Py_ssize_t _PREFETCH_CONTENTS[2]
 _PREFETCH_CONTENTS[:] = [_capacity_at, _consumes_at]
-
-
-# How many devices behind the one it lists the listing run asks for what a device's
-# fields point to (by then that device's own line has come).
-cdef enum:
-    _LIST_LAG = 8
-
-
-cdef inline void _prefetch_fields(PyObject *device) noexcept:
-    cdef int k
-    if Py_TYPE(<object>device) == _DEVICE:
-        for k in range(6):
-            draspeed_prefetch_slot(device, _PREFETCH_FIELDS[k])
 
 
 def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
@@ -468,25 +455,28 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
     cdef PyObject *key
     cdef PyObject *value
     cdef PyObject *policy
-    # Every device listed first, in one run over the slices: the loop below then asks
-    # for the devices ahead of it across the slices' ends, and each device is touched
-    # here with no read waiting on it, so that the misses overlap.
+    # Every device's address listed first, in one run over the slices' lists that
+    # touches no device: the loop below then asks for the devices ahead of it across
+    # the slices' ends (every eight devices on a GPU node, where asking within each
+    # list stopped short). The lists are held in ``lists`` while read, and the loop
+    # checks each device against its listed address.
+    ahead_a = np.empty(max(n_dev, 1), np.uintp)  # (pointer-sized integers)
+    cdef size_t[::1] ahead_view = ahead_a
+    cdef PyObject **ahead = <PyObject**>&ahead_view[0]
+    cdef list lists = []
     for s in range(S):
         rs = slices[s]
         spec = _get(rs, _spec_at, "spec", Py_TYPE(rs) == _SLICE)
         devices = _get(spec, _devices_at, "devices", Py_TYPE(spec) == _SPEC)
-        s_ndev[s] = len(devices)
+        if type(devices) is not list:
+            devices = list(devices)
+        lists.append(devices)
+        s_ndev[s] = PyList_GET_SIZE(devices)
         if g + s_ndev[s] > n_dev:  # (a device list longer than when it was counted above)
             raise ValueError("draspeed: the slices changed while they were read")
         for j in range(s_ndev[s]):
-            device = devices[j]
-            Py_INCREF(device)
-            PyList_SET_ITEM(device_list, g, device)
-            if g >= _LIST_LAG:  # what an earlier device's fields point to, by now at hand
-                _prefetch_fields(PyList_GET_ITEM(device_list, g - _LIST_LAG))
+            ahead[g] = PyList_GET_ITEM(devices, j)
             g += 1
-    for j in range(max(0, g - _LIST_LAG), g):
-        _prefetch_fields(PyList_GET_ITEM(device_list, j))
     if g != n_dev:
         raise ValueError("draspeed: the slices changed while they were read")
     g = 0
@@ -507,7 +497,7 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
         all_nodes = _get(spec, _all_nodes_at, "all_nodes", direct)
         node_selector = _get(spec, _node_selector_at, "node_selector", direct)
         per_device_selection = _get(spec, _per_device_at, "per_device_node_selection", direct)
-        devices = _get(spec, _devices_at, "devices", direct)
+        devices = <list>PyList_GET_ITEM(lists, s)
         shared_counters = _get(spec, _counters_at, "shared_counters", direct)
         direct = Py_TYPE(pool) == _POOL
         s_pool[s] = names.pool(
@@ -542,15 +532,17 @@ def read_slices(list slices, Interning names not None, Py_ssize_t first_device):
             k += 1
             cs_c_ptr[k] = c
         s_cs_ptr[s + 1] = k
-        if len(devices) != s_ndev[s]:  # (a device list changed since it was listed above)
+        if PyList_GET_SIZE(devices) != s_ndev[s]:  # (a device list changed since listed)
             raise ValueError("draspeed: the slices changed while they were read")
         for j in range(s_ndev[s]):
-            # Ask for the devices ahead before waiting on this one: across the slices'
-            # ends, which come every eight devices on a GPU node.
-            draspeed_prefetch_ahead(
-                device_list, g, _DEVICE, _PREFETCH_FIELDS, 6, _PREFETCH_CONTENTS, 2
+            device = <object>PyList_GET_ITEM(devices, j)
+            if <PyObject*>device != ahead[g]:
+                raise ValueError("draspeed: the slices changed while they were read")
+            draspeed_prefetch_ahead_items(
+                ahead, n_dev, g, _DEVICE, _PREFETCH_FIELDS, 6, _PREFETCH_CONTENTS, 2
             )
-            device = <object>PyList_GET_ITEM(device_list, g)
+            Py_INCREF(device)
+            PyList_SET_ITEM(device_list, g, device)
             Py_INCREF(driver_name)
             PyList_SET_ITEM(driver_list, g, driver_name)
             direct = Py_TYPE(device) == _DEVICE
