@@ -90,15 +90,34 @@ def _expected_error(driver: str, attrs: dict[str, DeviceAttribute]) -> str | Non
     return None
 
 
-def _assert_read_as_per_device(devices: list[tuple[str, dict[str, DeviceAttribute]]]) -> None:
-    """The table's columns and conversion errors are what a lookup per device gives."""
+def _assert_read_as_per_device(
+    devices: list[tuple[str, dict[str, DeviceAttribute]]],
+    expected_names: list[tuple[str, str]] | None = None,
+    errors_first: bool = False,
+) -> None:
+    """The table's columns and conversion errors are what a lookup per device gives
+    (with ``expected_names``, the names the first pass files; ``errors_first``: the
+    conversion errors asked before any column)."""
     table = DeviceTable.build(
         [
             (driver, Device(name=f"d{i}", attributes=attrs))
             for i, (driver, attrs) in enumerate(devices)
         ]
     )
+    if expected_names is not None:
+        table.expect_attributes(expected_names)
+    if errors_first:
+        table.conversion_messages  # noqa: B018  (the first pass, before any column)
     for domain, ident in _COLUMNS:
+        present = table.column(("attr_present", domain, ident))
+        assert [i > 0 and present.values[i - 1] for i in present.ids1.tolist()] == [
+            "/" not in domain
+            and (
+                f"{domain}/{ident}" in attrs
+                or (driver == domain and "/" not in ident and ident in attrs)
+            )
+            for driver, attrs in devices
+        ]
         column = table.column(("attr", domain, ident))
         got = [
             None if i == 0 else (type(column.values[i - 1]).__name__, str(column.values[i - 1]))
@@ -121,6 +140,22 @@ def test_columns_and_conversion_errors_as_looked_up_per_device(
     devices: list[tuple[str, dict[str, DeviceAttribute]]],
 ) -> None:
     _assert_read_as_per_device(devices)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    devices=st.lists(_device, max_size=12),
+    expected_names=st.lists(st.sampled_from(_COLUMNS), max_size=3),
+    errors_first=st.booleans(),
+)
+def test_a_first_pass_filing_the_expected_names_alone_reads_alike(
+    devices: list[tuple[str, dict[str, DeviceAttribute]]],
+    expected_names: list[tuple[str, str]],
+    errors_first: bool,
+) -> None:
+    """The first pass files only the names a selector about to be evaluated reads;
+    a column of another name (asked after it) makes a pass that files them all."""
+    _assert_read_as_per_device(devices, expected_names, errors_first)
 
 
 @settings(max_examples=200, deadline=None)
@@ -279,3 +314,31 @@ def test_key_sets_group_devices_by_driver_and_names_in_order(data: st.DataObject
         assert [sets[i] for i in ids.tolist()] == expected
         # One set per distinct (driver, names), numbered in order of first appearance.
         assert len(sets) == len(set(expected))
+
+
+def test_the_first_pass_files_what_is_expected_and_a_later_name_files_all() -> None:
+    """Not vacuous: the first pass files the expected names alone, and a column of a
+    name it did not file makes the pass that files every name."""
+    table = DeviceTable.build(
+        [
+            (
+                "a.example.com",
+                Device(
+                    name="d",
+                    attributes={
+                        "a.example.com/x": DeviceAttribute("int", 1),
+                        "y": DeviceAttribute("string", "s"),
+                    },
+                ),
+            )
+        ]
+    )
+    table.expect_attributes([("a.example.com", "x")])
+    assert table.conversion_messages == {}
+    first = table._attribute_pass
+    assert first is not None and first.filed == {("a.example.com", "x")}
+    assert table.column(("attr", "a.example.com", "x")).values == [1]
+    assert table._attribute_pass is first  # filed already: no second pass
+    assert table.column(("attr", "a.example.com", "y")).values == ["s"]
+    second = table._attribute_pass
+    assert second is not first and second is not None and second.filed is None

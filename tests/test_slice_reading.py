@@ -135,4 +135,4 @@ def test_find_all_gives_each_name_its_id_or_minus_one() -> None:
     with pytest.raises(ValueError, match="fewer strings"):
         names.find_all(["node-1"], 2)
     with pytest.raises(TypeError, match="expected str, got int"):
-        names.find_all([7], 1)
+        names.find_all([7], 1)  # type: ignore[list-item]

@@ -489,7 +489,8 @@ def object_codes(list items not None, object key_of, object value_of):
     return codes_a, values, absent
 
 
-def attribute_pass(list devices, list drivers, frozenset risky_kinds, object detail_of):
+def attribute_pass(list devices, list drivers, frozenset risky_kinds, object detail_of,
+                   frozenset wanted=None):
     """One walk over every device's attributes, for everything a device table reads
     of them: ``(errors, columns)``.
 
@@ -498,8 +499,8 @@ def attribute_pass(list devices, list drivers, frozenset risky_kinds, object det
     ``detail_of(attribute)`` is None when one converts, else the reason. It is asked
     once per distinct attribute object, and only for kinds in ``risky_kinds``.
 
-    ``columns``: an :class:`AttributeObjects` of every attribute name some device has,
-    filed under ``(domain, ident)``. A device's own driver's attribute may be named by
+    ``columns``: an :class:`AttributeObjects` of every attribute name some device has
+    (those in ``wanted`` alone, unless it is None), filed under ``(domain, ident)``. A device's own driver's attribute may be named by
     its bare identifier; the fully qualified name wins when a device has both, as
     upstream looks attributes up.
 
@@ -521,7 +522,7 @@ def attribute_pass(list devices, list drivers, frozenset risky_kinds, object det
         ptrmap_free(&name_column)
         raise MemoryError()
     try:
-        _attribute_scan(devices, drivers, risky_kinds, detail_of, &seen, &name_column,
+        _attribute_scan(devices, drivers, risky_kinds, detail_of, wanted, &seen, &name_column,
                         kinds, kind_risky, columns, out, reasons, keep)
     finally:
         ptrmap_free(&seen)
@@ -536,7 +537,7 @@ cdef enum:
 
 
 cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, object detail_of,
-                          PtrMap *seen, PtrMap *name_column,
+                          frozenset wanted, PtrMap *seen, PtrMap *name_column,
                           PyObject **kinds, bint *kind_risky, AttributeObjects columns,
                           list out, list reasons, list keep) except *:
     cdef Py_ssize_t n = len(devices), i, pos, j
@@ -575,7 +576,7 @@ cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, obj
                                                          kinds, kind_risky, &n_kinds, reasons,
                                                          keep)
             else:
-                column = _name_column(key, name_column, columns, keep)
+                column = _name_column(key, name_column, columns, keep, wanted)
                 verdict = 0 if failed else _verdict(value, risky_kinds, detail_of, seen, kinds,
                                                     kind_risky, &n_kinds, reasons, keep)
                 if j < ENTRIES_REMEMBERED and same_dict:
@@ -591,13 +592,13 @@ cdef void _attribute_scan(list devices, list drivers, frozenset risky_kinds, obj
                 out.append((i, <object>key, reasons[verdict - 2]))
                 failed = True
         if bare:
-            _bare_names(attrs, <str>drivers[i], i, columns)
+            _bare_names(attrs, <str>drivers[i], i, columns, wanted)
 
 
 cdef inline int _name_column(PyObject *key, PtrMap *name_column, AttributeObjects columns,
-                             list keep) except? -3:
+                             list keep, frozenset wanted) except? -3:
     """The column of attribute name ``key`` + 1; -1 for a bare name, -2 for a name no
-    selector reads."""
+    selector reads (or not ``wanted``)."""
     cdef int column = ptrmap_get(name_column, key, 0)
     if column != 0:
         return column
@@ -605,8 +606,11 @@ cdef inline int _name_column(PyObject *key, PtrMap *name_column, AttributeObject
     if type(name) is not str:
         column = -2
     elif "/" in name:
-        domain, ident = (<str>name).split("/", 1)
-        column = columns.column((domain, ident)) + 1
+        filed = tuple((<str>name).split("/", 1))
+        if wanted is not None and filed not in wanted:
+            column = -2
+        else:
+            column = columns.column(filed) + 1
     else:
         column = -1
     if ptrmap_put(name_column, key, column) < 0:
@@ -653,9 +657,10 @@ cdef int _verdict(PyObject *value, frozenset risky_kinds, object detail_of, PtrM
     return verdict
 
 
-cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, AttributeObjects columns) except *:
+cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, AttributeObjects columns,
+                      frozenset wanted) except *:
     """The attributes a device names by their bare identifier: its driver's, unless
-    the device also has the fully qualified name."""
+    the device also has the fully qualified name (those ``wanted``, unless None)."""
     cdef Py_ssize_t pos = 0
     cdef PyObject *key
     cdef PyObject *value
@@ -663,6 +668,8 @@ cdef void _bare_names(dict attrs, str driver, Py_ssize_t i, AttributeObjects col
     while PyDict_Next(attrs, &pos, &key, &value):
         name = <object>key
         if type(name) is not str or "/" in name:
+            continue
+        if wanted is not None and (driver, name) not in wanted:
             continue
         k = columns.column((driver, name))
         if (driver + "/" + name) not in attrs:

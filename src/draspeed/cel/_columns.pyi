@@ -52,6 +52,7 @@ def attribute_pass(
     drivers: list[str],
     risky_kinds: frozenset[str | None],
     detail_of: Callable[[DeviceAttribute], str | None],
+    wanted: frozenset[tuple[str, str]] | None = None,
 ) -> tuple[list[tuple[int, str, str]], AttributeObjects]: ...
 
 STRING_METHODS: tuple[str, ...]

@@ -16,7 +16,7 @@ version) are marked in :attr:`DeviceTable.conversion_error`: every selector fail
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any
@@ -229,6 +229,11 @@ class _Attributes:
 
     conversion: tuple[np.ndarray, dict[int, str]]  # error rows, and their messages
     columns: _columns.AttributeObjects  # (domain, ident) -> each row's attribute object
+    filed: frozenset[tuple[str, str]] | None  # the names in ``columns`` (None: all)
+
+    def has(self, name: tuple[str, str]) -> bool:
+        """Whether ``columns`` answers for ``name``."""
+        return self.filed is None or name in self.filed
 
 
 class DeviceTable:
@@ -266,6 +271,7 @@ class DeviceTable:
         self._inputs: list[DeviceInput | None] = untrack_list([None] * self.n)
         self._cache: dict[Hashable, Any] = {}
         self._attribute_pass: _Attributes | None = None
+        self._expected: set[tuple[str, str]] = set()  # (see expect_attributes)
 
     @classmethod
     def build(
@@ -315,23 +321,38 @@ class DeviceTable:
         return self._conversion_errors()[1]
 
     def _conversion_errors(self) -> tuple[np.ndarray, dict[int, str]]:
-        return self._attributes().conversion
+        return self._attributes(None).conversion
 
-    def _attributes(self) -> _Attributes:
-        """Every device's attributes, read in one pass (on first use)."""
+    def expect_attributes(self, names: Iterable[tuple[str, str]]) -> None:
+        """Attributes (``(domain, ident)``) a selector about to be evaluated reads:
+        the first pass over the devices' attributes files these alone (filing every
+        name cost a quarter of the pass, most selectors reading one or two)."""
         with self._lock:
-            if self._attribute_pass is None:
-                errors, columns = _columns.attribute_pass(
-                    self._devices, self._drivers, _RISKY_KINDS, _conversion_detail
+            self._expected.update(names)
+
+    def _attributes(self, name: tuple[str, str] | None) -> _Attributes:
+        """The devices' attributes, read in one pass on first use; ``name``: the
+        attribute the caller reads from its columns (None: conversion errors alone).
+        The first pass files the names expected so far (and ``name``); a name it did
+        not file makes a second pass that files every name."""
+        with self._lock:
+            found = self._attribute_pass
+            if found is not None and (name is None or found.has(name)):
+                return found
+            filed: frozenset[tuple[str, str]] | None = None
+            if found is None:
+                filed = frozenset(self._expected if name is None else {*self._expected, name})
+            errors, columns = _columns.attribute_pass(
+                self._devices, self._drivers, _RISKY_KINDS, _conversion_detail, filed
+            )
+            mask = np.zeros(self.n, dtype=bool)
+            messages: dict[int, str] = {}
+            for row, attribute, detail in errors:
+                mask[row] = True
+                messages[row] = (
+                    f"attribute {attribute_display_name(attribute, self._drivers[row])}: {detail}"
                 )
-                mask = np.zeros(self.n, dtype=bool)
-                messages: dict[int, str] = {}
-                for row, name, detail in errors:
-                    mask[row] = True
-                    messages[row] = (
-                        f"attribute {attribute_display_name(name, self._drivers[row])}: {detail}"
-                    )
-                self._attribute_pass = _Attributes((mask, messages), columns)
+            self._attribute_pass = _Attributes((mask, messages), columns, filed)
             return self._attribute_pass
 
     def _absent(self) -> Column:
@@ -341,7 +362,9 @@ class DeviceTable:
     def _attribute_column(self, domain: str, ident: str) -> Column:
         if "/" in domain:  # names are cut at their first '/': no domain holds one
             return self._absent()
-        found = self._attributes().columns.codes((domain, ident), _attribute_key, _cel_attribute)
+        found = self._attributes((domain, ident)).columns.codes(
+            (domain, ident), _attribute_key, _cel_attribute
+        )
         if found is None:
             return self._absent()
         return _sorted_column(*found)
@@ -354,7 +377,7 @@ class DeviceTable:
         None when no device has it."""
         if "/" in domain:  # (as for columns)
             return None
-        return self._attributes().columns.listed((domain, ident))
+        return self._attributes((domain, ident)).columns.listed((domain, ident))
 
     def built(self, key: tuple[str, ...]) -> bool:
         """Whether the column of ``key`` is built already."""
@@ -371,7 +394,7 @@ class DeviceTable:
             )
         if "/" in domain:  # names are cut at their first '/': no domain holds one
             return _flag_column(np.zeros(self.n, dtype=bool))
-        filed = self._attributes().columns.present((domain, ident))
+        filed = self._attributes((domain, ident)).columns.present((domain, ident))
         return _flag_column(np.zeros(self.n, dtype=bool) if filed is None else filed)
 
     # ---- lazily built columns ----------------------------------------------------

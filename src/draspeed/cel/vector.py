@@ -91,6 +91,17 @@ class Plan:
     # Per Shared group (an inlined cel.bind): what initialising the variable costs.
     init_costs: list[int] = field(default_factory=list)
 
+    @property
+    def attributes(self) -> set[tuple[str, str]]:
+        """The attributes (domain, ident) the leaves read from a table's attribute
+        columns: values and presence."""
+        return {
+            (key[1], key[2])
+            for leaf in self.leaves
+            for key in leaf.reads
+            if key[0] in ("attr", "attr_present")
+        }
+
 
 def plan_for(selector: Selector) -> Plan:
     cached = selector._vector
@@ -561,6 +572,7 @@ def _evaluate(
     lazy: bool,
 ) -> tuple[np.ndarray, np.ndarray, Mapping[int, str], np.ndarray]:
     plan = plan_for(selector)
+    table.expect_attributes(plan.attributes)
     messages = _Messages(deadline)
     n = table.n
     wanted: np.ndarray | None = None  # every row

@@ -404,6 +404,11 @@ class ClaimArrays:
                 row[layout.binding] = SEL_NO
             _remember(prefixes, keys[0], row, failures)
         complete = True  # no verdict deferred so far: the row may be remembered
+        # Every selector of the claim set made before the first is applied, so that the
+        # first pass over the devices' attributes files what all of them read.
+        for _, _, selector in sources[done:]:
+            if selector.cel is not None:
+                snap.selector_results(selector.cel.expression, self.deadline)
         for k in range(done, len(sources)):
             from_class, i, selector = sources[k]
             pending = np.flatnonzero(row == SEL_YES)

@@ -16,6 +16,7 @@ import numpy as np
 from draspeed.api.model import ResourceSlice
 from draspeed.cel import check_deadline, compile_selector
 from draspeed.cel.row_messages import DeviceMessages
+from draspeed.cel.vector import plan_for
 from draspeed.engine.slice_table import SliceTable
 from draspeed.errors import CELCompileError
 from draspeed.features import Features
@@ -58,6 +59,9 @@ class SliceStore:
         self.features = features
         self.table = SliceTable(slices)
         self.lock = self.table.lock
+        # The attributes (domain, ident) that the selectors made so far read from the
+        # chunk tables' attribute columns (see DeviceTable.expect_attributes).
+        self.expected_attributes: set[tuple[str, str]] = set()
         n = self.table.n_devices
         # [start, end) of devices -> their CEL table (built on first use).
         self.chunks: list[tuple[int, int, DeviceTable | None]] = [(0, n, None)] if n else []
@@ -84,6 +88,7 @@ class SliceStore:
                 try:
                     selector = compile_selector(expression, deadline)
                     found = SelectorResults(self.table.n_devices, selector, None)
+                    self.expected_attributes |= plan_for(selector).attributes
                 except CELCompileError as exc:
                     found = SelectorResults(self.table.n_devices, None, str(exc))
                 self.selectors[expression] = found
@@ -126,6 +131,9 @@ class SliceStore:
                         continue
                     check_deadline(deadline)  # building a chunk's table is not interrupted
                     table = self._chunk_table(k)
+                    # (The attributes every selector made so far reads: its first
+                    # pass over them files those, whichever selector asks first.)
+                    table.expect_attributes(self.expected_attributes)
                     rows = wanted[start:end] if lazy else None
                     if rows is not None:
                         match, error, messages, pending = results.selector.evaluate_lazily(
