@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from draspeed.cel import cost as C
@@ -502,19 +502,16 @@ class Compiler:
         if any(type(v) not in _PRIMITIVES for v in values):
             return None
         elem = self._finish(plans[0])
-        kinds = {type(v) for v in values}
-        if len(kinds) == 1 and kinds <= {str, int, bool}:
-            members = frozenset(values)
-            ctype = next(iter(kinds))
+        keys = _set_keys(values)
 
-            def in_set(a: Activation) -> bool:
-                v = elem(a)
-                if type(v) is ctype:
-                    return v in members
+        def in_set(a: Activation) -> bool:
+            v = elem(a)
+            key = _member_key(v)
+            if key is None:  # not a primitive: equal to none of them
                 return contains_in(v, values)
+            return key in keys
 
-            return _Expr(in_set)
-        return _Expr(lambda a: contains_in(elem(a), values))
+        return _Expr(in_set)
 
     def _optional_or(self, node: Call) -> _Plan:
         """cel-go's evalOptionalOr(Value): short-circuits, is not charged, and hands a
@@ -1516,6 +1513,53 @@ _FOLDABLE = frozenset(
 )
 
 _PRIMITIVES = frozenset({bool, int, UInt, float, str})
+_MEMBER_KINDS = {bool: "bool", int: "int", UInt: "uint", float: "double", str: "string"}
+
+
+def _member_key(value: Any) -> tuple[str, Any] | None:
+    """A primitive value as a key of cel-go's membership set (its type and value; a
+    NaN is no key's equal), or None for any other value."""
+    kind = _MEMBER_KINDS.get(type(value))
+    if kind is None:
+        return None
+    if kind == "double" and math.isnan(value):
+        return ("nan", None)  # (in no set)
+    return (kind, int(value) if kind == "uint" else value)
+
+
+def _set_keys(values: Sequence[Any]) -> frozenset[tuple[str, Any]]:
+    """The keys of cel-go's set for ``x in [constants]``: each constant, and each
+    number as the other number types too, converted as cel-go converts for the set --
+    a double to an int or uint only when that is exact (integral, within the type's
+    open range), an int or uint to a double always (rounded), an int to a uint when not
+    negative and a uint to an int when within its range. So an int is found by a
+    double only when they are exactly equal, while ``==`` rounds the int."""
+    keys: set[tuple[str, Any]] = set()
+    for value in values:
+        key = _member_key(value)
+        if key is None or key[0] == "nan":
+            continue
+        keys.add(key)
+        kind = key[0]
+        if kind == "double":
+            whole = math.isfinite(value) and value == math.trunc(value)
+            if whole and -_TWO_63 < value < _TWO_63:
+                keys.add(("int", int(value)))
+            if whole and 0 <= value < _TWO_64:
+                keys.add(("uint", int(value)))
+        elif kind == "int":
+            keys.add(("double", float(value)))
+            if value >= 0:
+                keys.add(("uint", value))
+        elif kind == "uint":
+            keys.add(("double", float(value)))
+            if value <= INT64_MAX:
+                keys.add(("int", int(value)))
+    return frozenset(keys)
+
+
+_TWO_63 = 9.223372036854775808e18
+_TWO_64 = 1.8446744073709551616e19
 
 _ORDERINGS = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 

@@ -23,6 +23,7 @@ from draspeed.cel.values import (
     UInt,
     cel_equal,
     check_lookup_key,
+    compare_double_integer,
     format_double,
     go_string,
     map_find,
@@ -198,8 +199,6 @@ ORDER_TYPES: set[type] = set()
 # ---- comparison ------------------------------------------------------------------
 
 _NUMS = (int, float, UInt)
-_2_63 = 9.223372036854775807e18  # float64(math.MaxInt64) == 2**63
-_2_64 = 1.8446744073709551615e19  # float64(math.MaxUint64) == 2**64
 
 
 def compare(a: Any, b: Any, op: str = "") -> int:
@@ -215,29 +214,13 @@ def compare(a: Any, b: Any, op: str = "") -> int:
             if (ta is float and math.isnan(a)) or (tb is float and math.isnan(b)):
                 raise EvalError("NaN values cannot be ordered")
             if ta is float and tb is not float:
-                return _compare_double_integer(a, b)
+                return compare_double_integer(a, b)
             if tb is float and ta is not float:
-                return -_compare_double_integer(b, a)
+                return -compare_double_integer(b, a)
             return -1 if a < b else (1 if a > b else 0)
         # int against uint: exact (cel-go's compareIntUint)
         return -1 if a < b else (1 if a > b else 0)
     raise _refused(op, a) if op else no_such_overload()
-
-
-def _compare_double_integer(d: float, i: int) -> int:
-    """cel-go's compareDoubleInt / compareDoubleUint."""
-    if type(i) is UInt:
-        if d < 0:
-            return -1
-        if d > _2_64:
-            return 1
-    else:
-        if d < -_2_63:
-            return -1
-        if d > _2_63:
-            return 1
-    f = float(i)
-    return -1 if d < f else (1 if d > f else 0)
 
 
 def less(a: Any, b: Any) -> bool:

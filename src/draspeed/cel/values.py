@@ -480,7 +480,7 @@ def cel_equal(a: Any, b: Any) -> bool:
     if ta in _OPAQUE:
         raise no_such_overload()
     if ta in _NUMERIC and tb in _NUMERIC:
-        return bool(a == b)
+        return _numbers_equal(a, b)
     if (ta is list or ta is tuple) and (tb is list or tb is tuple):
         return _list_equal(a, b)
     if isinstance(a, dict) and isinstance(b, dict):
@@ -489,6 +489,39 @@ def cel_equal(a: Any, b: Any) -> bool:
 
 
 _NUMERIC = frozenset((int, float, UInt))
+_2_63 = 9.223372036854775807e18  # float64(math.MaxInt64) == 2**63
+_2_64 = 1.8446744073709551615e19  # float64(math.MaxUint64) == 2**64
+
+
+def compare_double_integer(d: float, i: int) -> int:
+    """cel-go's compareDoubleInt / compareDoubleUint (not NaN): beyond the integer
+    type's range by the double alone, else the integer converted to a double (rounded
+    to the nearest, as Go converts: 2**53 + 1 compares equal to 2**53)."""
+    if type(i) is UInt:
+        if d < 0:
+            return -1
+        if d > _2_64:
+            return 1
+    else:
+        if d < -_2_63:
+            return -1
+        if d > _2_63:
+            return 1
+    f = float(i)
+    return -1 if d < f else (1 if d > f else 0)
+
+
+def _numbers_equal(a: Any, b: Any) -> bool:
+    """cel-go's Equal of two numbers of different types: a double against an int or
+    uint as compare_double_integer orders them (NaN equals nothing), an int against a
+    uint exactly."""
+    if type(a) is float:
+        return not math.isnan(a) and compare_double_integer(a, b) == 0
+    if type(b) is float:
+        return not math.isnan(b) and compare_double_integer(b, a) == 0
+    return bool(a == b)
+
+
 _SCALARS = frozenset((int, UInt, str, bytes, bool, TypeValue))
 # Filled by the library modules: value classes whose == with another type is an error,
 # and how two values of such a class compare.
