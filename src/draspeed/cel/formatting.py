@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any
 
 from draspeed.cel import types as T
@@ -188,6 +189,10 @@ def _format_value(clause: _Clause, arg: Any) -> str:
         elif t is not float:
             raise _clause_error(verb, type_name(arg))
         precision = DEFAULT_PRECISION if clause.precision is None else clause.precision
+        if precision // 10 > _GO_MAX_WIDTH:
+            # Go's printf reads a width or precision digit by digit and gives up (the
+            # verb lost) on a digit after more than a million.
+            return "%!(NOVERB)"
         if verb == "f":
             return localized_fixed(arg, precision)
         # cel-go builds "%<precision>e": the number is a width, the precision stays 6.
@@ -313,12 +318,36 @@ def _special(value: float) -> str | None:
     return None
 
 
+_GO_MAX_WIDTH = 1_000_000
+# Room for any double's digits with up to 32,767 decimals.
+_EXACT_DIGITS = Context(prec=34_000)
+
+
 def localized_fixed(value: float, precision: int) -> str:
-    """message.Printer(en_US).Sprintf("%.<p>f", v): grouped thousands, no sign for -0."""
+    """message.Printer(en_US).Sprintf("%.<p>f", v): grouped thousands, no sign for -0.
+
+    From a precision of 256 on, x/text reads it as a least and a most number of
+    decimals (measured: ``%.256f`` of 0.1 prints its 55 exact decimals, of 1.5 ``1.5``;
+    ``%.257f`` of 1.0 ``1.0``; ``%.65537f`` of 0.1 ``0.1``)."""
     special = _special(value)
     if special is not None:
         return special
-    text = f"{abs(value):,.{precision}f}"
+    if precision < 256:
+        text = f"{abs(value):,.{precision}f}"
+    else:
+        # x/text holds the precision as a uint8 least and an int16 most number of
+        # decimals: the value rounded to the most (the shortest digits that read back
+        # as the double where that wraps negative), trailing zeros down to the least.
+        most = (precision + 32768) % 65536 - 32768
+        if most < 0:
+            exact = Decimal(repr(abs(value)))
+        else:
+            exact = Decimal(abs(value)).quantize(
+                Decimal(1).scaleb(-most), ROUND_HALF_EVEN, _EXACT_DIGITS
+            )
+        whole, _, decimals = f"{exact:f}".partition(".")
+        decimals = decimals.rstrip("0").ljust(precision % 256, "0")
+        text = f"{int(whole):,}" + ("." + decimals if decimals else "")
     return "-" + text if value < 0 else text
 
 
@@ -335,6 +364,7 @@ def localized_scientific(value: float, width: int) -> str:
         text = mantissa + "×10" + ("-" + digits if exp < 0 else digits).translate(_SUPERSCRIPT)
         if value < 0:
             text = "-" + text
+    width %= 65536  # (x/text holds a width as a uint16)
     if width:
         text = text.rjust(width)
     return text

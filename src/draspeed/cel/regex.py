@@ -42,6 +42,9 @@ def compile_regex(pattern: str) -> Any:
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise RegexSyntaxError(f"error parsing regexp: {_go_error_text(str(detail))}") from None
+    refused = _go_refuses(pattern)
+    if refused is not None:
+        raise RegexSyntaxError(f"error parsing regexp: {refused}")
     with _lock:
         _cache[pattern] = compiled
         if len(_cache) > _CACHE_SIZE:
@@ -56,11 +59,11 @@ _GO_CODES = (
     ("missing ]: ", "missing closing ]"),
     ("unexpected ): ", "unexpected )"),
     ("bad repetition operator: ", "invalid nested repetition operator"),
-    ("missing argument to repetition operator: ", "missing argument to repetition operator"),
+    ("no argument for repetition operator: ", "missing argument to repetition operator"),
     ("invalid escape sequence: ", "invalid escape sequence"),
     ("invalid character class range: ", "invalid character class range"),
     ("invalid character class: ", "invalid character class"),
-    ("invalid named capture group: ", "invalid named capture group"),
+    ("invalid named capture group: ", "invalid named capture"),
     ("invalid perl operator: ", "invalid or unsupported Perl syntax"),
     ("invalid repetition size: ", "invalid repeat count"),
     ("bad repetition operator: ", "invalid nested repetition operator"),
@@ -74,6 +77,58 @@ def _go_error_text(message: str) -> str:
         if message.startswith(prefix):
             return f"{code}: `{message[len(prefix) :]}`"
     return message
+
+
+_NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _go_refuses(pattern: str) -> str | None:
+    """What Go's regexp refuses in a pattern RE2 (C++) takes, as Go words it: the
+    ``\\C`` escape (any byte) and a capture name with other characters than ASCII
+    letters, digits and ``_``. Scanned as Go parses: ``\\Q...\\E`` is literal text and a
+    character class ends at its first unescaped ``]`` after the first character."""
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            following = pattern[i + 1 : i + 2]
+            if following == "C":
+                return "invalid escape sequence: `\\C`"
+            if following == "Q":
+                end = pattern.find("\\E", i + 2)
+                i = n if end < 0 else end + 2
+                continue
+            i += 2
+        elif c == "[":
+            i += 1
+            if pattern.startswith("^", i):
+                i += 1
+            if pattern.startswith("]", i):
+                i += 1
+            while i < n and pattern[i] != "]":
+                if pattern.startswith("[:", i):
+                    close = pattern.find(":]", i + 2)
+                    if close >= 0:
+                        i = close + 2
+                        continue
+                if pattern[i] == "\\":
+                    if pattern.startswith("C", i + 1):
+                        return "invalid escape sequence: `\\C`"
+                    i += 2
+                    continue
+                i += 1
+            i += 1
+        elif pattern.startswith("(?P<", i):
+            end = pattern.find(">", i + 4)
+            if end < 0:
+                return None  # (RE2 words that one)
+            name = pattern[i + 4 : end]
+            if not name or not set(name) <= _NAME_CHARACTERS:
+                return f"invalid named capture: `{pattern[i : end + 1]}`"
+            i = end + 1
+        else:
+            i += 1
+    return None
 
 
 def regex_error(pattern: str) -> str | None:
