@@ -19,6 +19,7 @@ from draspeed.cel.formats import parse_request_uri_error
 from draspeed.cel.functions import declare, register_guarded
 from draspeed.cel.stdlib import CONVERSION_HOOKS
 from draspeed.cel.values import (
+    INT64_MAX,
     EvalError,
     cel_equal,
     no_such_overload,
@@ -183,16 +184,22 @@ def _v(v: Any) -> SemVer:
     return v
 
 
+def _as_int64(number: int) -> int:
+    """Go's int64 conversion of a uint64 (wraps above 2**63 - 1): the library converts
+    blang's parts so (``semver("18446744073709551615.0.0").major()`` is -1)."""
+    return number - (1 << 64) if number > INT64_MAX else number
+
+
 def major(v: Any) -> int:
-    return _v(v).major
+    return _as_int64(_v(v).major)
 
 
 def minor(v: Any) -> int:
-    return _v(v).minor
+    return _as_int64(_v(v).minor)
 
 
 def patch(v: Any) -> int:
-    return _v(v).patch
+    return _as_int64(_v(v).patch)
 
 
 # ---- shared comparison methods (dispatch: Quantity or Semver receiver) -----------
@@ -497,7 +504,11 @@ def url_port(v: Any) -> str:
 
 
 def url_escaped_path(v: Any) -> str:
-    return _url(v).parts.path
+    u = _url(v)
+    scheme = u.parts.scheme
+    if scheme and not u.text[len(scheme) + 1 :].startswith("/"):
+        return ""  # Go keeps what follows a scheme without a slash as the opaque part
+    return u.parts.path
 
 
 def url_query(v: Any) -> dict[str, list[str]]:
