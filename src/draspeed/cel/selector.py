@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 
 TYPE_NAMES = frozenset(TYPE_IDENTS)
 
-# resourceapi.CELSelectorExpressionMaxLength; the API server rejects longer expressions
-# (field.TooLong) before compiling them.
-MAX_EXPRESSION_BYTES = 10 * 1024
+# cel-go's parser refuses an expression of more code points (its default limit, which
+# the DRA environment keeps). The API server's own limit is far lower (10 KiB,
+# draspeed.api.limits), but objects read without validation reach the allocator as
+# they are, and its compiler takes them up to this size.
+MAX_EXPRESSION_CODE_POINTS = 100_000
 
 
 class Selector:
@@ -175,8 +177,11 @@ def _compile(expression: str) -> Selector:
         sys.setrecursionlimit(_RECURSION_LIMIT)
     if not expression.isascii():
         expression = go_string(expression)
-    if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
-        raise CELCompileError(f"Too long: may not be more than {MAX_EXPRESSION_BYTES} bytes")
+    if len(expression) > MAX_EXPRESSION_CODE_POINTS:
+        raise CELCompileError(
+            "compilation failed: ERROR: <input>:-1:0: expression code point size exceeds "
+            f"limit: size: {len(expression)}, limit {MAX_EXPRESSION_CODE_POINTS}"
+        )
     try:
         ast = parse(expression)
     except ParseError as exc:
