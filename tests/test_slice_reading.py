@@ -10,29 +10,20 @@ from typing import Any
 
 import pytest
 
-from draspeed.api.model import (
-    Counter,
-    Device,
-    DeviceCounterConsumption,
-    ObjectMeta,
-    ResourcePool,
-    ResourceSlice,
-    ResourceSliceSpec,
-)
+from draspeed.api.loader import load
+from draspeed.api.model import Counter, Device, DeviceCounterConsumption, ResourceSlice
 from draspeed.engine import _read
 from draspeed.quantity import Quantity
+from draspeed.testing.documents import resource_slice
 
 
 def _slice(name: str, devices: list[Any]) -> ResourceSlice:
-    return ResourceSlice(
-        metadata=ObjectMeta(name=name),
-        spec=ResourceSliceSpec(
-            driver="gpu.example.com",
-            pool=ResourcePool(name="pool", generation=1, resource_slice_count=2),
-            node_name="node-1",
-            devices=devices,
-        ),
-    )
+    """A decoded slice of pool "pool" on node-1, given these model devices (built as a
+    program builds them: subclasses and shared entries included)."""
+    document = resource_slice(name, [], pool="pool", count=2, nodeName="node-1")
+    [rs] = load([document]).slices
+    rs.spec.devices = devices
+    return rs
 
 
 class _Growing(Device):
