@@ -63,6 +63,8 @@ from draspeed.cel.values import (
     INT64_MAX,
     OPTIONAL_NONE,
     QUALIFIER_TYPES,
+    TWO_63,
+    TWO_64,
     CostLimitExceeded,
     DomainMap,
     EvalError,
@@ -1543,9 +1545,9 @@ def _set_keys(values: Sequence[Any]) -> frozenset[tuple[str, Any]]:
         kind = key[0]
         if kind == "double":
             whole = math.isfinite(value) and value == math.trunc(value)
-            if whole and -_TWO_63 < value < _TWO_63:
+            if whole and -TWO_63 < value < TWO_63:
                 keys.add(("int", int(value)))
-            if whole and 0 <= value < _TWO_64:
+            if whole and 0 <= value < TWO_64:
                 keys.add(("uint", int(value)))
         elif kind == "int":
             keys.add(("double", float(value)))
@@ -1557,9 +1559,6 @@ def _set_keys(values: Sequence[Any]) -> frozenset[tuple[str, Any]]:
                 keys.add(("int", int(value)))
     return frozenset(keys)
 
-
-_TWO_63 = 9.223372036854775808e18
-_TWO_64 = 1.8446744073709551616e19
 
 _ORDERINGS = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 

@@ -489,8 +489,8 @@ def cel_equal(a: Any, b: Any) -> bool:
 
 
 _NUMERIC = frozenset((int, float, UInt))
-_2_63 = 9.223372036854775807e18  # float64(math.MaxInt64) == 2**63
-_2_64 = 1.8446744073709551615e19  # float64(math.MaxUint64) == 2**64
+TWO_63 = 9.223372036854775807e18  # float64(math.MaxInt64) == 2**63
+TWO_64 = 1.8446744073709551615e19  # float64(math.MaxUint64) == 2**64
 
 
 def compare_double_integer(d: float, i: int) -> int:
@@ -500,12 +500,12 @@ def compare_double_integer(d: float, i: int) -> int:
     if type(i) is UInt:
         if d < 0:
             return -1
-        if d > _2_64:
+        if d > TWO_64:
             return 1
     else:
-        if d < -_2_63:
+        if d < -TWO_63:
             return -1
-        if d > _2_63:
+        if d > TWO_63:
             return 1
     f = float(i)
     return -1 if d < f else (1 if d > f else 0)
