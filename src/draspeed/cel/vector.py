@@ -913,19 +913,15 @@ def _string_call_objects(
         bases.add(cost - call_cost(call.function, overload, (text, arg)))
     if len(bases) != 1:
         return None
-    base = bases.pop()
-    distinct, where = np.unique(lengths, return_inverse=True)
-    per_length = [
-        base + call_cost(call.function, overload, ("x" * n, arg)) for n in distinct.tolist()
-    ]
-    if max(per_length) > COST_LIMIT:
+    costs = _costs_by_length(bases.pop(), call.function, overload, arg, lengths)
+    if costs is None:
         return None  # the program words the limit
     res_val = np.zeros(size, dtype=bool)
     res_err = np.zeros(size, dtype=np.int32)
     res_cost = np.zeros(size, dtype=np.int64)
     res_groups = np.zeros(size, dtype=np.int64)
     res_val[1:] = verdicts
-    res_cost[1:] = np.asarray(per_length, dtype=np.int64)[where.reshape(-1)]
+    res_cost[1:] = costs
     if absent is not None:
         value, error, cost, groups = absent
         res_val[0] = value
@@ -939,6 +935,19 @@ def _string_call_objects(
     messages.work += total
     max_cost = int(charged.max())
     return _LeafValues(entries, present, res_val, res_err, res_cost, res_groups, max_cost)
+
+
+def _costs_by_length(
+    base: int, function: str, overload: str, arg: str, lengths: np.ndarray
+) -> np.ndarray | None:
+    """What a string method's leaf charges for ASCII strings of ``lengths`` (``base``
+    beside the call; the call's cost depends on the length alone for ASCII text,
+    worked out once per length), or None when one is past the cost limit."""
+    distinct, where = np.unique(lengths, return_inverse=True)
+    per_length = [base + call_cost(function, overload, ("x" * n, arg)) for n in distinct.tolist()]
+    if max(per_length, default=0) > COST_LIMIT:
+        return None
+    return np.asarray(per_length, dtype=np.int64)[where.reshape(-1)]
 
 
 def _listed_column(values: list[Any]) -> Column:
@@ -1019,15 +1028,10 @@ class _StringCall:
         if set(map(type, strings)) != {str} or not all(map(str.isascii, strings)):
             return None
         lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-        distinct, where = np.unique(lengths, return_inverse=True)
-        base, function, overload, arg = self.base, self.function, self.overload, self.arg
-        per_length = [
-            base + call_cost(function, overload, ("x" * n, arg)) for n in distinct.tolist()
-        ]
-        if max(per_length, default=0) > COST_LIMIT:
+        costs = _costs_by_length(self.base, self.function, self.overload, self.arg, lengths)
+        if costs is None:
             return None  # the program words the limit
-        found = list(map(self.method, strings, repeat(arg)))
-        return found, np.asarray(per_length, dtype=np.int64)[where.reshape(-1)]
+        return list(map(self.method, strings, repeat(self.arg))), costs
 
     def learn(self, combo: int, cost: int) -> None:
         """What the program charged for ``combo``, answered without an error."""
