@@ -682,6 +682,24 @@ def test_update_nodes_refuses_two_different_nodes_of_one_name(snapshot: Snapshot
     assert "x" in snapshot.update_nodes(added=[one, one]).given_nodes
 
 
+def test_build_reads_nodes_by_name_once(objects: Objects) -> None:
+    """Snapshot.build files its Nodes by name in the walk that checks them: names and
+    Nodes alike are kept in order, an equal repeat dropped, two different ones refused,
+    and with ``copy=True`` the copies are filed, not the caller's objects."""
+    one = Node(metadata=ObjectMeta("x", labels={"a": "b"}))
+    other = Node(metadata=ObjectMeta("x"))
+    o = objects
+    built = Snapshot.build(o.slices, o.classes, nodes=[one, "y", one])
+    assert list(built.given_nodes) == ["x", "y"]
+    assert built.given_nodes["x"] is one
+    assert built.given_nodes["y"] == Node(metadata=ObjectMeta("y"))
+    with pytest.raises(ValueError, match=r"nodes\[0\] and nodes\[1\]: two different Nodes"):
+        Snapshot.build(o.slices, o.classes, nodes=[one, other])
+    copied = Snapshot.build(o.slices, o.classes, nodes=[one], copy=True)
+    assert copied.given_nodes["x"] == one and copied.given_nodes["x"] is not one
+    assert Snapshot.build(o.slices, o.classes).given_nodes == {}
+
+
 def test_one_name_is_one_item_in_analysis(objects: Objects, snapshot: Snapshot) -> None:
     """A strategy, shape, template name or change alone is one, not the characters of a
     name (compare="best-fit" was eight unknown strategies) nor an error (one change)."""

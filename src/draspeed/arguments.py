@@ -140,6 +140,23 @@ def unique(items: list[T], key: Callable[[T], str], name: str, what: str) -> lis
     keys = list(map(key, items))
     if len(set(keys)) == len(keys):  # no repeats (the usual case): nothing to compare
         return items
+    return _without_repeats(items, keys, name, what)
+
+
+def by_name(items: list[T], key: Callable[[T], str], name: str, what: str) -> dict[str, T]:
+    """``items`` by name (``key``), in their order, checked as :func:`unique` checks
+    them. One walk reads the names and files them (each name read again later is a
+    cache miss per object: 5,000 Nodes, about 1 ms a walk)."""
+    keys = list(map(key, items))
+    found = dict(zip(keys, items, strict=True))
+    if len(found) == len(keys):
+        return found
+    kept = _without_repeats(items, keys, name, what)
+    return dict(zip(map(key, kept), kept, strict=True))
+
+
+def _without_repeats(items: list[T], keys: list[str], name: str, what: str) -> list[T]:
+    """``items`` less the equal repeats of a name in ``keys``; different ones refused."""
     first: dict[str, int] = {}
     out: list[T] = []
     for i, (item, k) in enumerate(zip(items, keys, strict=True)):

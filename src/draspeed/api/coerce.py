@@ -106,15 +106,15 @@ def cluster_claims(claims: Any, name: str) -> list[ResourceClaim]:
     return arguments.unique(found, _claim_key, name, "ResourceClaims")
 
 
-def cluster_nodes(nodes: Any, name: str = "nodes") -> list[Node]:
-    """Nodes of a cluster state, as Nodes or names (one per name; a name alone is one
-    node without labels)."""
+def cluster_nodes(nodes: Any, name: str = "nodes") -> dict[str, Node]:
+    """Nodes of a cluster state, given as Nodes or names, by name (one per name; a
+    name alone is one node without labels)."""
     found = arguments.names_or_items(nodes, Node, name, "a Node")
     if set(map(type, found)) <= {Node}:  # all Nodes already (the usual case)
         as_nodes = cast("list[Node]", found)
     else:
         as_nodes = [n if isinstance(n, Node) else Node(metadata=ObjectMeta(name=n)) for n in found]
-    return arguments.unique(as_nodes, object_name, name, "Nodes")
+    return arguments.by_name(as_nodes, object_name, name, "Nodes")
 
 
 # Keys read in C (attrgetter): thousands of objects per snapshot build.

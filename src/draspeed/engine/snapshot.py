@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -79,6 +79,13 @@ def _owned(objects: list[_Model], copy: bool) -> list[_Model]:
         return [clone(o) for o in objects]
 
 
+def _owned_by_name(objects: dict[str, _Model], copy: bool) -> dict[str, _Model]:
+    """``objects`` by name, or deep copies of them when ``copy``."""
+    if not copy:
+        return objects
+    return dict(zip(objects, _owned(list(objects.values()), copy), strict=True))
+
+
 def _features(value: object) -> Features:
     return arguments.instance_of(value, Features, "features", "Features")
 
@@ -98,7 +105,7 @@ class Snapshot:
         classes: Sequence[DeviceClass],
         allocated_claims: Sequence[ResourceClaim],
         features: Features,
-        nodes: Sequence[Node] = (),
+        nodes: Mapping[str, Node] | None = None,
         copies_inputs: bool = False,
     ) -> None:
         self.features = features
@@ -116,7 +123,8 @@ class Snapshot:
         self._dead_devices = 0
         self.classes = {c.metadata.name: c for c in classes}
         self._claims = ClaimLog(c for c in allocated_claims if c.status.allocation is not None)
-        self.given_nodes = dict(zip(map(object_name, nodes), nodes, strict=True))
+        # The Nodes the caller gave, by name (read once, when they were checked).
+        self.given_nodes: dict[str, Node] = {} if nodes is None else dict(nodes)
         self._index: SliceIndex | None = None
         self._allocated: AllocatedState | None = None
         self._holds: Holds | None = None
@@ -139,6 +147,7 @@ class Snapshot:
         # Set on a derived version: how to make its cluster layout from an earlier one.
         self._cluster_from: PendingLayout | None = None
         self._inputs: dict[str, Any] = {}  # this version's gather inputs, made once
+        self._given_ids()  # looked up while the names just read are in cache
 
     @classmethod
     def build(
@@ -171,7 +180,7 @@ class Snapshot:
                 _owned(cluster_classes(classes), copy),
                 _owned(cluster_claims(allocated_claims, "allocated_claims"), copy),
                 Features() if features is None else _features(features),
-                _owned(cluster_nodes(nodes), copy),
+                _owned_by_name(cluster_nodes(nodes), copy),
                 copy,
             )
 
@@ -206,7 +215,7 @@ class Snapshot:
                 list(self.classes.values()),
                 list(self._claims.flat().values()),
                 self.features,
-                list(self.given_nodes.values()),
+                self.given_nodes,
                 self.copies_inputs,
             )
         return derive_slices(self, list(added), dead)
@@ -342,7 +351,7 @@ class Snapshot:
                 names = self.table.names
                 # Told apart by string id, not by str: sets of node names read every
                 # name object again (a cache miss each, 5,000 nodes: 1.3-1.9 ms).
-                given_ids = names.find_all(given, len(given))
+                given_ids = self._given_ids()
                 strings = names.string_list
                 # A flag per string id: named by a live slice, and not a given node's.
                 named_here = np.zeros(len(strings), dtype=bool)
@@ -360,6 +369,19 @@ class Snapshot:
                 # (with the list they are of: a later version may lay out other nodes).
                 self._inputs["known"] = (self._known, [*given, *named], ids)
             return self._known
+
+    def _given_ids(self) -> np.ndarray:
+        """The string ids of the given nodes' names (-1: a name no slice has), from
+        the last lookup while no string was added since (the strings only grow)."""
+        names = self.table.names
+        found = self._inputs.get("given_ids")
+        if found is not None:
+            given, count, ids = found
+            if given is self.given_nodes and count == len(names.string_list):
+                return ids
+        ids = names.find_all(self.given_nodes, len(self.given_nodes))
+        self._inputs["given_ids"] = (self.given_nodes, len(names.string_list), ids)
+        return ids
 
     def known_names_and_ids(self, nodes: Sequence[Node]) -> tuple[list[str], np.ndarray] | None:
         """The names and string ids of ``nodes`` if they are this version's known nodes
