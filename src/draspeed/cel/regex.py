@@ -14,6 +14,7 @@ from typing import Any
 import re2
 
 from draspeed.cel.meter import Ticker, current_meter
+from draspeed.cel.regex_height import nests_too_deeply
 from draspeed.cel.values import EvalError
 
 _OPTIONS = re2.Options()
@@ -41,15 +42,26 @@ def compile_regex(pattern: str) -> Any:
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
-        raise RegexSyntaxError(f"error parsing regexp: {_go_error_text(str(detail))}") from None
-    refused = _go_refuses(pattern)
+        message = _go_error_text(str(detail))
+        # A repeat count both refuse: Go's parser may meet the depth limit first.
+        if message.startswith("invalid repeat count") and nests_too_deeply(pattern):
+            raise RegexSyntaxError(_too_deep(pattern)) from None
+        raise RegexSyntaxError(f"error parsing regexp: {message}") from None
+    refused = _go_refuses(pattern) or (_too_deep(pattern) if nests_too_deeply(pattern) else None)
     if refused is not None:
-        raise RegexSyntaxError(f"error parsing regexp: {refused}")
+        raise RegexSyntaxError(
+            refused if refused.startswith("error parsing") else f"error parsing regexp: {refused}"
+        )
     with _lock:
         _cache[pattern] = compiled
         if len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return compiled
+
+
+def _too_deep(pattern: str) -> str:
+    """Go's words for a pattern nested too deeply (it quotes the whole pattern)."""
+    return f"error parsing regexp: expression nests too deeply: `{pattern}`"
 
 
 # RE2 (C++) error messages → Go regexp/syntax error codes, which quote the offending
