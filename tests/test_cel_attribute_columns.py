@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -276,6 +277,24 @@ def test_object_codes_as_decided_one_by_one(objects: list[Any], data: st.DataObj
     assert codes.tolist() == want_codes
     assert [(type(v), v) for v in values] == [(type(v), v) for v in want_values]
     assert absent == want_absent
+
+
+@settings(max_examples=200)
+@given(
+    codes=st.lists(st.integers(0, 40), max_size=60),
+    data=st.data(),
+)
+def test_present_codes_as_numpy_counts_them(codes: list[int], data: st.DataObject) -> None:
+    """The distinct codes of the wanted rows, ascending, and the largest code of all
+    rows + 1, as ``np.unique`` and ``max`` give them."""
+    from draspeed.cel import _columns
+
+    wanted = data.draw(st.lists(st.booleans(), min_size=len(codes), max_size=len(codes)))
+    array = np.asarray(codes, dtype=np.int32)
+    mask = np.asarray(wanted, dtype=bool)
+    present, size = _columns.present_codes(array, mask.view(np.uint8))
+    assert present.tolist() == np.unique(array[mask]).tolist()
+    assert size == (max(codes) + 1 if codes else 1)
 
 
 class _ReadOnlyMap(dict[str, DeviceAttribute]):

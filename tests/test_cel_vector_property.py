@@ -215,7 +215,7 @@ def test_names_alone_are_read_without_building_each_device() -> None:
     ):
         match, error, _ = compile_selector(expr).evaluate(table)
         assert match.all() and not error.any()
-    assert table._inputs == [None] * 50
+    assert not any(table._inputs or [])  # (no device's input, nor their list, made)
     match, _, _ = compile_selector(f'{A}.exists(k, {A}[k] == "u-3")').evaluate(table)
     assert match.tolist() == [i == 3 for i in range(50)]  # values read: per device
 

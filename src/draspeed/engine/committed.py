@@ -281,11 +281,14 @@ class Holds:
             committed = (shares > 0) | (capacity > 0)
             return in_use, in_use | committed, committed
         base_n = len(self._base[0])
-        inside = np.minimum(g, max(base_n - 1, 0))
-        counts = [
-            np.where(g < base_n, b[inside], 0) if base_n else np.zeros(len(g), np.int32)
-            for b in self._base
-        ]
+        if base_n and len(g) and int(g.max()) < base_n:  # (the usual case: one take each)
+            counts = [b.take(g) for b in self._base]
+        else:
+            inside = np.minimum(g, max(base_n - 1, 0))
+            counts = [
+                np.where(g < base_n, b[inside], 0) if base_n else np.zeros(len(g), np.int32)
+                for b in self._base
+            ]
         if len(self._over) and len(g):
             found = self._over.get_present(g.tolist())
             if found:

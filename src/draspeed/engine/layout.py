@@ -272,10 +272,11 @@ class Layout:
         sizes = maps.sizes(ids)
         self.cap_map = np.full(self.L, -1, dtype=np.int32)
         self.cap_map[multi] = ids
-        counts = np.zeros(self.L, dtype=np.int64)
-        counts[multi] = sizes
         self.cap_ptr = np.zeros(self.L + 1, dtype=np.int32)
-        np.cumsum(counts, out=self.cap_ptr[1:])
+        if len(multi):  # (else all zero: written, the pages of zeros cost a millisecond)
+            counts = np.zeros(self.L, dtype=np.int64)
+            counts[multi] = sizes
+            np.cumsum(counts, out=self.cap_ptr[1:])
         self.n_caps = K = int(self.cap_ptr[-1])
         self.cap_pos = np.repeat(multi, sizes)
         offset = np.arange(K, dtype=np.int64) - np.repeat(self.cap_ptr[multi], sizes)
@@ -424,7 +425,9 @@ class Layout:
     def capacity_verdicts(self) -> np.ndarray:
         """The static capacity verdict of every position before any request's look: a
         shared device's capacity is taken share by share, any other's whole."""
-        return np.where(self.multi.astype(bool), CAP_DYNAMIC, CAP_OK).astype(np.uint8)
+        verdicts = np.full(self.L, CAP_OK, dtype=np.uint8)
+        np.copyto(verdicts, np.uint8(CAP_DYNAMIC), where=self.multi.astype(bool))
+        return verdicts
 
     @cached_property
     def any_capacity_checks(self) -> bool:

@@ -157,7 +157,7 @@ class Snapshot:
         allocated_claims: Sequence[ResourceClaim] = (),
         *,
         features: Features | None = None,
-        nodes: Sequence[Node] = (),
+        nodes: Sequence[Node | str] = (),
         copy: bool = False,
     ) -> Snapshot:
         """Read a cluster state. ``nodes``: Node objects or names (labels matter for

@@ -142,11 +142,11 @@ class SliceStore:
                     else:
                         match, error, messages = results.selector.evaluate(table, deadline)
                         pending = np.zeros(end - start, dtype=bool)
-                    verdict = np.where(match, TRUE, FALSE).astype(np.uint8)
+                    verdict = match.astype(np.uint8)  # (TRUE is 1, FALSE 0: no np.where)
                     verdict[error] = ERROR
                     done = ~pending if rows is None else rows & ~pending
                     results.messages.update(start, messages)
-                    results.verdict[start:end] = np.where(done, verdict, results.verdict[start:end])
+                    np.copyto(results.verdict[start:end], verdict, where=done)
                     if pending.any():
                         break  # a device reached the cost limit: the rest waits for the search
         return results.verdict[devices]
