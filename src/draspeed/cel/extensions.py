@@ -20,7 +20,7 @@ from draspeed.cel.formatting import format_string
 from draspeed.cel.functions import declare, register_guarded
 from draspeed.cel.gosort import sort_slice
 from draspeed.cel.meter import CHUNK, Ticker, current_meter, extend_ticking, ticking
-from draspeed.cel.regex import compile_regex, find_all
+from draspeed.cel.regex import compile_regex, find_all, search
 from draspeed.cel.stdlib import ORDER_TYPES, add, compare
 from draspeed.cel.values import (
     OPTIONAL_NONE,
@@ -575,12 +575,15 @@ def _compile_k8s(pattern: str) -> Any:
 
 
 def find(s: Any, pattern: Any) -> str:
-    m = _compile_k8s(go_string(pattern)).search(go_string(s))
-    return m.group(0) if m is not None else ""
+    text, source = go_string(s), go_string(pattern)
+    found = search(_compile_k8s(source), source, text)
+    return text[found[0] : found[1]] if found is not None else ""
 
 
 def find_all_fn(s: Any, pattern: Any, *n: Any) -> list[str]:
-    return find_all(_compile_k8s(go_string(pattern)), go_string(s), go_int64(n[0]) if n else -1)
+    source = go_string(pattern)
+    limit = go_int64(n[0]) if n else -1
+    return find_all(_compile_k8s(source), go_string(s), limit, source)
 
 
 def _register() -> None:

@@ -152,7 +152,47 @@ def regex_error(pattern: str) -> str | None:
     return None
 
 
-def find_all(regex: Any, text: str, limit: int) -> list[str]:
+def rune_positions(pattern: str, text: str) -> Any | None:
+    """For a pattern that tests ``\\B`` on a text with non-ASCII characters, the
+    pattern compiled as ``(?s:.)*?(pattern)``, to be used anchored (``match``) with the
+    match in group 1; else None.
+
+    Go's regexp steps through a text character by character, RE2 byte by byte: inside
+    a multi-byte character both neighbours are non-word bytes and ``\\B`` holds there,
+    where Go never looks (``"K\u212ak".matches("\\B")`` is false upstream). Led by
+    ``(?s:.)*?``, which takes whole characters, a match can only start between them;
+    the laziness keeps the leftmost start, as an unanchored search keeps it."""
+    if "\\B" not in pattern or text.isascii():
+        return None
+    with _lock:
+        found = _led_by_characters.get(pattern)
+    if found is None:
+        try:
+            found = re2.compile(f"(?s:.)*?({pattern})", _OPTIONS)
+        except re2.error:  # (an unterminated \\Q: its \\B is text, tested nowhere)
+            return None
+        with _lock:
+            _led_by_characters[pattern] = found
+            if len(_led_by_characters) > _CACHE_SIZE:
+                _led_by_characters.popitem(last=False)
+    return found
+
+
+_led_by_characters: OrderedDict[str, Any] = OrderedDict()
+
+
+def search(regex: Any, pattern: str, text: str, pos: int = 0) -> tuple[int, int] | None:
+    """The span of the leftmost match of ``regex`` (``pattern`` compiled) in ``text``
+    from character ``pos``, as Go finds it (see :func:`rune_positions`); None."""
+    led = rune_positions(pattern, text)
+    if led is not None:
+        m = led.match(text, pos)
+        return None if m is None else m.span(1)
+    m = regex.search(text, pos)
+    return None if m is None else m.span()
+
+
+def find_all(regex: Any, text: str, limit: int, pattern: str) -> list[str]:
     """Go's ``FindAllString``: successive non-overlapping matches; an empty match right
     after the previous match is skipped."""
     out: list[str] = []
@@ -167,10 +207,10 @@ def find_all(regex: Any, text: str, limit: int) -> list[str]:
     work = 1 + n // 64
     while pos <= n:
         ticker.step(work)
-        m = regex.search(text, pos)
-        if m is None:
+        found = search(regex, pattern, text, pos)
+        if found is None:
             break
-        start, end = m.span()
+        start, end = found
         if end == start and start == prev_end:
             # empty match abutting the previous match: advance one character
             pos = start + 1
