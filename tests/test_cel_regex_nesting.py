@@ -10,6 +10,7 @@ evaluation paths meet it at run time.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,17 @@ def test_heights_of_simple_shapes(template: str, limit: int | None) -> None:
 
 def test_short_patterns_are_not_parsed_again() -> None:
     assert not nests_too_deeply("(" * 400 + ")" * 400)
+
+
+def test_counting_a_long_pattern_looks_at_the_deadline() -> None:
+    """A pattern built at run time is counted within the evaluation's deadline."""
+    from draspeed.cel.meter import Meter, swap_meter
+    from draspeed.errors import AllocationTimeout
+
+    previous = swap_meter(Meter(deadline=time.monotonic() - 1))
+    try:
+        with pytest.raises(AllocationTimeout):
+            nests_too_deeply("(" * 5000 + ")" * 5000)
+    finally:
+        swap_meter(previous)
+    assert nests_too_deeply("(" * 5000 + ")" * 5000)

@@ -159,7 +159,7 @@ def rune_positions(pattern: str, text: str) -> Any | None:
 
     Go's regexp steps through a text character by character, RE2 byte by byte: inside
     a multi-byte character both neighbours are non-word bytes and ``\\B`` holds there,
-    where Go never looks (``"K\u212ak".matches("\\B")`` is false upstream). Led by
+    where Go never looks (``"K\\u212ak".matches("\\\\B")`` is false upstream). Led by
     ``(?s:.)*?``, which takes whole characters, a match can only start between them;
     the laziness keeps the leftmost start, as an unanchored search keeps it."""
     if "\\B" not in pattern or text.isascii():
@@ -169,7 +169,7 @@ def rune_positions(pattern: str, text: str) -> Any | None:
     if found is None:
         try:
             found = re2.compile(f"(?s:.)*?({pattern})", _OPTIONS)
-        except re2.error:  # (an unterminated \\Q: its \\B is text, tested nowhere)
+        except re2.error:  # (an unterminated \Q: its \B is text, tested nowhere)
             return None
         with _lock:
             _led_by_characters[pattern] = found

@@ -9,13 +9,16 @@ character classes taken out, runs of single characters merged into one class). T
 module builds that tree's shape as Go's parser does, node heights only (no character
 sets), without recursion: the patterns it is asked about are the deep ones.
 
-Where the shape would need a character set (two leading classes compared for
-factoring), two classes are equal when they are written alike.
+Where the shape needs a character set (two leading classes compared for factoring),
+a class is the characters it lists, or merges, or else the text it is written as: two
+classes written differently for one set count as different.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from draspeed.cel.meter import Ticker
 
 MAX_HEIGHT = 1000
 
@@ -24,7 +27,7 @@ _LITERAL, _CLASS, _LEAF, _EMPTY, _CAPTURE, _REPEAT, _CONCAT, _ALTERNATE = range(
 _LEFT_PAREN, _VERTICAL_BAR = 8, 9
 
 
-class TooDeep(Exception):
+class _TooDeep(Exception):
     """A node higher than :data:`MAX_HEIGHT` was made."""
 
 
@@ -50,7 +53,7 @@ class _Node:
         """The height from the children's (each measured when made)."""
         self.height = 1 + max((s.height for s in self.subs), default=0)
         if self.height > MAX_HEIGHT:
-            raise TooDeep()
+            raise _TooDeep()
 
 
 def nests_too_deeply(pattern: str) -> bool:
@@ -61,9 +64,9 @@ def nests_too_deeply(pattern: str) -> bool:
         return False
     try:
         _Parser(pattern).run()
-    except TooDeep:
+    except _TooDeep:
         return True
-    except (_RepeatTooLarge, ValueError, IndexError):  # (a pattern RE2 refused)
+    except (_RepeatTooLarge, ArithmeticError, LookupError, ValueError):  # (RE2 refused it)
         return False
     return False
 
@@ -231,7 +234,9 @@ class _Parser:
 
     def run(self) -> None:
         t, i, n = self.text, 0, len(self.text)
+        ticker = Ticker()  # (a pattern met at run time: the evaluation's deadline holds)
         while i < n:
+            ticker.step()
             c = t[i]
             if c == "(":
                 i = self._open(i)
