@@ -127,3 +127,29 @@ def test_find_all_gives_each_name_its_id_or_minus_one() -> None:
         names.find_all(["node-1"], 2)
     with pytest.raises(TypeError, match="expected str, got int"):
         names.find_all([7], 1)  # type: ignore[list-item]
+
+
+class _NamedLater(ResourceSlice):
+    """A slice subclass: its name read as Python reads it, not from the slot."""
+
+    __slots__ = ()
+
+
+def test_object_names_read_every_kind_of_item_as_python_does() -> None:
+    """Slices and Nodes by their slots (a list long enough for every look ahead),
+    subclasses and other objects with a metadata.name as Python reads them; an object
+    without one is the AttributeError Python raises."""
+    from draspeed.api.model import Node, ObjectMeta
+
+    slices = [_slice(f"s-{i}", []) for i in range(12)]
+    nodes = [Node(metadata=ObjectMeta(f"n-{i}")) for i in range(12)]
+    sub = _NamedLater(metadata=ObjectMeta("sub"), spec=slices[0].spec)
+
+    class Other:
+        metadata = ObjectMeta("other")
+
+    items: list[Any] = [*slices[:5], Other(), sub, *nodes, *slices[5:]]
+    assert _read.object_names(items) == [item.metadata.name for item in items]
+    assert _read.object_names([]) == []
+    with pytest.raises(AttributeError):
+        _read.object_names([object()])

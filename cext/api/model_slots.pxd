@@ -122,6 +122,7 @@ cdef extern from *:
     void draspeed_set_slot(object obj, Py_ssize_t offset, PyObject *value)
     void draspeed_put_slot(object obj, Py_ssize_t offset, PyObject *value)
     PyObject *draspeed_get_slot(object obj, Py_ssize_t offset)
+    void draspeed_prefetch(const void *p)
     void draspeed_prefetch_ahead(
         list items, Py_ssize_t i, PyTypeObject *type, const Py_ssize_t *fields, int n_fields,
         const Py_ssize_t *contents, int n_contents,

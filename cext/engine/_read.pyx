@@ -31,8 +31,8 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 
 from model_slots cimport (
-    PtrMap, draspeed_get_slot, draspeed_prefetch_ahead_items, ptrmap_free, ptrmap_get, ptrmap_init,
-    PyObject_GC_UnTrack, out_of_collector_sight, ptrmap_put, slot_offset,
+    PtrMap, draspeed_get_slot, draspeed_prefetch, draspeed_prefetch_ahead_items, ptrmap_free,
+    ptrmap_get, ptrmap_init, PyObject_GC_UnTrack, out_of_collector_sight, ptrmap_put, slot_offset,
 )
 
 cdef inline object _identity(object o):
@@ -117,6 +117,60 @@ cdef Py_ssize_t _counters_at = slot_offset(model.ResourceSliceSpec, "shared_coun
 cdef Py_ssize_t _pool_name_at = slot_offset(model.ResourcePool, "name")
 cdef Py_ssize_t _generation_at = slot_offset(model.ResourcePool, "generation")
 cdef Py_ssize_t _slice_count_at = slot_offset(model.ResourcePool, "resource_slice_count")
+
+
+cdef PyTypeObject *_NODE = <PyTypeObject*>model.Node
+cdef Py_ssize_t _node_metadata_at = slot_offset(model.Node, "metadata")
+
+
+cdef inline PyObject *_metadata_of(PyObject *item) noexcept:
+    """A ResourceSlice's or Node's ObjectMeta (NULL: another object, or none yet)."""
+    cdef PyObject *meta
+    if Py_TYPE(<object>item) == _SLICE:
+        meta = draspeed_get_slot(<object>item, _metadata_at)
+    elif Py_TYPE(<object>item) == _NODE:
+        meta = draspeed_get_slot(<object>item, _node_metadata_at)
+    else:
+        return NULL
+    return meta if meta != NULL and Py_TYPE(<object>meta) == _META else NULL
+
+
+def object_names(list items not None):
+    """Each item's ``metadata.name``, ResourceSlices' and Nodes' read from their slots
+    with the items ahead asked for (the item eight on, the metadata of the one four on,
+    the name of the one two on): a cluster's slices and Nodes are each a chain of three
+    objects to the name, a cache miss each when read one after the other (5,000 Nodes:
+    about 1 ms). Any other object's name is read as Python reads it."""
+    cdef Py_ssize_t n = len(items), i
+    cdef list out = PyList_New(n)
+    cdef PyObject *item
+    cdef PyObject *meta
+    cdef PyObject *name
+    for i in range(n):
+        if i + 8 < n:
+            draspeed_prefetch(PyList_GET_ITEM(items, i + 8))
+        if i + 4 < n:
+            item = PyList_GET_ITEM(items, i + 4)
+            if Py_TYPE(<object>item) == _SLICE or Py_TYPE(<object>item) == _NODE:
+                meta = draspeed_get_slot(
+                    <object>item,
+                    _metadata_at if Py_TYPE(<object>item) == _SLICE else _node_metadata_at,
+                )
+                if meta != NULL:
+                    draspeed_prefetch(meta)
+        if i + 2 < n:
+            meta = _metadata_of(PyList_GET_ITEM(items, i + 2))
+            if meta != NULL:
+                name = draspeed_get_slot(<object>meta, _meta_name_at)
+                if name != NULL:
+                    draspeed_prefetch(name)
+        item = PyList_GET_ITEM(items, i)
+        meta = _metadata_of(item)
+        name = NULL if meta == NULL else draspeed_get_slot(<object>meta, _meta_name_at)
+        value = <object>name if name != NULL else (<object>item).metadata.name
+        Py_INCREF(value)
+        PyList_SET_ITEM(out, i, value)
+    return out
 
 
 cdef inline object _get(object obj, Py_ssize_t offset, str name, bint direct):

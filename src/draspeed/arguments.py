@@ -133,21 +133,35 @@ def time_limit(value: Any, name: str = "time_limit") -> float | None:
     return value
 
 
-def unique(items: list[T], key: Callable[[T], str], name: str, what: str) -> list[T]:
+def unique(
+    items: list[T],
+    key: Callable[[T], str],
+    name: str,
+    what: str,
+    names_of: Callable[[list[T]], list[str]] | None = None,
+) -> list[T]:
     """``items`` with repeats of an equal object dropped; two different objects of one
     name (``key``) are a ValueError naming both positions, as the API server keeps one
-    object per kind, namespace and name."""
-    keys = list(map(key, items))
+    object per kind, namespace and name. ``names_of``: every item's name in one call
+    (the items' ``key`` otherwise)."""
+    keys = list(map(key, items)) if names_of is None else names_of(items)
     if len(set(keys)) == len(keys):  # no repeats (the usual case): nothing to compare
         return items
     return _without_repeats(items, keys, name, what)
 
 
-def by_name(items: list[T], key: Callable[[T], str], name: str, what: str) -> dict[str, T]:
-    """``items`` by name (``key``), in their order, checked as :func:`unique` checks
-    them. One walk reads the names and files them (each name read again later is a
-    cache miss per object: 5,000 Nodes, about 1 ms a walk)."""
-    keys = list(map(key, items))
+def by_name(
+    items: list[T],
+    key: Callable[[T], str],
+    name: str,
+    what: str,
+    names_of: Callable[[list[T]], list[str]] | None = None,
+) -> dict[str, T]:
+    """``items`` by name (``key``, or ``names_of`` as for :func:`unique`), in their
+    order, checked as :func:`unique` checks them. One walk reads the names and files
+    them (each name read again later is a cache miss per object: 5,000 Nodes, about
+    1 ms a walk)."""
+    keys = list(map(key, items)) if names_of is None else names_of(items)
     found = dict(zip(keys, items, strict=True))
     if len(found) == len(keys):
         return found

@@ -25,6 +25,9 @@ from draspeed.api.model import (
 from draspeed.arguments import type_name
 from draspeed.errors import InputError
 
+# Every item's metadata.name in one call (draspeed.engine._read.object_names).
+NamesOf = Callable[[list[Any]], list[str]]
+
 # What the allocators' entry points take: draspeed's claims, dicts, kubernetes-client
 # models or a list object; a Node, a node name, a dict or a ``V1Node``. (The client's
 # classes cannot be named without importing it.)
@@ -87,11 +90,14 @@ def as_node(node: NodeInput, name: str = "node") -> Node:
     return found.nodes[0]
 
 
-def cluster_slices(slices: Any, name: str = "slices") -> list[ResourceSlice]:
+def cluster_slices(
+    slices: Any, name: str = "slices", names_of: NamesOf | None = None
+) -> list[ResourceSlice]:
     """The ResourceSlices of a cluster state: a sequence of them, one per name (an equal
-    repeat is dropped, two different ones are a ValueError naming both)."""
+    repeat is dropped, two different ones are a ValueError naming both). ``names_of``:
+    reads every slice's name in one call (each slice's ``metadata.name`` otherwise)."""
     found = arguments.items_of(slices, ResourceSlice, name, "a ResourceSlice")
-    return arguments.unique(found, object_name, name, "ResourceSlices")
+    return arguments.unique(found, object_name, name, "ResourceSlices", names_of)
 
 
 def cluster_classes(classes: Any, name: str = "classes") -> list[DeviceClass]:
@@ -106,15 +112,17 @@ def cluster_claims(claims: Any, name: str) -> list[ResourceClaim]:
     return arguments.unique(found, _claim_key, name, "ResourceClaims")
 
 
-def cluster_nodes(nodes: Any, name: str = "nodes") -> dict[str, Node]:
+def cluster_nodes(
+    nodes: Any, name: str = "nodes", names_of: NamesOf | None = None
+) -> dict[str, Node]:
     """Nodes of a cluster state, given as Nodes or names, by name (one per name; a
-    name alone is one node without labels)."""
+    name alone is one node without labels; ``names_of`` as for :func:`cluster_slices`)."""
     found = arguments.names_or_items(nodes, Node, name, "a Node")
     if set(map(type, found)) <= {Node}:  # all Nodes already (the usual case)
         as_nodes = cast("list[Node]", found)
     else:
         as_nodes = [n if isinstance(n, Node) else Node(metadata=ObjectMeta(name=n)) for n in found]
-    return arguments.by_name(as_nodes, object_name, name, "Nodes")
+    return arguments.by_name(as_nodes, object_name, name, "Nodes", names_of)
 
 
 # Keys read in C (attrgetter): thousands of objects per snapshot build.

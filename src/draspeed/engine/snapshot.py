@@ -176,11 +176,11 @@ class Snapshot:
         copy = arguments.flag(copy, "copy")
         with collector_paused():
             return cls(
-                _owned(cluster_slices(slices), copy),
+                _owned(cluster_slices(slices, names_of=_read.object_names), copy),
                 _owned(cluster_classes(classes), copy),
                 _owned(cluster_claims(allocated_claims, "allocated_claims"), copy),
                 Features() if features is None else _features(features),
-                _owned_by_name(cluster_nodes(nodes), copy),
+                _owned_by_name(cluster_nodes(nodes, names_of=_read.object_names), copy),
                 copy,
             )
 
