@@ -310,8 +310,8 @@ def present_codes(const int32_t[::1] codes not None, const uint8_t[::1] wanted n
     """``(present, size)``: the distinct codes (non-negative) of the ``wanted`` rows,
     ascending, and the largest code of all rows + 1 (1 with no rows). One pass for the
     largest and one for the flags, without the GIL: numpy's bincount copied the codes
-    to int64 first, and a wanted mask made a second copy (a sixth of a first answer on
-    a cluster of 152,000 devices)."""
+    to int64 first, and a wanted mask made a second copy (0.8 ms a leaf on 152,000
+    devices, against 0.14 ms here)."""
     cdef Py_ssize_t n = codes.shape[0], i
     cdef int32_t most = 0
     if wanted.shape[0] != n:

@@ -123,15 +123,19 @@ cdef PyTypeObject *_NODE = <PyTypeObject*>model.Node
 cdef Py_ssize_t _node_metadata_at = slot_offset(model.Node, "metadata")
 
 
-cdef inline PyObject *_metadata_of(PyObject *item) noexcept:
-    """A ResourceSlice's or Node's ObjectMeta (NULL: another object, or none yet)."""
-    cdef PyObject *meta
+cdef inline PyObject *_metadata_slot(PyObject *item) noexcept:
+    """What a ResourceSlice's or Node's metadata slot holds (NULL: another object, or
+    an empty slot)."""
     if Py_TYPE(<object>item) == _SLICE:
-        meta = draspeed_get_slot(<object>item, _metadata_at)
-    elif Py_TYPE(<object>item) == _NODE:
-        meta = draspeed_get_slot(<object>item, _node_metadata_at)
-    else:
-        return NULL
+        return draspeed_get_slot(<object>item, _metadata_at)
+    if Py_TYPE(<object>item) == _NODE:
+        return draspeed_get_slot(<object>item, _node_metadata_at)
+    return NULL
+
+
+cdef inline PyObject *_metadata_of(PyObject *item) noexcept:
+    """A ResourceSlice's or Node's ObjectMeta (NULL: another object, or none)."""
+    cdef PyObject *meta = _metadata_slot(item)
     return meta if meta != NULL and Py_TYPE(<object>meta) == _META else NULL
 
 
@@ -150,14 +154,9 @@ def object_names(list items not None):
         if i + 8 < n:
             draspeed_prefetch(PyList_GET_ITEM(items, i + 8))
         if i + 4 < n:
-            item = PyList_GET_ITEM(items, i + 4)
-            if Py_TYPE(<object>item) == _SLICE or Py_TYPE(<object>item) == _NODE:
-                meta = draspeed_get_slot(
-                    <object>item,
-                    _metadata_at if Py_TYPE(<object>item) == _SLICE else _node_metadata_at,
-                )
-                if meta != NULL:
-                    draspeed_prefetch(meta)
+            meta = _metadata_slot(PyList_GET_ITEM(items, i + 4))
+            if meta != NULL:
+                draspeed_prefetch(meta)
         if i + 2 < n:
             meta = _metadata_of(PyList_GET_ITEM(items, i + 2))
             if meta != NULL:

@@ -144,10 +144,10 @@ def unique(
     name (``key``) are a ValueError naming both positions, as the API server keeps one
     object per kind, namespace and name. ``names_of``: every item's name in one call
     (the items' ``key`` otherwise)."""
-    keys = list(map(key, items)) if names_of is None else names_of(items)
+    keys = _names(items, key, names_of)
     if len(set(keys)) == len(keys):  # no repeats (the usual case): nothing to compare
         return items
-    return _without_repeats(items, keys, name, what)
+    return list(_without_repeats(items, keys, name, what).values())
 
 
 def by_name(
@@ -157,32 +157,34 @@ def by_name(
     what: str,
     names_of: Callable[[list[T]], list[str]] | None = None,
 ) -> dict[str, T]:
-    """``items`` by name (``key``, or ``names_of`` as for :func:`unique`), in their
-    order, checked as :func:`unique` checks them. One walk reads the names and files
-    them (each name read again later is a cache miss per object: 5,000 Nodes, about
-    1 ms a walk)."""
-    keys = list(map(key, items)) if names_of is None else names_of(items)
+    """``items`` by name, in their order, checked as :func:`unique` checks them. One
+    walk reads the names and files them (each name read again later is a cache miss
+    per object: 5,000 Nodes, about 1 ms a walk)."""
+    keys = _names(items, key, names_of)
     found = dict(zip(keys, items, strict=True))
     if len(found) == len(keys):
         return found
-    kept = _without_repeats(items, keys, name, what)
-    return dict(zip(map(key, kept), kept, strict=True))
+    return _without_repeats(items, keys, name, what)
 
 
-def _without_repeats(items: list[T], keys: list[str], name: str, what: str) -> list[T]:
-    """``items`` less the equal repeats of a name in ``keys``; different ones refused."""
+def _names(
+    items: list[T], key: Callable[[T], str], names_of: Callable[[list[T]], list[str]] | None
+) -> list[str]:
+    return list(map(key, items)) if names_of is None else names_of(items)
+
+
+def _without_repeats(items: list[T], keys: list[str], name: str, what: str) -> dict[str, T]:
+    """``items`` by their ``keys``, the first of equal repeats kept; different ones of
+    one name refused."""
     first: dict[str, int] = {}
-    out: list[T] = []
     for i, (item, k) in enumerate(zip(items, keys, strict=True)):
         j = first.setdefault(k, i)
-        if j == i:
-            out.append(item)
-        elif items[j] != item:
+        if j != i and items[j] != item:
             raise ValueError(
                 f"{name}[{j}] and {name}[{i}]: two different {what} named {k!r} "
                 "(one object per name, as the API server keeps them)"
             )
-    return out
+    return {k: items[i] for k, i in first.items()}
 
 
 def flag(value: Any, name: str) -> bool:

@@ -45,13 +45,13 @@ def compile_regex(pattern: str) -> Any:
         message = _go_error_text(str(detail))
         # A repeat count both refuse: Go's parser may meet the depth limit first.
         if message.startswith("invalid repeat count") and nests_too_deeply(pattern):
-            raise RegexSyntaxError(_too_deep(pattern)) from None
+            message = _too_deep(pattern)
         raise RegexSyntaxError(f"error parsing regexp: {message}") from None
-    refused = _go_refuses(pattern) or (_too_deep(pattern) if nests_too_deeply(pattern) else None)
+    refused = _go_refuses(pattern)
+    if refused is None and nests_too_deeply(pattern):
+        refused = _too_deep(pattern)
     if refused is not None:
-        raise RegexSyntaxError(
-            refused if refused.startswith("error parsing") else f"error parsing regexp: {refused}"
-        )
+        raise RegexSyntaxError(f"error parsing regexp: {refused}")
     with _lock:
         _cache[pattern] = compiled
         if len(_cache) > _CACHE_SIZE:
@@ -61,7 +61,7 @@ def compile_regex(pattern: str) -> Any:
 
 def _too_deep(pattern: str) -> str:
     """Go's words for a pattern nested too deeply (it quotes the whole pattern)."""
-    return f"error parsing regexp: expression nests too deeply: `{pattern}`"
+    return f"expression nests too deeply: `{pattern}`"
 
 
 # RE2 (C++) error messages → Go regexp/syntax error codes, which quote the offending
@@ -78,7 +78,6 @@ _GO_CODES = (
     ("invalid named capture group: ", "invalid named capture"),
     ("invalid perl operator: ", "invalid or unsupported Perl syntax"),
     ("invalid repetition size: ", "invalid repeat count"),
-    ("bad repetition operator: ", "invalid nested repetition operator"),
 )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -105,7 +105,7 @@ class Snapshot:
         classes: Sequence[DeviceClass],
         allocated_claims: Sequence[ResourceClaim],
         features: Features,
-        nodes: Mapping[str, Node] | None = None,
+        nodes: dict[str, Node] | None = None,
         copies_inputs: bool = False,
     ) -> None:
         self.features = features
@@ -123,8 +123,9 @@ class Snapshot:
         self._dead_devices = 0
         self.classes = {c.metadata.name: c for c in classes}
         self._claims = ClaimLog(c for c in allocated_claims if c.status.allocation is not None)
-        # The Nodes the caller gave, by name (read once, when they were checked).
-        self.given_nodes: dict[str, Node] = {} if nodes is None else dict(nodes)
+        # The Nodes the caller gave, by name (read once, when they were checked); a
+        # version never changes this dict, an update makes its own.
+        self.given_nodes: dict[str, Node] = {} if nodes is None else nodes
         self._index: SliceIndex | None = None
         self._allocated: AllocatedState | None = None
         self._holds: Holds | None = None
