@@ -49,3 +49,28 @@ def test_valid_expressions_have_no_syntax_errors() -> None:
     costs = yaml.safe_load((Path(__file__).parent / "data/cel/costs.yaml").read_text())
     for case in costs["cases"]:
         assert syntax_errors(case["expr"]) == [], case["expr"]
+
+
+def test_taken_token_sequences_change_no_answer() -> None:
+    """A text whose tokens were taken before is not read again by the rules: every
+    malformed case gives the same errors with the sequences of every valid selector
+    remembered as without, and a text the lexer refuses is still refused when the
+    tokens it leaves form a sequence taken before."""
+    from draspeed.cel import syntax_errors as module
+
+    costs = yaml.safe_load((Path(__file__).parent / "data/cel/costs.yaml").read_text())
+    texts = [c["expr"] for c in CASES + RECOVERED]
+    module._ACCEPTED.clear()
+    fresh = [syntax_errors(text) for text in texts]
+    for case in costs["cases"]:
+        assert syntax_errors(case["expr"]) == []
+    assert syntax_errors('x == "a"') == []
+    remembered = len(module._ACCEPTED)
+    assert remembered > 100
+    assert [syntax_errors(text) for text in texts] == fresh
+    # '#' is no token: the lexer reports it and skips it, leaving the tokens of the
+    # text taken just before.
+    unknown_character = syntax_errors('x == "a"#')
+    assert unknown_character == [(8, "Syntax error: token recognition error at: '#'")]
+    module._ACCEPTED.clear()
+    assert syntax_errors('x == "a"#') == unknown_character

@@ -539,11 +539,17 @@ def _operator(at: int) -> Node:
 class _Parser:
     """cel-go's generated CELParser with ANTLR's DefaultErrorStrategy, rule by rule."""
 
-    def __init__(self, src: str, report: Callable[[int, str], None], visitor: TreeVisitor) -> None:
+    def __init__(
+        self,
+        buffer: list[_Token],
+        visible: list[_Token],
+        report: Callable[[int, str], None],
+        visitor: TreeVisitor,
+    ) -> None:
         self.report_at = report
         self.visitor = visitor
-        self.buffer = _lex(src, report)
-        self.visible = [t for t in self.buffer if t.type not in _HIDDEN]
+        self.buffer = buffer
+        self.visible = visible
         self.types = [t.type for t in self.visible]
         self.n = len(self.types)
         self.p = 0
@@ -1141,6 +1147,15 @@ RECURSION_LIMIT = 250  # cel-go's maxRecursionDepth (its listener's and its visi
 _FRAMES_NEEDED = 40 * RECURSION_LIMIT
 
 
+# Token sequences (visible token types) the parser took without an error. Which rules
+# ANTLR predicts, what it reports and how deep it nests depend on the token types alone,
+# so a text the lexer reads without an error, into a sequence taken before, is taken
+# again: its rules are not read a second time (they were three quarters of this
+# module's time on a selector that differs from an earlier one only in its literals).
+_ACCEPTED: set[tuple[int, ...]] = set()
+_ACCEPTED_LIMIT = 4096
+
+
 def syntax_errors(src: str, visitor: TreeVisitor | None = None) -> list[tuple[int, str]] | None:
     """(offset, message) of each syntax error cel-go reports for ``src``, in report order,
     then what its visitor reports of the tree ANTLR recovered (``visitor``: identifiers
@@ -1162,7 +1177,12 @@ def syntax_errors(src: str, visitor: TreeVisitor | None = None) -> list[tuple[in
         sys.setrecursionlimit(_FRAMES_NEEDED)  # process-wide: only ever raised
     parser: _Parser | None = None
     try:
-        parser = _Parser(src, report, visitor)
+        buffer = _lex(src, report)
+        visible = [t for t in buffer if t.type not in _HIDDEN]
+        shape = tuple(t.type for t in visible)
+        if not found and shape in _ACCEPTED:
+            return []
+        parser = _Parser(buffer, visible, report, visitor)
         tree = parser.rule("start", _END, parser.start)
     except _Stop:
         return found  # cel-go gives up before its visitor runs
@@ -1182,6 +1202,9 @@ def syntax_errors(src: str, visitor: TreeVisitor | None = None) -> list[tuple[in
     # Without a syntax error the tree is whole: the tree builder reports what cel-go's
     # visitor does (literals out of range among the rest).
     if not found:
+        if len(_ACCEPTED) >= _ACCEPTED_LIMIT:
+            _ACCEPTED.clear()
+        _ACCEPTED.add(shape)
         return []
     if tree.depth > RECURSION_LIMIT:
         # The visitor stops where it nests too deep (what it said of the rest is not
