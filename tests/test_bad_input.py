@@ -42,7 +42,7 @@ import yaml
 from draspeed.api.loader import load
 from draspeed.cli import main
 from draspeed.cluster import Cluster
-from draspeed.errors import InputError
+from draspeed.errors import InputError, printable
 
 HERE = Path(__file__).parent / "bad_input"
 INDEX: dict[str, dict[str, Any]] = yaml.safe_load((HERE / "expected.yaml").read_text())
@@ -165,7 +165,8 @@ def _run_load(case: dict[str, Any], path: Path, capsys: pytest.CaptureFixture[st
         assert got["message"] == case["message"].replace("{file}", file)
     else:
         assert case["contains"] in got["message"], got["message"]
-    assert got["message"].startswith(f"{got['obj']}: "), "the object comes first"
+    # The object comes first, shown with unprintable characters escaped.
+    assert got["message"].startswith(f"{printable(got['obj'])}: "), "the object comes first"
     if "warnings" in case:
         assert got["warnings"] == case["warnings"]
     if case.get("isolate"):

@@ -7,14 +7,35 @@ class DraspeedError(Exception):
     """Base class of draspeed's own errors."""
 
 
+def printable(text: str) -> str:
+    """``text`` with each character that is not printable (controls, line and
+    paragraph separators ...) written as an escape: a name or key taken from the input
+    is shown in a message, and a terminal must not act on it."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x80
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
+
+
 class InputError(DraspeedError, ValueError):
-    """Bad input: names the object (``Kind namespace/name``) and the field path."""
+    """Bad input: names the object (``Kind namespace/name``) and the field path (each
+    shown with its unprintable characters escaped)."""
 
     def __init__(self, obj: str, path: str, message: str) -> None:
         self.obj = obj
         self.path = path
         self.message = message
-        where = f"{obj}: {path}" if path else obj
+        where = f"{printable(obj)}: {printable(path)}" if path else printable(obj)
         super().__init__(f"{where}: {message}" if where else message)
 
     def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str]]:

@@ -21,7 +21,7 @@ from draspeed.api import limits, messages
 from draspeed.api.fields import KNOWN, SCHEMAS, all_known, unknown_fields
 from draspeed.api.json_as_go import NumberText
 from draspeed.api.model import DeviceAttribute, DeviceCapacity, DeviceCounterConsumption
-from draspeed.errors import InputError, QuantityError
+from draspeed.errors import InputError, QuantityError, printable
 from draspeed.quantity import Quantity
 
 # How strictly objects are read, as ``kubectl --validate`` says it:
@@ -198,7 +198,8 @@ class DecodeContext:
     def warn(
         self, path: str, message: str, category: type[Warning] = DraspeedConversionWarning
     ) -> None:
-        text = f"{self.obj}: {path}: {message}" if path else f"{self.obj}: {message}"
+        obj = printable(self.obj)
+        text = f"{obj}: {printable(path)}: {message}" if path else f"{obj}: {message}"
         self.warned += 1
         if self.sink is not None:
             self.sink.append(text)
