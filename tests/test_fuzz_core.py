@@ -162,6 +162,33 @@ def test_request_without_alternative_is_rejected(
         _core.Problem(arrays, **flags)
 
 
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("req_alt_ptr", "start"),
+        ("req_alt_ptr", "end"),
+        ("claim_req_ptr", "end"),
+        ("req_alt_ptr", "decrease"),
+    ],
+)
+def test_pointer_arrays_start_at_zero_never_decrease_and_cover(
+    real_arrays: tuple[dict[str, Any], dict[str, Any]], name: str, change: str
+) -> None:
+    """Every CSR pointer array starts at 0, never decreases and ends at its array's end."""
+    arrays, flags = dict(real_arrays[0]), real_arrays[1]
+    ptr = np.asarray(arrays[name], dtype=np.int32).copy()
+    if change == "start":
+        ptr[0] = 1
+    elif change == "end":
+        ptr[-1] += 1
+    else:  # an entry above the end: the one after it decreases, the ends are kept
+        assert len(ptr) >= 3, ptr
+        ptr[1] = ptr[-1] + 1
+    arrays[name] = ptr
+    with pytest.raises(ValueError, match=f"Problem.{name}"):
+        _core.Problem(arrays, **flags)
+
+
 def test_exact_must_be_the_exact_sums_object(
     real_arrays: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:

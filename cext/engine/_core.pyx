@@ -109,12 +109,14 @@ ARRAYS = (
     ("con_present", "uint8", "Q * S", "position"),
     ("con_first_needs_value", "uint8", "Q", None),
 )
-# The length expressions, compiled once (compiling them per Problem cost a fifth of a
-# small cluster's first answer).
-_LENGTHS = tuple(
-    (name, length, compile(length, f"<{name} length>", "eval"))
-    for name, _, length, _ in ARRAYS
-    if length is not None
+# The arrays with an expected length, and one function of the shape that gives every
+# such length at once (compiled once: compiling the expressions per Problem cost a fifth
+# of a small cluster's first answer, evaluating them one by one 5 us a Problem).
+_LENGTHS = tuple((name, length) for name, _, length, _ in ARRAYS if length is not None)
+_EXPECTED_LENGTHS = eval(
+    "lambda N, C, R, A, S, K, Q, E: ("
+    + "".join(f"{length}, " for _, length in _LENGTHS)
+    + ")"
 )
 
 
@@ -164,13 +166,11 @@ cdef class Problem:
         self.exact = exact
         self.taints_enabled = taints_enabled
         self.consumable_enabled = consumable_enabled
-        shape = {
-            "N": self.n_nodes, "C": self.n_claims, "R": len(a["req_has_subs"]),
-            "A": self.n_alts, "S": self.n_positions, "K": len(a["cap_room"]),
-            "Q": self.n_constraints, "E": len(a["cons_rel"]),
-        }
-        for name, length, code in _LENGTHS:
-            expected = eval(code, {}, shape)
+        expected_lengths = _EXPECTED_LENGTHS(
+            self.n_nodes, self.n_claims, len(a["req_has_subs"]), self.n_alts,
+            self.n_positions, len(a["cap_room"]), self.n_constraints, len(a["cons_rel"]),
+        )
+        for (name, length), expected in zip(_LENGTHS, expected_lengths):
             if len(a[name]) != expected:
                 raise ValueError(f"Problem.{name}: length {len(a[name])}, expected {length} "
                                  f"= {expected}")
@@ -304,9 +304,22 @@ _CHECKED_KEPT = 8
 
 
 cdef void _check_pointers(dict a, tuple covers) except *:
+    """Each (int32) pointer array of ``covers`` starts at 0, never decreases and ends
+    where its end is (one C loop each: numpy's comparison of the shifted arrays made two
+    temporaries per array, 16 us a Problem)."""
+    cdef const int32_t[::1] ptr
+    cdef Py_ssize_t i, n
+    cdef bint bad
     for name, end in covers:
         ptr = a[name]
-        if ptr[0] != 0 or ptr[-1] != end or (len(ptr) > 1 and (ptr[1:] < ptr[:-1]).any()):
+        n = ptr.shape[0]
+        bad = n == 0 or ptr[0] != 0 or ptr[n - 1] != end
+        if not bad:
+            for i in range(1, n):
+                if ptr[i] < ptr[i - 1]:
+                    bad = True
+                    break
+        if bad:
             raise ValueError(f"Problem.{name} must start at 0, never decrease and end at {end}")
 
 
