@@ -116,14 +116,24 @@ def plan_for(selector: Selector) -> Plan:
             if any(isinstance(node, Bind) for node in walk(tree)):
                 tree = inliner.rewrite(copy.deepcopy(tree), {}, in_loop=False)
             plan = Plan(root=None, init_costs=inliner.init_costs)
-            plan.root = _build(tree, "top", plan, branch=False)
+            # A selector that is one leaf (no &&, ||, ! or ?: at its top) runs the
+            # program the selector compiled already.
+            compiled = (selector.ast, selector._program, selector._nslots)
+            plan.root = _build(tree, "top", plan, branch=False, compiled=compiled)
             selector._vector = plan
         return selector._vector
 
 
-def _build(node: Node, mode: str, plan: Plan, branch: bool) -> Any:
+def _build(
+    node: Node,
+    mode: str,
+    plan: Plan,
+    branch: bool,
+    compiled: tuple[Node, Any, int] | None = None,
+) -> Any:
     """Split at &&, ||, ! and ?:. ``branch``: the node is a ?: branch, which cel-go
-    resolves without observing it when it is an attribute."""
+    resolves without observing it when it is an attribute. ``compiled``: a node whose
+    program (and slot count) is made already, as ``Compiler.compile`` makes it."""
     if isinstance(node, Logical):
         return Branch(node.op, [_build(o, "bool", plan, False) for o in node.operands])
     if isinstance(node, Call) and node.function == "!_" and node.target is None:
@@ -137,9 +147,13 @@ def _build(node: Node, mode: str, plan: Plan, branch: bool) -> Any:
                 _build(node.other, mode, plan, True),
             ],
         )
-    compiler = Compiler()
-    program = compiler.compile_branch(node) if branch else compiler.compile(node)
-    leaf = Leaf(node, tuple(sorted(analyze_reads(node))), program, compiler.nslots, mode)
+    if compiled is not None and compiled[0] is node and not branch:
+        program, nslots = compiled[1], compiled[2]
+    else:
+        compiler = Compiler()
+        program = compiler.compile_branch(node) if branch else compiler.compile(node)
+        nslots = compiler.nslots
+    leaf = Leaf(node, tuple(sorted(analyze_reads(node))), program, nslots, mode)
     plan.leaves.append(leaf)
     return leaf
 
