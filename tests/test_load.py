@@ -307,6 +307,15 @@ def test_other_kinds_are_skipped_with_one_warning(tmp_path: Path) -> None:
     assert [str(w.message) for w in caught] == [text]
 
 
+def test_a_skipped_kind_is_named_with_unprintable_characters_escaped() -> None:
+    doc = {"apiVersion": "example.com/v1", "kind": "Ser\x1b[2Jvice", "metadata": {"name": "s"}}
+    with pytest.warns(UserWarning) as caught:
+        objects = load([doc])
+    assert objects.skipped == {"Ser\x1b[2Jvice": 1}
+    text = "skipped 1 object of kinds draspeed does not read: Ser\\x1b[2Jvice (1)"
+    assert [str(w.message) for w in caught] == [text]
+
+
 def test_document_that_is_not_an_object(tmp_path: Path) -> None:
     path = tmp_path / "x.yaml"
     path.write_text("just a string\n")

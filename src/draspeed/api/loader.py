@@ -95,7 +95,7 @@ from draspeed.api.text import (
 )
 from draspeed.api.text import parse_text as _parse_text
 from draspeed.collector import collector_paused
-from draspeed.errors import InputError
+from draspeed.errors import InputError, printable
 
 _FILE_SUFFIXES = (".yaml", ".yml", ".json")
 # A URL fetched with timeout 0 or None (no bound, as kubectl's --request-timeout 0).
@@ -229,7 +229,7 @@ def load(
 def skipped_warning(skipped: Mapping[str, int]) -> str:
     """The one warning about the objects of kinds draspeed does not read."""
     total = sum(skipped.values())
-    kinds = ", ".join(f"{kind} ({count})" for kind, count in sorted(skipped.items()))
+    kinds = ", ".join(f"{printable(kind)} ({count})" for kind, count in sorted(skipped.items()))
     objects = "object" if total == 1 else "objects"
     return f"skipped {total} {objects} of kinds draspeed does not read: {kinds}"
 
