@@ -129,4 +129,4 @@ def test_corpora_present() -> None:
     """The corpora are in the repository: a clean clone runs every case."""
     assert len(_cases(DIFFERENTIAL)) == 311  # 300 random (s1-*), 11 CEL scenarios (t-*)
     assert len(_cases(UPSTREAM)) == 223
-    assert len(_cases(DRIVERS)) == 119
+    assert len(_cases(DRIVERS)) == 160
