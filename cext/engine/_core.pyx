@@ -310,15 +310,19 @@ cdef void _check_pointers(dict a, tuple covers) except *:
     cdef const int32_t[::1] ptr
     cdef Py_ssize_t i, n
     cdef bint bad
+    cdef int32_t drops
     for name, end in covers:
         ptr = a[name]
         n = ptr.shape[0]
         bad = n == 0 or ptr[0] != 0 or ptr[n - 1] != end
         if not bad:
-            for i in range(1, n):
-                if ptr[i] < ptr[i - 1]:
-                    bad = True
-                    break
+            drops = 0
+            with nogil:
+                # (Without a branch, which the compiler vectorises: stopping at the first
+                # decrease, a Problem over 1,000 MIG nodes took 127 us, 63 us so.)
+                for i in range(1, n):
+                    drops |= ptr[i] < ptr[i - 1]
+            bad = drops != 0
         if bad:
             raise ValueError(f"Problem.{name} must start at 0, never decrease and end at {end}")
 
