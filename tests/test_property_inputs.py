@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from draspeed.api.context import Validation
 from draspeed.api.loader import Objects, load
-from draspeed.errors import InputError
+from draspeed.errors import InputError, printable
 from draspeed.testing.cases import Scenario, scenario_validation
 from draspeed.testing.engines import Answer, Inputs, check_engines
 from draspeed.testing.strategies import mutated_documents, scenarios
@@ -184,9 +184,10 @@ def _damage_contract(scenario: Scenario, data: st.DataObject) -> None:
         try:
             objects, _ = _load(edited, mode)
         except InputError as exc:
-            # One error, the object first: "<object>: <path>: <message>".
+            # One error, the object first: "<object>: <path>: <message>" (the object
+            # shown with its unprintable characters escaped).
             assert exc.obj, exc
-            assert str(exc).startswith(f"{exc.obj}: "), exc
+            assert str(exc).startswith(f"{printable(exc.obj)}: "), exc
             event(f"{mode}: refused")
             continue
         event(f"{mode}: loaded")
